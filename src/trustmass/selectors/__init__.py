@@ -1,0 +1,19 @@
+"""Kept-set rules.  Each returns key indices (ascending) for one attention row and budget s."""
+
+from trustmass.operator import top_mass
+from trustmass.selectors.balancing import Balanced, balancing
+from trustmass.selectors.geometric import Geometric, frank_wolfe_support, geometric
+from trustmass.selectors.group_vote import group_vote
+from trustmass.selectors.leverage import leverage, ridge_leverage_scores
+
+__all__ = [
+    "Balanced",
+    "Geometric",
+    "balancing",
+    "frank_wolfe_support",
+    "geometric",
+    "group_vote",
+    "leverage",
+    "ridge_leverage_scores",
+    "top_mass",
+]
