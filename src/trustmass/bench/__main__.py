@@ -1,0 +1,38 @@
+"""`python -m trustmass.bench <name> [--key value ...]`: run a benchmark, print its JSON."""
+
+import os
+
+# one core: keep BLAS from spreading the (tiny) matrix products over threads
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+
+BENCHMARKS = {"enumeration": "trustmass.bench.enumeration"}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trustmass.bench", description=__doc__)
+    parser.add_argument("name", choices=sorted(BENCHMARKS))
+    parser.add_argument("--n-keys", type=int, default=4096)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--instances", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="also write the JSON to this file")
+    args = parser.parse_args(argv)
+    import importlib
+
+    module = importlib.import_module(BENCHMARKS[args.name])
+    result = module.run(n_keys=args.n_keys, head_dim=args.head_dim, instances=args.instances, seed=args.seed)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
