@@ -11,7 +11,6 @@ mu, deviation norms, orders, then every budget).  Everything is single-threaded:
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 from importlib.metadata import version
@@ -28,6 +27,7 @@ from trustmass.enumeration import (
     pool_optimum_numpy,
 )
 from trustmass.operator import Instance
+from trustmass.provenance import device_info
 
 
 def attention_like_row(rng: np.random.Generator, n_keys: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,17 +46,6 @@ def _timed(fn, min_seconds: float = 0.5, min_reps: int = 3) -> float:
         fn()
         reps += 1
     return (time.perf_counter() - start) / reps
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(
@@ -122,8 +111,8 @@ def run(
         "all_budgets_one_instance_s": float(np.median(fresh)),
         "all_budgets_one_instance_subsets": int(sum(b["subsets_per_instance"] for b in per_budget)),
         "threads": 1,
-        "cpu": _cpu_model(),
-        "cores_visible": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu": device_info()["cpu"],
+        "cores_visible": device_info()["cores_usable"],
         "python": platform.python_version(),
         "numpy": version("numpy"),
         "numba": version("numba"),

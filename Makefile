@@ -1,0 +1,58 @@
+# trustmass — two commands on a fresh machine:
+#   make run    create .venv (once), install the pinned stack, regenerate everything (snakemake)
+#   make test   same environment, run the fast tests
+# Override any variable on the command line, e.g. `make run CORES=4 VENV=/scratch/venv`.
+
+PYTHON ?= python3
+VENV   ?= .venv
+CORES  ?= all
+PYTEST_ARGS ?=
+SNAKEMAKE_ARGS ?=
+# Where pip looks for torch.  Empty: pip's own configuration (here a local directory holds the CPU
+# wheel).  Elsewhere, TORCH_INDEX=https://download.pytorch.org/whl/cpu gets the CPU build.
+TORCH_INDEX ?=
+
+BIN   := $(VENV)/bin
+STAMP := $(VENV)/.trustmass-installed
+# torch goes in first, pinned and on its own, so pip takes the CPU wheel (on disk, or from
+# TORCH_INDEX): torch resolved along with everything else pulls a multi-GB CUDA build.  The pin is
+# read from pyproject.toml so there is one place to change it.
+TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
+
+.PHONY: help venv run test test-slow bench dry-run clean
+
+help:
+	@echo "make run        regenerate results/ (snakemake --cores $(CORES))"
+	@echo "make test       fast tests (pytest -m 'not slow')"
+	@echo "make test-slow  long tests (pytest -m slow)"
+	@echo "make bench      enumeration benchmark, printed as JSON"
+	@echo "make dry-run    what 'make run' would do"
+	@echo "make clean      delete results/ (keeps resources/ and .venv)"
+
+# The environment: created once, reinstalled only when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@test -n "$(TORCH)" || { echo "no torch==X pin found in pyproject.toml" >&2; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --no-input $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
+	$(BIN)/python -m pip install --no-input -e '.[test,slurm]'
+	@touch $@
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+dry-run: $(STAMP)
+	$(BIN)/snakemake --dry-run --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m trustmass.bench enumeration
+
+clean:
+	if [ -d results ]; then find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +; fi

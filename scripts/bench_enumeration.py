@@ -1,0 +1,40 @@
+"""Rule bench_enumeration: time the exhaustive ES_pool search against a numpy reference.
+
+Glue only: the benchmark lives in trustmass.bench.enumeration (also `make bench`).
+"""
+
+import os
+import sys
+import time
+
+started = time.time()
+log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
+sys.stdout = sys.stderr = log
+
+# Snakemake sets OMP/OpenBLAS/MKL threads to the rule's threads; numba reads its own variable.
+os.environ.setdefault("NUMBA_NUM_THREADS", str(snakemake.threads))  # noqa: F821
+
+from trustmass.bench.enumeration import run  # noqa: E402
+from trustmass.provenance import write_json, write_sidecar  # noqa: E402
+
+cfg = snakemake.params.config  # noqa: F821
+print(f"benchmark settings: {cfg}")
+result = run(
+    n_keys=cfg["benchmark"]["n_keys"],
+    head_dim=cfg["benchmark"]["head_dim"],
+    instances=cfg["benchmark"]["instances"],
+    budgets=cfg["budgets"]["enumerated"],
+    seed=cfg["seed"],
+    subset_cap=cfg["enumeration"]["subset_cap"],
+    max_extra=cfg["enumeration"]["max_extra"],
+)
+write_json(snakemake.output.json, result)  # noqa: F821
+write_sidecar(
+    snakemake.output.json,  # noqa: F821
+    inputs=snakemake.input.code,  # noqa: F821
+    config_slice=cfg,
+    seeds={"seed": cfg["seed"]},
+    started=started,
+    extra={"rule": snakemake.rule, "threads": snakemake.threads},  # noqa: F821
+)
+print("ok")

@@ -1,0 +1,234 @@
+"""The run configuration: validation with messages that name the field and the fix, and defaults.
+
+The workflow calls :func:`validate_config` once at start-up (``workflow/rules/common.smk``) on the
+merged configuration (``config.yaml`` plus any ``--configfile``/``--config``).  The schema is a JSON
+Schema written in YAML (``workflow/schemas/config.schema.yaml``); every object in it is closed, so a
+misspelled key is an error rather than a silently ignored setting.
+
+Errors are collected (all of them, not just the first) and raised as one :class:`ConfigError` whose
+lines read like::
+
+    config: unknown key 'enumeratoin' at top level; allowed: balancing, ...; did you mean 'enumeration'? fix: rename it
+    config.enumeration.subset_cap: expected integer, got 'abc' (str); fix: set an integer, e.g. 200000 (the default)
+
+Defaults are filled in by ``snakemake.utils.validate(..., set_default=True)``, the same code path
+Snakemake workflows use, after our own check has passed.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+__all__ = ["ConfigError", "config_slice", "load_schema", "validate_config"]
+
+_JSON_TYPE_NAMES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping (key: value)",
+    "null": "null",
+}
+# PyYAML follows YAML 1.1: a float needs a dot, so `1e-3` is read as the *string* "1e-3".
+_FLOAT_LIKE = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+class ConfigError(ValueError):
+    """The configuration does not match the schema; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str], schema_path: Path | str | None = None):
+        self.problems = list(problems)
+        self.schema_path = schema_path
+        head = f"invalid configuration ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"
+        tail = "Every key, its default and its meaning are listed in config.yaml"
+        if schema_path is not None:
+            tail += f"; the rules are in {schema_path}"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems), tail + "."]))
+
+
+def load_schema(schema_path: Path | str) -> dict:
+    """Read a JSON Schema written in YAML (or JSON) and check that it is itself a valid schema."""
+    with open(schema_path, encoding="utf-8") as fh:
+        schema = yaml.safe_load(fh)
+    if not isinstance(schema, dict):
+        raise ValueError(f"{schema_path}: a schema must be a mapping, got {type(schema).__name__}")
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    return schema
+
+
+def validate_config(config: Mapping[str, Any], schema_path: Path | str) -> dict:
+    """Check ``config`` against the schema and return a resolved copy with every default filled in.
+
+    Raises :class:`ConfigError` listing every problem (unknown keys, wrong types, out-of-range
+    values, overrides for budgets that are not enumerated) with the field and the fix.
+    ``config`` itself is not modified.
+    """
+    schema = load_schema(schema_path)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    problems = [line for error in errors for line in _describe(error, schema)]
+    if problems:
+        raise ConfigError(problems, schema_path)
+
+    resolved = copy.deepcopy(dict(config))
+    _fill_defaults(resolved, schema_path)
+    problems = _cross_field_problems(resolved)
+    if problems:
+        raise ConfigError(problems, schema_path)
+    return resolved
+
+
+def config_slice(config: Mapping[str, Any], *paths: str) -> dict:
+    """The parts of ``config`` named by slash paths, nested as in the config.
+
+    ``config_slice(cfg, "seed", "budgets/enumerated")`` -> ``{"seed": 0, "budgets": {"enumerated": [...]}}``.
+    Used for rule ``params`` (so only the keys a rule reads trigger its rerun) and for provenance.
+    """
+    out: dict = {}
+    for path in paths:
+        keys = path.split("/")
+        node: Any = config
+        for depth, key in enumerate(keys):
+            if not isinstance(node, Mapping) or key not in node:
+                raise KeyError(f"config has no '{'/'.join(keys[: depth + 1])}' (asked for '{path}')")
+            node = node[key]
+        target = out
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+        target[keys[-1]] = copy.deepcopy(node)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# messages
+
+
+def _where(path: Iterable[Any]) -> str:
+    out = "config"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _fix_hint(schema: Mapping[str, Any], expected: str | None = None) -> str:
+    parts = []
+    if expected:
+        parts.append(f"set {_JSON_TYPE_NAMES.get(expected, expected)}")
+    if "default" in schema:
+        default = schema["default"]
+        if default not in ({}, []) or not parts:
+            parts.append(f"e.g. {_yaml_inline(default)} (the default)")
+    hint = ", ".join(parts)
+    if schema.get("description"):
+        hint = f"{hint} — {schema['description']}" if hint else schema["description"]
+    return f"; fix: {hint}" if hint else ""
+
+
+def _yaml_inline(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _schema_at(schema: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, Any]:
+    """The subschema that describes the config value at ``path`` (empty if there is none)."""
+    for part in path:
+        props = schema.get("properties", {})
+        if isinstance(part, str) and part in props:
+            schema = props[part]
+        elif isinstance(part, int) and isinstance(schema.get("items"), Mapping):
+            schema = schema["items"]
+        elif isinstance(schema.get("additionalProperties"), Mapping):
+            schema = schema["additionalProperties"]
+        else:
+            return {}
+    return schema
+
+
+def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> list[str]:
+    where = _where(error.absolute_path)
+    kind = error.validator
+    instance = error.instance
+
+    if kind == "additionalProperties" and error.validator_value is False and isinstance(instance, Mapping):
+        allowed = sorted(error.schema.get("properties", {}))
+        patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
+        unknown = [
+            k for k in instance if k not in allowed and not any(p.search(str(k)) for p in patterns)
+        ]
+        level = "at top level" if not error.absolute_path else f"in {where}"
+        lines = []
+        for key in unknown:
+            line = f"config: unknown key {key!r} {level}; allowed: {', '.join(allowed)}"
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            line += f"; did you mean {close[0]!r}? fix: rename it" if close else "; fix: remove it or rename it to an allowed key"
+            lines.append(line)
+        return lines or [f"{where}: {error.message}"]
+
+    if kind == "type":
+        expected = error.validator_value
+        expected_name = " or ".join(expected) if isinstance(expected, list) else expected
+        line = f"{where}: expected {expected_name}, got {instance!r} ({_type_name(instance)})"
+        if isinstance(instance, str) and expected_name in ("number", "integer") and _FLOAT_LIKE.match(instance):
+            if "." not in instance and "e" in instance.lower():
+                line += f"; YAML reads {instance} as text: write it with a dot, e.g. 1.0e-3"
+            else:
+                line += (
+                    "; it was read as text (quoted in YAML, or nested inside --config, which snakemake"
+                    " leaves as text): write the number unquoted in a file passed with --configfile"
+                )
+        elif isinstance(instance, bool) and expected_name in ("number", "integer"):
+            line += "; true/false are not numbers"
+        return [line + _fix_hint(error.schema, expected_name if isinstance(expected, str) else None)]
+
+    if "propertyNames" in error.relative_schema_path:
+        owner = _schema_at(root, error.absolute_path)
+        hint = f"; fix: {owner['description']}" if owner.get("description") else ""
+        return [f"{where}: key {instance!r} is not allowed ({error.message}){hint}"]
+
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
+        return [f"{where}: got {instance!r}, must be {bound} {error.validator_value}{_fix_hint(error.schema)}"]
+
+    return [f"{where}: {error.message}{_fix_hint(error.schema)}"]
+
+
+# --------------------------------------------------------------------------------------------------
+# defaults and checks the schema cannot express
+
+
+def _fill_defaults(config: dict, schema_path: Path | str) -> None:
+    """Fill schema defaults in place through Snakemake's own validator (``set_default=True``)."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(Path(schema_path).resolve()), set_default=True)
+    except WorkflowError as exc:  # cannot happen after our check passed; keep the message if it does
+        raise ConfigError([str(exc)], schema_path) from exc
+
+
+def _cross_field_problems(config: dict) -> list[str]:
+    problems = []
+    enumeration = config.get("enumeration", {})
+    overrides = enumeration.get("extra_override", {}) or {}
+    normalised = {int(budget): extra for budget, extra in overrides.items()}
+    enumeration["extra_override"] = normalised
+    enumerated = config.get("budgets", {}).get("enumerated", [])
+    for budget in sorted(set(normalised) - set(enumerated)):
+        problems.append(
+            f"config.enumeration.extra_override: budget {budget} is not in budgets.enumerated {enumerated}; "
+            f"fix: add {budget} to budgets.enumerated or remove the override"
+        )
+    return problems

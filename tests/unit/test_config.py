@@ -1,0 +1,135 @@
+"""Config validation: defaults, closed schema, and messages that name the field and the fix."""
+
+import copy
+
+import pytest
+import yaml
+from conftest import REPO
+
+from trustmass.config import ConfigError, config_slice, load_schema, validate_config
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+
+
+def problems(config) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        validate_config(config, SCHEMA)
+    assert str(info.value).count("\n  - ") == len(info.value.problems)
+    return info.value.problems
+
+
+def test_embedded_default_is_valid_and_unchanged():
+    assert validate_config(DEFAULT, SCHEMA) == DEFAULT
+
+
+def test_schema_defaults_are_the_embedded_default():
+    # two copies of every default (config.yaml for people, the schema for partial configs): keep them equal
+    assert validate_config({}, SCHEMA) == DEFAULT
+
+
+def test_partial_config_gets_the_remaining_defaults():
+    resolved = validate_config({"enumeration": {"subset_cap": 10}}, SCHEMA)
+    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 10}
+    assert resolved["benchmark"] == DEFAULT["benchmark"]
+
+
+def test_input_is_not_modified():
+    config = {"enumeration": {"subset_cap": 10}}
+    before = copy.deepcopy(config)
+    validate_config(config, SCHEMA)
+    assert config == before
+
+
+def test_every_object_is_closed_and_every_setting_documented():
+    def walk(node, where):
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, f"{where}: add additionalProperties: false"
+            for key, child in node["properties"].items():
+                walk(child, f"{where}.{key}")
+        else:
+            assert "default" in node, f"{where}: needs a default (equal to config.yaml)"
+            assert node.get("description"), f"{where}: needs a description (quoted in error messages)"
+
+    walk(load_schema(SCHEMA), "config")
+
+
+def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():
+    [line] = problems({**DEFAULT, "enumeratoin": {"subset_cap": 5}})
+    assert line.startswith("config: unknown key 'enumeratoin' at top level; allowed: ")
+    assert "balancing, benchmark, budgets, enumeration, labels, leverage, seed" in line
+    assert "did you mean 'enumeration'?" in line
+
+
+def test_unknown_key_without_a_close_match_says_to_remove_it():
+    [line] = problems({"zzz": 1})
+    assert "unknown key 'zzz'" in line and "fix: remove it" in line
+
+
+def test_unknown_nested_key():
+    [line] = problems({"budgets": {"enumerate": [4]}})
+    assert line.startswith("config: unknown key 'enumerate' in config.budgets; allowed: enumerated, native")
+    assert "did you mean 'enumerated'?" in line
+
+
+def test_wrong_type_names_the_field_and_the_fix():
+    [line] = problems({"enumeration": {"subset_cap": "abc"}})
+    assert line.startswith("config.enumeration.subset_cap: expected integer, got 'abc' (str)")
+    assert "fix: set an integer, e.g. 200000 (the default)" in line
+
+
+def test_booleans_are_not_integers():
+    [line] = problems({"seed": True})
+    assert line.startswith("config.seed: expected integer, got True (bool)")
+
+
+def test_yaml_exponent_without_a_dot_gets_a_hint():
+    config = yaml.safe_load("leverage:\n  ridge: 1e-3\n")  # PyYAML (YAML 1.1) reads this as text
+    [line] = problems(config)
+    assert line.startswith("config.leverage.ridge: expected number, got '1e-3' (str)")
+    assert "1.0e-3" in line
+
+
+def test_list_items_are_located():
+    found = problems({"budgets": {"enumerated": [4, "x", 0]}})
+    assert found[0].startswith("config.budgets.enumerated[1]: expected integer, got 'x'")
+    assert found[1].startswith("config.budgets.enumerated[2]: got 0, must be >= 1")
+
+
+def test_all_problems_are_reported_together():
+    found = problems({"seed": -1, "benchmark": {"n_keys": "many"}, "labels": {"kappa": 1.2}})
+    assert len(found) == 3
+
+
+def test_extra_override_keys_become_integer_budgets():
+    resolved = validate_config({"enumeration": {"extra_override": {"32": 6}}}, SCHEMA)
+    assert resolved["enumeration"]["extra_override"] == {32: 6}
+    resolved = validate_config(yaml.safe_load("enumeration:\n  extra_override: {32: 6}\n"), SCHEMA)
+    assert resolved["enumeration"]["extra_override"] == {32: 6}
+
+
+def test_extra_override_for_a_budget_that_is_not_enumerated():
+    [line] = problems({"enumeration": {"extra_override": {48: 6}}})
+    assert "budget 48 is not in budgets.enumerated" in line and "fix:" in line
+
+
+def test_extra_override_key_must_be_a_budget():
+    [line] = problems({"enumeration": {"extra_override": {"big": 6}}})
+    assert line.startswith("config.enumeration.extra_override: key 'big' is not allowed")
+
+
+def test_config_slice_nests_like_the_config():
+    config = validate_config({}, SCHEMA)
+    assert config_slice(config, "seed", "budgets/enumerated", "benchmark") == {
+        "seed": 0,
+        "budgets": {"enumerated": [4, 8, 16, 32]},
+        "benchmark": {"n_keys": 4096, "head_dim": 64, "instances": 8},
+    }
+    sliced = config_slice(config, "budgets/native")
+    sliced["budgets"]["native"].append(1)
+    assert config["budgets"]["native"] == [64, 128, 256]  # a copy
+
+
+def test_config_slice_names_a_missing_key():
+    with pytest.raises(KeyError, match="budgets/enumeratd"):
+        config_slice(DEFAULT, "budgets/enumeratd")

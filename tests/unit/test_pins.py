@@ -1,0 +1,72 @@
+"""One set of exact pins: pyproject.toml, the conda env for clusters, and the Makefile's torch."""
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+from conftest import REPO
+
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503
+
+
+def pins(requirements) -> dict[str, str]:
+    out = {}
+    for req in requirements:
+        match = PIN.match(req.strip())
+        assert match, f"{req!r} is not an exact pin (name==version)"
+        name = normalise(match.group(1))
+        assert name not in out, f"{name} is pinned twice"
+        out[name] = match.group(2)
+    return out
+
+
+@pytest.fixture(scope="module")
+def project():
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+@pytest.fixture(scope="module")
+def conda_env():
+    return yaml.safe_load((REPO / "envs" / "trustmass.yaml").read_text(encoding="utf-8"))
+
+
+def test_every_dependency_and_extra_is_an_exact_pin(project):
+    pins(project["dependencies"])
+    for extra, requirements in project["optional-dependencies"].items():
+        pins(requirements)
+
+
+def test_conda_env_pins_equal_pyproject_dependencies_plus_slurm(project, conda_env):
+    expected = pins(project["dependencies"]) | pins(project["optional-dependencies"]["slurm"])
+    [pip_section] = [d["pip"] for d in conda_env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    requirements = [r for r in pip_section if not r.startswith("-")]  # `-e ..` installs the package
+    assert pins(requirements) == expected
+    assert "-e .." in pip_section
+
+
+def test_conda_env_python_matches_requires_python(project, conda_env):
+    pythons = [d for d in conda_env["dependencies"] if isinstance(d, str) and d.startswith("python")]
+    assert pythons == ["python=3.11"]
+    assert project["requires-python"] == ">=3.11,<3.12"
+    assert sys.version_info[:2] == (3, 11)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_installs_pinned_torch_before_the_package(project, tmp_path):
+    torch = [r for r in project["dependencies"] if r.startswith("torch==")]
+    assert len(torch) == 1
+    plan = subprocess.run(
+        ["make", "-n", "-B", "venv", f"VENV={tmp_path / 'venv'}"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout
+    install_torch = re.search(rf'pip install --no-input +"{re.escape(torch[0])}"', plan)
+    install_package = plan.find("pip install --no-input -e '.[test,slurm]'")
+    assert install_torch and 0 <= install_torch.start() < install_package, plan

@@ -1,0 +1,58 @@
+"""A bad configuration stops the workflow at start-up with a message naming the field and the fix.
+
+Snakemake merges every --configfile over config.yaml, so each case is an override file that adds
+the mistake to an otherwise valid configuration.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.workflow
+
+
+def _fails_with(workflow, text, *expected):
+    bad = workflow.write_config("bad.yaml", text)
+    done = workflow.run("--dry-run", "--configfile", str(bad))
+    assert done.returncode != 0, done.output
+    for fragment in expected:
+        assert fragment in done.output, done.output
+    assert "Job stats:" not in done.output  # stopped before building the DAG
+    return done.output
+
+
+def test_misspelled_top_level_key(workflow):
+    _fails_with(
+        workflow,
+        "enumeratoin:\n  subset_cap: 5\n",
+        "config: unknown key 'enumeratoin' at top level",
+        "allowed: balancing, benchmark, budgets, enumeration",
+        "did you mean 'enumeration'?",
+    )
+
+
+def test_misspelled_nested_key(workflow):
+    _fails_with(
+        workflow,
+        "enumeration:\n  subset_cpa: 5\n",
+        "unknown key 'subset_cpa' in config.enumeration",
+        "did you mean 'subset_cap'?",
+    )
+
+
+def test_wrong_type(workflow):
+    _fails_with(
+        workflow,
+        "enumeration:\n  subset_cap: abc\n",
+        "config.enumeration.subset_cap: expected integer, got 'abc' (str)",
+        "fix: set an integer, e.g. 200000",
+    )
+
+
+def test_every_problem_is_reported_at_once(workflow):
+    output = _fails_with(
+        workflow,
+        "seed: -1\nbenchmark:\n  n_keys: many\nlabels:\n  kappa: 1.2\n",
+        "config.seed: got -1, must be >= 0",
+        "config.benchmark.n_keys: expected integer, got 'many'",
+        "unknown key 'kappa' in config.labels",
+    )
+    assert "3 problems" in output

@@ -1,0 +1,92 @@
+"""A tiny real run of the whole workflow: outputs, provenance sidecars, no leftovers, reruns."""
+
+import hashlib
+import json
+from importlib.metadata import version
+
+import pytest
+from conftest import planned_jobs
+
+pytestmark = pytest.mark.workflow
+
+TINY = """\
+budgets:
+  enumerated: [4]
+benchmark:
+  n_keys: 64
+  head_dim: 4
+  instances: 1
+"""
+OUTPUTS = ["results/selfcheck/worked_examples.json", "results/bench/enumeration.json"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from conftest import Workflow
+
+    wf = Workflow(tmp_path_factory.mktemp("tiny"))
+    config = wf.write_config("tiny.yaml", TINY)
+    done = wf.run("--cores", "2", "--configfile", str(config))
+    return wf, config, done
+
+
+def test_tiny_run_succeeds(tiny_run):
+    wf, _, done = tiny_run
+    assert done.returncode == 0, done.output
+    for name in OUTPUTS:
+        assert (wf.workdir / name).is_file(), name
+        assert (wf.workdir / f"{name}.prov.json").is_file(), name
+
+
+def test_nothing_half_written_is_left(tiny_run):
+    wf, _, _ = tiny_run
+    leftovers = [p for p in (wf.workdir / "results").rglob("*") if ".tmp" in p.name]
+    assert leftovers == []
+
+
+def test_worked_examples_all_agree(tiny_run):
+    wf, _, _ = tiny_run
+    result = json.loads((wf.workdir / OUTPUTS[0]).read_text())
+    assert result["all_ok"] is True
+    assert result["n_checks"] > 0
+
+
+def test_benchmark_used_the_configured_sizes(tiny_run):
+    wf, _, _ = tiny_run
+    result = json.loads((wf.workdir / OUTPUTS[1]).read_text())
+    assert (result["n_keys"], result["head_dim"], result["instances"]) == (64, 4, 1)
+    assert [b["budget"] for b in result["budgets"]] == [4]
+
+
+def test_sidecars_describe_their_outputs(tiny_run):
+    wf, _, _ = tiny_run
+    for name in OUTPUTS:
+        output = wf.workdir / name
+        prov = json.loads((wf.workdir / f"{name}.prov.json").read_text())
+        assert prov["output"]["sha256"] == hashlib.sha256(output.read_bytes()).hexdigest()
+        assert prov["wall_time_s"] > 0
+        assert prov["versions"]["snakemake"] == version("snakemake")
+        assert "snakemake" in (prov["command"]["workflow"] or "")
+        for record in prov["inputs"]:
+            with open(record["path"], "rb") as fh:
+                assert record["sha256"] == hashlib.sha256(fh.read()).hexdigest(), record["path"]
+    bench = json.loads((wf.workdir / f"{OUTPUTS[1]}.prov.json").read_text())
+    assert bench["config"]["benchmark"] == {"n_keys": 64, "head_dim": 4, "instances": 1}
+    assert bench["seeds"] == {"seed": 0}
+    assert any(r["path"].endswith("trustmass/bench/enumeration.py") for r in bench["inputs"])
+
+
+def test_second_run_has_nothing_to_do(tiny_run):
+    wf, config, _ = tiny_run
+    done = wf.run("--dry-run", "--configfile", str(config))
+    assert done.returncode == 0, done.output
+    assert "Nothing to be done" in done.output, done.output
+
+
+def test_changing_a_benchmark_setting_reruns_only_the_benchmark(tiny_run):
+    wf, _, _ = tiny_run
+    changed = wf.write_config("changed.yaml", TINY.replace("instances: 1", "instances: 2"))
+    done = wf.run("--dry-run", "--configfile", str(changed))
+    assert done.returncode == 0, done.output
+    jobs = planned_jobs(done.output)
+    assert "bench_enumeration" in jobs and "worked_examples" not in jobs, done.output
