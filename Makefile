@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(TORCH)" || { echo "no torch==X pin found in pyproject.toml" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --no-input $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
-	$(BIN)/python -m pip install --no-input -e '.[test,slurm]'
+	$(BIN)/python -m pip install --no-input -e '.[test,slurm,kernels]'
 	@touch $@
 
 venv: $(STAMP)

@@ -1,5 +1,150 @@
 """GPU kernels (Triton) with their PyTorch reference twins; installed as ``trustmass.kernels``.
 
-The capture kernels (row log-sum-exp / exact row probabilities, streaming column mass and window
-sums) arrive with the capture stage; see the issue tracker.
+Exact attention-row side statistics of a prefill capture (paper spec §2.4-2.6) without the
+N x N attention matrix, with the semantics of transformers' eager attention (scaling, optional
+soft-capping, causal mask, optional sliding window ``i - W < j <= i``, float32 softmax, and
+optionally the model dtype's roundings of the logits):
+
+* `sampled_row_probs` -- exact rows ``P[positions[h, r], :]``, float32 ``[H, R, N]``;
+* `column_mass_and_window_sums` -- H2O accumulated column mass ``sum_{t <= i} P[t, :]`` and
+  SnapKV window sums ``sum_{t = i-w+1..i} P[t, :]`` at the sampled rows, streamed over row blocks.
+
+Inputs are per query head (``q``, ``k``: ``[H, N, d]``, keys already expanded per query head;
+``positions``: int64 ``[H, R]``), fp32/bf16/fp16; outputs are float32.
+
+Backends: ``"triton"`` (`trustmass.kernels.triton_kernels`, CUDA tensors, or CPU tensors under
+``TRITON_INTERPRET=1`` set before triton is imported) and ``"torch"``
+(`trustmass.kernels.reference`, any device; the CPU production path and the Triton oracle).
+``backend=None`` reads ``$TRUSTMASS_KERNELS`` (``auto`` | ``torch`` | ``triton``; default
+``auto``): auto takes Triton for CUDA tensors when triton imports, the twins otherwise.  Triton is
+imported lazily, so this package imports without it.
 """
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Sequence
+
+import torch
+from trustmass.kernels.reference import (
+    DEFAULT_BLOCK_ROWS,
+    DEFAULT_WINDOWS,
+    check_inputs,
+    check_windows,
+    column_mass_and_window_sums_torch,
+    sampled_row_probs_torch,
+)
+
+BACKEND_ENV = "TRUSTMASS_KERNELS"
+BACKENDS = ("auto", "torch", "triton")
+_triton_module = None
+_triton_error: str | None = None
+
+
+def triton_available() -> bool:
+    """True when the Triton kernels import (triton installed and importable here)."""
+    return _load_triton() is not None
+
+
+def _load_triton():
+    global _triton_module, _triton_error
+    if _triton_module is None and _triton_error is None:
+        if importlib.util.find_spec("triton") is None:
+            _triton_error = "triton is not installed (pip install 'trustmass[kernels]')"
+        else:
+            try:
+                _triton_module = importlib.import_module("trustmass.kernels.triton_kernels")
+            except Exception as exc:  # noqa: BLE001 -- a broken triton install must not break the CPU path
+                _triton_error = f"importing triton failed: {exc!r}"
+    return _triton_module
+
+
+def resolve_backend(q: torch.Tensor, backend: str | None = None) -> str:
+    """``"torch"`` or ``"triton"`` for a call on ``q``'s device (see the module docstring)."""
+    choice = (backend or os.environ.get(BACKEND_ENV) or "auto").lower()
+    if choice not in BACKENDS:
+        raise ValueError(f"kernel backend must be one of {BACKENDS} (argument or ${BACKEND_ENV}); got {choice!r}")
+    if choice == "torch":
+        return "torch"
+    module = _load_triton()
+    if choice == "triton":
+        if module is None:
+            raise RuntimeError(f"backend 'triton' requested but {_triton_error}")
+        if not q.is_cuda and not module.INTERPRET:
+            raise RuntimeError(
+                "backend 'triton' on CPU tensors needs the Triton interpreter: set TRITON_INTERPRET=1 "
+                "before triton is imported (or use backend='torch')"
+            )
+        return "triton"
+    return "triton" if (q.is_cuda and module is not None) else "torch"
+
+
+def sampled_row_probs(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    positions: torch.Tensor,
+    scaling: float,
+    softcap: float | None = None,
+    window: int | None = None,
+    logits_dtype: torch.dtype | None = None,
+    *,
+    backend: str | None = None,
+) -> torch.Tensor:
+    """Exact attention rows: ``p[h, r, j] = P_h[positions[h, r], j]`` (0 on masked keys), float32.
+
+    ``logits_dtype=None`` computes logits in float32; ``torch.bfloat16``/``torch.float16`` rounds
+    q, k and the logits where the model's eager attention rounds them.  Memory O(N d + R N) per head.
+    """
+    check_inputs(q, k, positions, logits_dtype)
+    if resolve_backend(q, backend) == "triton":
+        return _load_triton().sampled_row_probs_triton(q, k, positions, scaling, softcap, window, logits_dtype)
+    return sampled_row_probs_torch(q, k, positions, scaling, softcap, window, logits_dtype)
+
+
+def column_mass_and_window_sums(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    positions: torch.Tensor,
+    scaling: float,
+    softcap: float | None = None,
+    window: int | None = None,
+    logits_dtype: torch.dtype | None = None,
+    windows: Sequence[int] = DEFAULT_WINDOWS,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    *,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """H2O accumulated mass and SnapKV window sums at the sampled rows, float32.
+
+    ``acc[h, r, j] = sum_{t <= i} P[t, j]`` (``[H, R, N]``) and
+    ``wsum[h, r, w, j] = sum_{t = i-w+1..i, t >= 0} P[t, j]`` (``[H, R, len(windows), N]``) with
+    ``i = positions[h, r]``.  Streams over row blocks; rows past ``max(positions)`` are never
+    computed.  ``block_rows`` sizes the PyTorch twin's row blocks (memory O(block_rows N) per head);
+    the Triton kernel tiles on its own (memory O(N) row statistics and O(R N) float64 prefixes per
+    head).  On a CPU shared with other work, run the twin at one torch thread: each row block is a
+    handful of parallel regions, and every region waits for a descheduled worker thread.
+    """
+    check_inputs(q, k, positions, logits_dtype)
+    windows = check_windows(windows)
+    if resolve_backend(q, backend) == "triton":
+        return _load_triton().column_mass_and_window_sums_triton(
+            q, k, positions, scaling, softcap, window, logits_dtype, windows
+        )
+    return column_mass_and_window_sums_torch(
+        q, k, positions, scaling, softcap, window, logits_dtype, windows=windows, block_rows=block_rows
+    )
+
+
+__all__ = [
+    "BACKEND_ENV",
+    "DEFAULT_BLOCK_ROWS",
+    "DEFAULT_WINDOWS",
+    "column_mass_and_window_sums",
+    "column_mass_and_window_sums_torch",
+    "resolve_backend",
+    "sampled_row_probs",
+    "sampled_row_probs_torch",
+    "triton_available",
+]

@@ -44,8 +44,9 @@ def test_every_dependency_and_extra_is_an_exact_pin(project):
         pins(requirements)
 
 
-def test_conda_env_pins_equal_pyproject_dependencies_plus_slurm(project, conda_env):
-    expected = pins(project["dependencies"]) | pins(project["optional-dependencies"]["slurm"])
+def test_conda_env_pins_equal_pyproject_dependencies_plus_slurm_and_kernels(project, conda_env):
+    extras = project["optional-dependencies"]
+    expected = pins(project["dependencies"]) | pins(extras["slurm"]) | pins(extras["kernels"])
     [pip_section] = [d["pip"] for d in conda_env["dependencies"] if isinstance(d, dict) and "pip" in d]
     requirements = [r for r in pip_section if not r.startswith("-")]  # `-e ..` installs the package
     assert pins(requirements) == expected
@@ -68,5 +69,5 @@ def test_make_installs_pinned_torch_before_the_package(project, tmp_path):
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout
     install_torch = re.search(rf'pip install --no-input +"{re.escape(torch[0])}"', plan)
-    install_package = plan.find("pip install --no-input -e '.[test,slurm]'")
+    install_package = plan.find("pip install --no-input -e '.[test,slurm,kernels]'")
     assert install_torch and 0 <= install_torch.start() < install_package, plan

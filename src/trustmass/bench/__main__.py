@@ -10,7 +10,11 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
-BENCHMARKS = {"enumeration": "trustmass.bench.enumeration"}
+BENCHMARKS = {
+    "enumeration": "trustmass.bench.enumeration",
+    "capture": "trustmass.bench.capture",
+    "kernels": "trustmass.bench.kernels",
+}
 
 
 def main(argv=None) -> int:
@@ -20,12 +24,18 @@ def main(argv=None) -> int:
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--instances", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-dir", help="capture: a Hugging Face model folder (default: random SmolLM2 shapes)")
     parser.add_argument("--out", help="also write the JSON to this file")
     args = parser.parse_args(argv)
     import importlib
+    import inspect
 
     module = importlib.import_module(BENCHMARKS[args.name])
-    result = module.run(n_keys=args.n_keys, head_dim=args.head_dim, instances=args.instances, seed=args.seed)
+    given = {"n_keys": args.n_keys, "head_dim": args.head_dim, "instances": args.instances, "seed": args.seed}
+    given["model_dir"] = args.model_dir
+    given["print_json"] = False  # printed once, below
+    accepted = inspect.signature(module.run).parameters
+    result = module.run(**{k: v for k, v in given.items() if k in accepted})
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
