@@ -25,12 +25,17 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/selfcheck.smk"
+include: "workflow/rules/sources_common.smk"
+include: "workflow/rules/sources.smk"
+include: "workflow/rules/capture_common.smk"
+include: "workflow/rules/capture.smk"
 
 
 localrules:
     all,
     selfcheck,
     bench,
+    captures,
     worked_examples,
 
 
@@ -49,6 +54,15 @@ rule bench:
         rules.bench_enumeration.output.json,
 
 
+# ---- Stage 1-2: sources and capture -----------------------------------------------------------
+
+
+rule captures:
+    """Every capture shard of the study (study.models x study.corpora x documents), validated."""
+    input:
+        study_shards(),
+
+
 # ---- Everything ------------------------------------------------------------------------------------
 
 
@@ -58,3 +72,4 @@ rule all:
     input:
         rules.selfcheck.input,
         rules.bench.input,
+        rules.captures.input,

@@ -23,9 +23,13 @@ def test_embedded_default_is_valid_and_unchanged():
     assert validate_config(DEFAULT, SCHEMA) == DEFAULT
 
 
+#: what the default study captures: data, not settings; the schema defaults them to empty
+STUDY_BLOCKS = {"models": {}, "corpora": {}, "study": {"models": [], "corpora": []}}
+
+
 def test_schema_defaults_are_the_embedded_default():
     # two copies of every default (config.yaml for people, the schema for partial configs): keep them equal
-    assert validate_config({}, SCHEMA) == DEFAULT
+    assert validate_config({}, SCHEMA) == {**DEFAULT, **STUDY_BLOCKS}
 
 
 def test_partial_config_gets_the_remaining_defaults():
@@ -57,7 +61,7 @@ def test_every_object_is_closed_and_every_setting_documented():
 def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():
     [line] = problems({**DEFAULT, "enumeratoin": {"subset_cap": 5}})
     assert line.startswith("config: unknown key 'enumeratoin' at top level; allowed: ")
-    assert "balancing, benchmark, budgets, enumeration, labels, leverage, seed" in line
+    assert "balancing, benchmark, budgets, cache_dir, capture, corpora, documents, enumeration, labels" in line
     assert "did you mean 'enumeration'?" in line
 
 

@@ -18,14 +18,17 @@ benchmark:
   instances: 1
 """
 OUTPUTS = ["results/selfcheck/worked_examples.json", "results/bench/enumeration.json"]
+SHARDS = ["results/capture/tiny/words/0000.safetensors", "results/capture/tiny/words/0001.safetensors"]
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     from conftest import Workflow
 
+    from tiny_study import tiny_study_config
+
     wf = Workflow(tmp_path_factory.mktemp("tiny"))
-    config = wf.write_config("tiny.yaml", TINY)
+    config = wf.write_config("tiny.yaml", TINY + tiny_study_config(wf.workdir))
     done = wf.run("--cores", "2", "--configfile", str(config))
     return wf, config, done
 
@@ -33,7 +36,7 @@ def tiny_run(tmp_path_factory):
 def test_tiny_run_succeeds(tiny_run):
     wf, _, done = tiny_run
     assert done.returncode == 0, done.output
-    for name in OUTPUTS:
+    for name in OUTPUTS + SHARDS:
         assert (wf.workdir / name).is_file(), name
         assert (wf.workdir / f"{name}.prov.json").is_file(), name
 
@@ -74,6 +77,23 @@ def test_sidecars_describe_their_outputs(tiny_run):
     assert bench["config"]["benchmark"] == {"n_keys": 64, "head_dim": 4, "instances": 1}
     assert bench["seeds"] == {"seed": 0}
     assert any(r["path"].endswith("trustmass/bench/enumeration.py") for r in bench["inputs"])
+
+
+def test_capture_shards_are_validated_and_traceable(tiny_run):
+    from trustmass import shards
+
+    wf, _, _ = tiny_run
+    for name in SHARDS:
+        meta = shards.read_metadata(wf.workdir / name)
+        assert meta["model"] == "tiny" and meta["n_tokens"] == 96
+        layer = shards.read_layer(wf.workdir / name, 1)
+        assert tuple(layer["p"].shape) == (4, 3, 96) and tuple(layer["keys"].shape) == (2, 96, 8)
+        prov = json.loads((wf.workdir / f"{name}.prov.json").read_text())
+        assert prov["extra"]["validation"]["rows"] == 2 * 4 * 3
+        assert prov["extra"]["validation"]["max_abs_dev"] < 1e-5
+        assert prov["extra"]["shard_sha256"] == hashlib.sha256((wf.workdir / name).read_bytes()).hexdigest()
+        report = wf.workdir / name.replace(".safetensors", ".validation.parquet")
+        assert report.is_file()
 
 
 def test_second_run_has_nothing_to_do(tiny_run):

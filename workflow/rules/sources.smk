@@ -6,61 +6,15 @@
 #   resources/corpora/{corpus}/corpus.txt           + corpus.json (inputs, package, hashes)
 #   resources/documents/{model}/{corpus}.safetensors + {corpus}.json (one entry per document)
 #
-# Needs from common.smk: library_code, params_from_config, prov.  Downloads (pip, apt-get, the hub)
-# happen in prepare_model / prepare_corpus, which therefore run on the machine snakemake runs on
-# (localrules): cluster compute nodes often have no network.
+# Needs from common.smk: library_code, params_from_config, prov; the sources helpers (config entries,
+# target lists) are in sources_common.smk.  Downloads (pip, apt-get, the hub) happen in prepare_model /
+# prepare_corpus, which therefore run on the machine snakemake runs on (localrules): cluster compute
+# nodes often have no network.
 
 
 localrules:
     prepare_model,
     prepare_corpus,
-
-
-_SOURCE_NAME = "[A-Za-z0-9][A-Za-z0-9._-]*"
-
-
-def _config_entry(block, name, what):
-    entries = config.get(block) or {}
-    if name not in entries:
-        raise WorkflowError(
-            f"{what} {name!r} is not defined under `{block}:` in the configuration "
-            f"(defined: {', '.join(sorted(entries)) or 'none'}); add it there or ask for another target"
-        )
-    return entries[name]
-
-
-def model_entry(wildcards):
-    """The config block of one model (a change to it reruns prepare_model)."""
-    return _config_entry("models", wildcards.model, "model")
-
-
-def corpus_entry(wildcards):
-    """The config block of one corpus (a change to it reruns prepare_corpus)."""
-    return _config_entry("corpora", wildcards.corpus, "corpus")
-
-
-def model_mem_mb(wildcards):
-    """Peak memory of a conversion: fp32 weights twice plus the GGUF, about 4 GB for 0.5B parameters."""
-    return int(model_entry(wildcards).get("mem_mb", 6000))
-
-
-def documents_settings(wildcards):
-    """`documents:` with the model's own `documents:` overrides on top (e.g. 16,384-token chunks for one arm)."""
-    settings = dict(config.get("documents") or {})
-    settings.update(model_entry(wildcards).get("documents") or {})
-    return settings
-
-
-def documents_path(model, corpus):
-    """The tokenized documents of one corpus for one model (a target other stages take as input)."""
-    return f"resources/documents/{model}/{corpus}.safetensors"
-
-
-def all_documents(models=None, corpora=None):
-    """Document files for every (model, corpus) pair; by default every model and corpus in the config."""
-    models = list(config.get("models") or {}) if models is None else list(models)
-    corpora = list(config.get("corpora") or {}) if corpora is None else list(corpora)
-    return [documents_path(m, c) for m in models for c in corpora]
 
 
 rule prepare_model:
@@ -71,7 +25,7 @@ rule prepare_model:
         config="resources/models/{model}/config.json",
         prov=prov("resources/models/{model}/config.json"),
     params:
-        spec=model_entry,
+        spec=model_params,
         cache=config.get("cache_dir", "resources/cache"),
     wildcard_constraints:
         model=_SOURCE_NAME,

@@ -1,0 +1,84 @@
+"""Rule capture: one prefill of one document, sampled rows + side statistics, validated.
+
+Glue only: the capture lives in trustmass.capture, the shard format in trustmass.shards.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+started = time.time()
+log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
+sys.stdout = sys.stderr = log
+
+import torch  # noqa: E402
+
+from trustmass import capture as cap  # noqa: E402
+from trustmass import shards  # noqa: E402
+from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.sources.documents import load_documents  # noqa: E402
+from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
+
+model_name, corpus, doc = (snakemake.wildcards.model, snakemake.wildcards.corpus, snakemake.wildcards.doc)  # noqa: F821
+settings = dict(snakemake.params.capture["capture"])  # noqa: F821
+model_dir = Path(snakemake.input.model).parent  # noqa: F821
+
+shapes = model_shapes(model_dir)
+if snakemake.params.declared:  # noqa: F821
+    check_declared_shape(shapes, snakemake.params.declared, name=model_name)  # noqa: F821
+
+device = settings.pop("device", "auto")
+if device == "auto":
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.set_num_threads(snakemake.threads)  # noqa: F821
+torch.use_deterministic_algorithms(True, warn_only=True)
+torch.manual_seed(snakemake.params.seed)  # noqa: F821
+
+ids, manifest = load_documents(snakemake.input.documents)  # noqa: F821
+index = int(doc)
+if index >= ids.shape[0]:
+    sys.exit(f"capture: document {doc} requested but {snakemake.input.documents} holds {ids.shape[0]}")  # noqa: F821
+doc_id = manifest["documents"][index]["id"]
+options = cap.CaptureOptions(
+    rows_per_head=settings["rows_per_head"],
+    min_position=settings["min_position"],
+    max_position=settings.get("max_position"),
+    seed=snakemake.params.seed,  # noqa: F821
+    windows=tuple(settings["windows"]),
+    max_abs_deviation=settings["max_abs_deviation"],
+    emulate_logits_dtype=settings["emulate_logits_dtype"],
+    block_rows=settings["block_rows"],
+)
+print(f"capture {model_name}/{corpus}/{doc} ({doc_id}): {ids.shape[1]} tokens on {device}; {options}")
+print(f"shapes: {json.dumps(shapes)}")
+
+cap.register()
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=cap.ATTENTION_NAME).to(device).eval()
+t0 = time.time()
+result = cap.capture_document(model, torch.as_tensor(ids[index]), model_name, doc_id, options)
+print(f"captured in {time.time() - t0:.1f} s; max |sum p v - own output| = {result.max_abs_deviation:.3g}")
+
+digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
+summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
+source_note = model_dir / "trustmass_source.json"
+write_sidecar(
+    snakemake.output.shard,  # noqa: F821
+    inputs=[snakemake.input.model, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
+    config_slice={"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+    seeds={"seed": snakemake.params.seed},  # noqa: F821
+    started=started,
+    extra={
+        "rule": snakemake.rule,  # noqa: F821
+        "shard_sha256": digest,
+        "validation": summary,
+        "document": manifest["documents"][index],
+        "model_shapes": shapes,
+        "model_source": json.loads(source_note.read_text()) if source_note.exists() else None,
+        "device": device,
+        "capture_seconds": time.time() - t0,
+    },
+)
+print("ok")

