@@ -4,7 +4,7 @@ from trustmass.operator import top_mass
 from trustmass.selectors.balancing import Balanced, balancing
 from trustmass.selectors.geometric import Geometric, frank_wolfe_support, geometric
 from trustmass.selectors.group_vote import group_vote
-from trustmass.selectors.leverage import leverage, ridge_leverage_scores
+from trustmass.selectors.leverage import leverage, ridge_leverage_scores, top_leverage
 
 __all__ = [
     "Balanced",
@@ -15,5 +15,6 @@ __all__ = [
     "group_vote",
     "leverage",
     "ridge_leverage_scores",
+    "top_leverage",
     "top_mass",
 ]

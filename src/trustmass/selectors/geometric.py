@@ -22,7 +22,7 @@ class Geometric:
     kept: np.ndarray  # A^geo_s, key indices ascending
     support: np.ndarray  # FW support in order of entry (before padding)
     es: float  # es(A^geo_s)
-    ef_fw: float  # ef(A^geo_s): the Frank-Wolfe estimate of EF(s)
+    ef_fw: float  # ef(A^geo_s): the Frank-Wolfe estimate of EF(s) (NaN when not asked for)
     iterations: int
 
 
@@ -68,9 +68,11 @@ def geometric(
     candidates: np.ndarray | None = None,
     gap_tol: float = 1e-12,
     iter_factor: int = 50,
+    with_ef: bool = True,
 ) -> Geometric:
     """A^geo_s and EF_FW; `candidates` restricts the search (e.g. to the pool C_s)."""
     support, iterations = frank_wolfe_support(inst, s, candidates, gap_tol, iter_factor)
     padding = [j for j in inst.mass_order[: s + len(support)] if j not in set(support.tolist())]
     kept = np.sort(np.concatenate((support, np.array(padding[: s - len(support)], dtype=np.int64))))
-    return Geometric(kept=kept, support=support, es=es(inst, kept), ef_fw=ef(inst, kept), iterations=iterations)
+    ef_fw = ef(inst, kept) if with_ef else float("nan")
+    return Geometric(kept=kept, support=support, es=es(inst, kept), ef_fw=ef_fw, iterations=iterations)

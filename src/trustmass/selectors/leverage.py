@@ -21,7 +21,11 @@ def ridge_leverage_scores(keys: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
 
 def leverage(keys: np.ndarray, s: int, ridge: float = 1e-3, candidates: np.ndarray | None = None) -> np.ndarray:
     """A^lev_s (key indices ascending); `candidates` restricts the choice, scores use all keys."""
-    scores = ridge_leverage_scores(keys, ridge)
+    return top_leverage(ridge_leverage_scores(keys, ridge), s, candidates)
+
+
+def top_leverage(scores: np.ndarray, s: int, candidates: np.ndarray | None = None) -> np.ndarray:
+    """A^lev_s from precomputed scores (they do not depend on the budget: compute once per row)."""
     exclude = None
     if candidates is not None:
         exclude = np.ones(scores.shape[0], dtype=bool)
