@@ -29,6 +29,7 @@ include: "workflow/rules/sources_common.smk"
 include: "workflow/rules/sources.smk"
 include: "workflow/rules/capture_common.smk"
 include: "workflow/rules/capture.smk"
+include: "workflow/rules/ceiling.smk"
 
 
 localrules:
@@ -36,6 +37,7 @@ localrules:
     selfcheck,
     bench,
     captures,
+    records,
     worked_examples,
 
 
@@ -63,6 +65,12 @@ rule captures:
         study_shards(),
 
 
+rule records:
+    """Ceiling records of every captured document of the study."""
+    input:
+        study_records(),
+
+
 # ---- Everything ------------------------------------------------------------------------------------
 
 
@@ -73,3 +81,4 @@ rule all:
         rules.selfcheck.input,
         rules.bench.input,
         rules.captures.input,
+        rules.records.input,

@@ -13,11 +13,20 @@ def doc_ids(model):
 
 
 def study_shards(study=None):
-    """Every capture shard of the study: study.models x study.corpora x documents."""
+    """Every capture shard of the study."""
+    return [capture_shard(*key) for key in study_documents(study)]
+
+
+def ceiling_records(model, corpus, doc):
+    return f"results/ceiling/{model}/{corpus}/{doc}.parquet"
+
+
+def study_documents(study=None):
+    """(model, corpus, doc) of every document of the study: study.models x study.corpora x docs."""
     study = config["study"] if study is None else study
-    return [
-        capture_shard(model, corpus, doc)
-        for model in study["models"]
-        for corpus in study["corpora"]
-        for doc in doc_ids(model)
-    ]
+    return [(m, c, d) for m in study["models"] for c in study["corpora"] for d in doc_ids(m)]
+
+
+def study_records(study=None):
+    """Every ceiling record file of the study (one per capture shard)."""
+    return [ceiling_records(*key) for key in study_documents(study)]
