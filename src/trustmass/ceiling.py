@@ -23,7 +23,7 @@ import polars as pl
 from trustmass import operator as op
 from trustmass.enumeration import candidate_pool, extras_for_budget, pool_optimum
 from trustmass.operator import Instance
-from trustmass.selectors import balancing, geometric, group_vote, ridge_leverage_scores, top_leverage
+from trustmass.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
 
 #: the record contract (issue 4); extra diagnostic columns follow it
 COLUMNS = [
@@ -75,6 +75,7 @@ def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
     """Every budget's record for one row (identity columns are added by the caller)."""
     inst, positive, n_zero, raw_dev = instance_of(row)
     leverage_scores = ridge_leverage_scores(row.keys[positive].astype(np.float64), settings.ridge)
+    fw = frank_wolfe_trace(inst, max(settings.enumerated)) if settings.enumerated else None  # one run, every budget
     scale = op.radius(inst)
     base = {"n_keys": inst.n_keys, "D": scale, "sigma": op.sigma(inst), "n_zero_mass": n_zero, "raw_p_sum_dev": raw_dev}
     records = []
@@ -99,7 +100,7 @@ def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
         if enumerated:
             opt = pool_optimum(inst, s, extra, n_verify=settings.verify_top)
             bal = balancing(inst, s, opt.pool)
-            geo = geometric(inst, s)
+            geo = geometric(inst, s, trace=fw)
             rec.update(
                 es_pool=opt.es_pool,
                 n_subsets=opt.n_subsets,

@@ -8,7 +8,15 @@ import pytest
 from trustmass import enumeration as en
 from trustmass import operator as op
 from trustmass.operator import Instance
-from trustmass.selectors import balancing, frank_wolfe_support, geometric, group_vote, leverage, ridge_leverage_scores
+from trustmass.selectors import (
+    balancing,
+    frank_wolfe_support,
+    frank_wolfe_trace,
+    geometric,
+    group_vote,
+    leverage,
+    ridge_leverage_scores,
+)
 from unit.instances import random_cases, random_instance
 
 
@@ -103,3 +111,17 @@ def test_group_vote_sums_rows():
     rows = np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
     assert group_vote(rows, 1).tolist() == [1]  # column sums 0.9, 1.1, 1.0
     assert group_vote(rows, 2).tolist() == [1, 2]
+
+
+def test_one_frank_wolfe_trace_serves_every_budget():
+    for seed in range(15):
+        inst = random_instance(900 + seed, n=40, d=int(np.random.default_rng(seed).choice([2, 3, 8])))
+        trace = frank_wolfe_trace(inst, 16)
+        for s in (1, 2, 4, 8, 16):
+            alone = geometric(inst, s)
+            shared = geometric(inst, s, trace=trace)
+            assert shared.support.tolist() == alone.support.tolist() and shared.iterations == alone.iterations
+            assert shared.kept.tolist() == alone.kept.tolist() and shared.ef_fw == alone.ef_fw
+        if trace.gap_stop is None:  # cut short at s = 16: a larger budget needs a longer run
+            with pytest.raises(ValueError, match="trace too short"):
+                trace.support(32)

@@ -2,15 +2,17 @@
 
 from trustmass.operator import top_mass
 from trustmass.selectors.balancing import Balanced, balancing
-from trustmass.selectors.geometric import Geometric, frank_wolfe_support, geometric
+from trustmass.selectors.geometric import FrankWolfeTrace, Geometric, frank_wolfe_support, frank_wolfe_trace, geometric
 from trustmass.selectors.group_vote import group_vote
 from trustmass.selectors.leverage import leverage, ridge_leverage_scores, top_leverage
 
 __all__ = [
     "Balanced",
+    "FrankWolfeTrace",
     "Geometric",
     "balancing",
     "frank_wolfe_support",
+    "frank_wolfe_trace",
     "geometric",
     "group_vote",
     "leverage",
