@@ -56,14 +56,19 @@ print(f"shapes: {json.dumps(shapes)}")
 cap.register()
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=cap.ATTENTION_NAME).to(device).eval()
+source_note = model_dir / "trustmass_source.json"  # prepare_model records the configured dtype there
+load_dtype = json.loads(source_note.read_text()).get("dtype", "auto") if source_note.exists() else "auto"
+model = AutoModelForCausalLM.from_pretrained(
+    model_dir,
+    attn_implementation=cap.ATTENTION_NAME,
+    dtype="auto" if load_dtype == "auto" else getattr(torch, load_dtype),
+).to(device).eval()
 t0 = time.time()
 result = cap.capture_document(model, torch.as_tensor(ids[index]), model_name, doc_id, options)
 print(f"captured in {time.time() - t0:.1f} s; max |sum p v - own output| = {result.max_abs_deviation:.3g}")
 
 digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
 summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
-source_note = model_dir / "trustmass_source.json"
 write_sidecar(
     snakemake.output.shard,  # noqa: F821
     inputs=[snakemake.input.model, snakemake.input.documents, *snakemake.input.code],  # noqa: F821

@@ -1,0 +1,67 @@
+"""config/cpu-panel.yaml: three packaged models x three local corpora x 20 documents of 4,096 tokens."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import REPO, planned_jobs
+from test_paper_config import assert_planned_offline, offline_dry_run
+
+from trustmass.config import validate_config
+from trustmass.plan import (
+    instances_from_dryrun,
+    planned_captures,
+    planned_instances,
+    resolve_config,
+    summed,
+)
+
+pytestmark = pytest.mark.workflow
+
+PANEL = REPO / "config" / "cpu-panel.yaml"
+PACKAGED = REPO / "config" / "models-packaged.yaml"
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+MODELS = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+CORPORA = ["austen", "stdlib", "handbook-fr"]
+N_DOCS = 20
+
+
+def _yaml(path):
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def panel_config() -> dict:
+    return resolve_config(PANEL)
+
+
+def test_panel_models_are_the_packaged_entries_pins_included():
+    panel, packaged = _yaml(PANEL)["models"], _yaml(PACKAGED)["models"]
+    assert list(panel) == MODELS == list(packaged)
+    for name in MODELS:
+        assert panel[name] == packaged[name], f"{name}: config/cpu-panel.yaml and config/models-packaged.yaml differ"
+
+
+def test_panel_config_is_valid(panel_config):
+    assert validate_config(_yaml(PANEL), SCHEMA)
+    assert panel_config["study"] == {"models": MODELS, "corpora": CORPORA}
+    assert (panel_config["documents"]["doc_tokens"], panel_config["documents"]["n_docs"]) == (4096, N_DOCS)
+    assert all(not panel_config["models"][m].get("documents") for m in MODELS)  # no per-model overrides
+    assert set(CORPORA) <= set(panel_config["corpora"])  # defined in config.yaml, merged
+
+
+def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
+    run, done = offline_dry_run(tmp_path, "--configfile", str(PANEL))
+    assert_planned_offline(run, done)  # packaged wheels and Debian packages: planned, not fetched
+    jobs = planned_jobs(done.output)
+    assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3, 3, 9)
+    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * len(CORPORA) * N_DOCS == 180
+    captures = planned_captures(done.output)
+    assert sorted(set(captures["model"])) == sorted(MODELS) and sorted(set(captures["corpus"])) == sorted(CORPORA)
+    assert sorted(set(captures["doc"])) == [f"{i:04d}" for i in range(N_DOCS)]
+    from_dag = instances_from_dryrun(done.output, panel_config)
+    assert from_dag.equals(planned_instances(panel_config).sort("model", "corpus"))
+    heads = 30 * 9 + 18 * 4 + 24 * 14  # SmolLM2, Gemma 3, Qwen2.5-Coder: layers x query heads
+    totals = summed(from_dag)
+    assert totals["instances"] == heads * 6 * 4 * N_DOCS * len(CORPORA) == 976_320
+    assert totals["primary_instances"] == heads * 6 * 4 * 3 * len(CORPORA) == 146_448
