@@ -30,6 +30,8 @@ include: "workflow/rules/sources.smk"
 include: "workflow/rules/capture_common.smk"
 include: "workflow/rules/capture.smk"
 include: "workflow/rules/ceiling.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/claims.smk"
 
 
 localrules:
@@ -39,6 +41,13 @@ localrules:
     captures,
     records,
     worked_examples,
+    fig1,
+    fig2,
+    table1,
+    table2,
+    table6,
+    table8,
+    claims,
 
 
 # ---- Stage 0: self-check and benchmarks ---------------------------------------------------------
@@ -71,6 +80,56 @@ rule records:
         study_records(),
 
 
+# ---- Stage 4: figures and tables ------------------------------------------------------------------
+
+
+rule fig1:
+    """Figure 1: the ceiling per model and budget (paper: b9_ceiling_sym.png)."""
+    input:
+        rules.plot_fig1.output.png,
+
+
+rule fig2:
+    """Figure 2: the map, layer x head (paper: b3_map_sym.png)."""
+    input:
+        rules.plot_fig2.output.png,
+
+
+rule table1:
+    """Table 1: native budget, balancing share through s = 256."""
+    input:
+        rules.render_table1.output.csv,
+        rules.render_table1.output.md,
+
+
+rule table2:
+    """Table 2: content diversity (prose, code, French)."""
+    input:
+        rules.render_table2.output.csv,
+        rules.render_table2.output.md,
+
+
+rule table6:
+    """Table 6: the panel (AUC, edge/int, rho_depth, rho(Phi, ES_pool), kappa_hat_bal)."""
+    input:
+        rules.render_table6.output.csv,
+        rules.render_table6.output.md,
+
+
+rule table8:
+    """Table 8: per-budget profile."""
+    input:
+        rules.render_table8.output.csv,
+        rules.render_table8.output.md,
+
+
+rule claims:
+    """Every claim of the paper next to its regenerated value, with a verdict."""
+    input:
+        rules.claims_report.output.md,
+        rules.claims_report.output.json,
+
+
 # ---- Everything ------------------------------------------------------------------------------------
 
 
@@ -82,3 +141,11 @@ rule all:
         rules.bench.input,
         rules.captures.input,
         rules.records.input,
+        rules.fig1.input,
+        rules.fig2.input,
+        rules.table1.input,
+        rules.table2.input,
+        rules.table6.input,
+        rules.table8.input,
+        rules.summaries.output.headline,
+        rules.claims.input,

@@ -1,0 +1,205 @@
+"""Figures and tables from summary frames: files, panels, columns; and, in the workflow, that
+restyling a figure reruns only the plotting rules."""
+
+import os
+
+import numpy as np
+import polars as pl
+import pytest
+
+from trustmass import figures, tables
+from trustmass import summaries as S
+
+MODELS = ("alpha", "beta")
+LAYERS, HEADS = 4, 3
+
+
+def synthetic_records(seed=0):
+    """Two models, two corpora x three documents, 4 layers x 3 heads x 3 rows, budgets 4, 8, 64."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in MODELS:
+        for corpus in ("prose", "code"):
+            for doc in ("0000", "0001", "0002", "0003"):
+                for layer in range(LAYERS):
+                    for head in range(HEADS):
+                        for r in range(3):
+                            base = rng.uniform(0.0, 0.4)
+                            for budget in (4, 8, 64):
+                                enumerated = budget != 64
+                                c = base * (1.0 if enumerated else 0.5) * rng.uniform(0.5, 1.0)
+                                es_top = 1.0
+                                rows.append(dict(
+                                    model=model, corpus=corpus, doc=doc, layer=layer, head=head, kv_head=head,
+                                    group_size=1, query_pos=300 + r, n_keys=301 + r, budget=budget,
+                                    dropped_mass=base * 8 / budget + 0.01, D=2.0, sigma=0.5, phi=c,
+                                    es_top=es_top, es_pool=(1 - c) if enumerated else None, pool_extra=4,
+                                    n_subsets=100 if enumerated else None, es_bal=1 - 0.9 * c, n_swaps=1,
+                                    kappa_hat=1 / (1 - c) if enumerated else None, c_hat=c if enumerated else None,
+                                    kappa_hat_bal=1 / 0.95 if enumerated and r == 0 else (1.0 if enumerated else None),
+                                    ef_fw=0.5 if enumerated else None, pi_hat=2 * (1 - c) if enumerated else None,
+                                    es_geo=1.4 if enumerated else None, es_lev=5.0 if enumerated else None,
+                                    es_vote=1.0 + c / 3, bound_2dm=4 * base, bound_var=3 * base, enumerated=enumerated,
+                                    es_geo_pool=1.1 if enumerated else None, es_lev_pool=2.0 if enumerated else None,
+                                ))  # fmt: skip
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    return S.summarize(synthetic_records(), S.SummarySettings(bootstrap=100))
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def test_figure1_panels_bars_and_titles(summaries, tmp_path):
+    fig = figures.figure1(summaries["fig1"], "primary")
+    full, zoom = fig.axes
+    # two models x two enumerated budgets: one block and one cap per bar in each panel
+    assert len(full.patches) == 2 * 2 * 2 and len(zoom.patches) == 2 * 2 * 2
+    heights = sorted(p.get_height() + p.get_y() for p in full.patches)
+    assert heights[-1] == pytest.approx(1.0)  # block + cap reach top-mass = 1
+    text = fig._suptitle.get_text()
+    assert "Figure 1" in text and "primary slice" in text and "6 documents" in text
+    labels = [t.get_text() for t in zoom.texts]
+    assert any(t.startswith("ĉ=") for t in labels) and set(MODELS) <= set(labels)
+    assert full.get_ylabel().startswith("residual error")
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("ES_pool" in t for t in legend) and any("balancing" in t for t in legend)
+    path = tmp_path / "fig1.png"
+    figures.save(fig, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_figure2_one_row_of_two_heatmaps_per_model(summaries, tmp_path):
+    fig = figures.figure2(summaries["fig2"], "all")
+    images = [ax for ax in fig.axes if ax.images]
+    assert len(images) == 2 * len(MODELS)
+    for ax in images:
+        assert ax.images[0].get_array().shape == (LAYERS, HEADS)
+        assert ax.get_xlabel() == "query head" and ax.get_ylabel() == "layer"
+    colorbars = [ax for ax in fig.axes if not ax.images and ax.get_ylabel()]
+    assert len(colorbars) == 2 * len(MODELS)
+    assert {"median dropped mass m̄ at s = 8", "median κ̂ at s = 8 (≥ 1.5 saturates)"} == {ax.get_ylabel() for ax in colorbars}
+    titles = " ".join(ax.get_title(loc="left") for ax in images)
+    assert all(m in titles for m in MODELS) and "cell-level AUC" in titles and "flat cells" in titles
+    assert "all documents" in fig._suptitle.get_text()
+    figures.save(fig, tmp_path / "fig2.png")
+    assert (tmp_path / "fig2.png").stat().st_size > 10_000
+
+
+def test_figures_without_data_say_so():
+    empty = S.fig1(synthetic_records().filter(pl.col("budget") == 64))
+    fig = figures.figure1(empty)
+    assert "no enumerated-budget records" in fig.axes[0].texts[0].get_text()
+    with pytest.raises(ValueError, match="population"):
+        figures.figure2(pl.DataFrame({"x": [1]}))
+
+
+def test_style_lives_in_one_dict():
+    assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi"} <= set(figures.STYLE)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def test_table1_layout_and_pooled_row(summaries, tmp_path):
+    table = tables.write("table1", summaries["table1"], tmp_path / "t1.csv", tmp_path / "t1.md")
+    assert table.columns == ["population", "model", "statistic", "s4", "s8", "s64"]
+    primary = table.filter(pl.col("population") == "primary")
+    assert primary["model"].to_list() == ["alpha"] * 3 + ["beta"] * 3 + ["(pooled)"]
+    share = primary.filter(pl.col("statistic").str.contains("s = 8 value"))
+    assert share["s8"].to_list() == [1.0, 1.0, 1.0]
+    csv = pl.read_csv(tmp_path / "t1.csv")
+    assert csv.columns == table.columns and csv.height == table.height
+    md = (tmp_path / "t1.md").read_text()
+    assert "| s = 64 ‡ |" in md and "| s = 4 |" in md and "(pooled)" in md
+    assert md.count("### ") == 2  # primary and all (4 documents, not 3: they differ)
+
+
+def test_table2_6_8_columns_and_markdown(summaries, tmp_path):
+    t2 = tables.table2(summaries["table2"])
+    assert t2.columns[:4] == ["population", "model", "corpus", "budgets"]
+    assert {"label_share", "label_share_low", "auc", "auc_high", "median_kappa_hat"} <= set(t2.columns)
+    assert t2.filter(pl.col("population") == "primary")["budgets"].to_list()[:3] == ["pooled", "4", "8"]
+    md2 = tables.markdown("table2", summaries["table2"], kappa_threshold=1.11)
+    assert "share κ̂ > 1.11" in md2 and "[" in md2
+    t6 = tables.table6(summaries["table6"])
+    assert t6.height == 2 * len(MODELS) and {"auc", "edge_int_ratio", "rho_depth", "rho_phi_es_pool", "median_kappa_hat_bal"} <= set(t6.columns)
+    t8 = tables.table8(summaries["table8"])
+    assert t8.filter(pl.col("population") == "all")["budget"].to_list() == [4, 8, 4, 8]
+    md8 = tables.markdown("table8", summaries["table8"])
+    assert "p99 π̂" in md8 and "vote degrades" in md8
+    row = md8.splitlines()[6]
+    assert row.startswith("| alpha | 4 |") and row.count("|") == len(tables.TABLE8_COLUMNS) + 3
+
+
+def test_identical_populations_are_written_once(tmp_path):
+    three_docs = synthetic_records().filter(pl.col("doc") != "0003")
+    frames = S.summarize(three_docs, S.SummarySettings(bootstrap=0))
+    md = tables.markdown("table6", frames["table6"])
+    assert tables.SAME_AS_PRIMARY in md and md.count("| alpha |") == 1
+
+
+def test_missing_summary_columns_are_named():
+    with pytest.raises(ValueError, match="lacks"):
+        tables.table8(pl.DataFrame({"population": ["all"], "model": ["m"]}))
+
+
+# ----------------------------------------------------------------------------- workflow
+
+REPORT_TARGETS = ["fig1", "fig2", "table1", "table2", "table6", "table8"]
+TINY = """\
+budgets:
+  enumerated: [4, 8]
+  native: [16]
+statistics:
+  bootstrap: 50
+"""
+
+
+@pytest.mark.workflow
+def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch):
+    """A tiny real run, then an edit of each library module in a private copy of the package (put
+    first on PYTHONPATH, so the repository is never touched): the dry-run plans only the rules that
+    read that module.  (Snakemake compares checksums, so a bare touch would plan nothing.)"""
+    import shutil
+
+    from conftest import SNAKEFILE, Workflow, planned_jobs
+    from workflow.tiny_study import tiny_study_config
+
+    import trustmass
+
+    if "report.smk" not in SNAKEFILE.read_text(encoding="utf-8"):
+        pytest.skip("the Snakefile does not include workflow/rules/report.smk yet")
+    package = tmp_path / "src" / "trustmass"
+    shutil.copytree(os.path.dirname(trustmass.__file__), package, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "src"), os.environ.get("PYTHONPATH")])))
+    wf = Workflow(tmp_path)
+    config = wf.write_config("tiny.yaml", TINY + tiny_study_config(tmp_path))
+    done = wf.run(*REPORT_TARGETS, "--cores", "2", "--configfile", str(config), timeout=900)
+    assert done.returncode == 0, done.output
+    for name in ["results/figures/fig1_ceiling.png", "results/figures/fig2_map.png", "results/tables/table8_profile.md",
+                 "results/stats/headline.parquet"]:  # fmt: skip
+        assert (tmp_path / name).is_file(), name
+        assert (tmp_path / f"{name}.prov.json").is_file(), name
+    prov = (tmp_path / "results/figures/fig1_ceiling.png.prov.json").read_text()
+    assert '"path": "src/trustmass/figures.py"' in prov  # the run used the private copy (paths relative to the workdir)
+
+    def planned_after_editing(module, old, new):
+        path = package / module
+        text = path.read_text(encoding="utf-8")
+        assert old in text, f"{module}: {old!r} not found"
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        dry = wf.run(*REPORT_TARGETS, "--dry-run", "--configfile", str(config))
+        assert dry.returncode == 0, dry.output
+        return set(planned_jobs(dry.output))
+
+    restyled = planned_after_editing("figures.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
+    assert restyled == {"plot_fig1", "plot_fig2", "fig1", "fig2"}
+    rerounded = planned_after_editing("tables.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
+    assert rerounded == {"plot_fig1", "plot_fig2", "fig1", "fig2"} | {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
+    recomputed = planned_after_editing("summaries.py", "REL_TOL = 1e-12", "REL_TOL = 1e-12  # edited")
+    assert "summaries" in recomputed and "ceiling" not in recomputed
