@@ -19,7 +19,7 @@ Percent-unit claims are compared with fractions x 100.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -52,11 +52,39 @@ def _nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
+def _by_dict(row: dict) -> dict[str, str]:
+    keys, values = row.get("by_key"), row.get("by_value")
+    if not keys or values is None:
+        return {}
+    return dict(zip(str(keys).split(","), str(values).split(",")))
+
+
+def judge_by(value: Value, rows: list[dict]) -> Verdict:
+    """A value stated per sub-group (e.g. per budget): each entry against the rows of its group."""
+    verdicts = []
+    for dim, entries in value.by.items():
+        for key, entry in entries.items():
+            group = [r for r in rows if _by_dict(r).get(dim) == str(key)]
+            if isinstance(entry, tuple):
+                sub = replace(value, by={}, value=None, low=entry[0], high=entry[1], kind="range")
+            else:
+                sub = replace(value, by={}, value=entry, low=None, high=None)
+            verdict = judge(sub, group)
+            if verdict.status != "not produced yet":
+                verdicts.append(f"{dim}={key}: {verdict.status} ({verdict.reason})")
+    if not verdicts:
+        return Verdict("not produced yet", "no regenerated estimate for any stated sub-group")
+    status = "inconsistent" if any(": inconsistent" in v for v in verdicts) else "consistent"
+    return Verdict(status, "; ".join(verdicts))
+
+
 def judge(value: Value, rows: list[dict]) -> Verdict:
     """Verdict for one paper value against its regenerated rows (one population)."""
     rows = [r for r in rows if r["estimate"] is not None and not _nan(r["estimate"])]
     if not rows:
         return Verdict("not produced yet", "no regenerated estimate")
+    if value.value is None and value.low is None and value.high is None and value.by:
+        return judge_by(value, rows)
     scale = _scale(value)
     cells = [_interval(r, scale) for r in rows]
     kind = value.kind
@@ -90,15 +118,25 @@ def judge(value: Value, rows: list[dict]) -> Verdict:
     return Verdict("consistent" if ok else "inconsistent", f"regenerated {', '.join(f'{c[0]:.4g}' for c in cells[:6])} vs {target:g}")
 
 
+def _g(x) -> str:
+    return f"{float(x):g}"
+
+
 def _paper_text(value: Value) -> str:
     unit = "%" if value.unit == "percent" else ""
     if value.low is not None and value.high is not None:
-        return f"{value.low:g}–{value.high:g}{unit}"
+        return f"{_g(value.low)}–{_g(value.high)}{unit}"
     number = next((x for x in (value.value, value.high, value.low) if x is not None), None)
+    if number is None and value.by:
+        return "; ".join(
+            f"{dim}={k}: " + (f"{_g(e[0])}–{_g(e[1])}" if isinstance(e, tuple) else _g(e)) + unit
+            for dim, entries in value.by.items()
+            for k, e in entries.items()
+        )
     if number is None:
         return value.formula or "—"
     prefix = {"upper": "≤ ", "lower": "≥ "}.get(value.kind, "")
-    return f"{prefix}{number:g}{unit}"
+    return f"{prefix}{_g(number)}{unit}"
 
 
 def build(claims: list[Claim], headline: pl.DataFrame, models: list[str], produced_stages: set[str]) -> dict:

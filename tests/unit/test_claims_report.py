@@ -50,3 +50,16 @@ def test_build_marks_unproduced_claims_and_counts():
 def test_missing_headline_columns_are_named():
     with pytest.raises(ValueError, match="lacks columns"):
         build(load_claims(), pl.DataFrame({"claim_id": [1]}), [], set())
+
+
+def test_values_stated_per_budget_are_judged_per_budget():
+    v = Value(name="top_mass_attains_pool_share", kind="point", unit="percent", by={"budget": {4: 39, 8: 21}})
+    rows = [
+        {"estimate": 0.385, "low": None, "high": None, "by_key": "model,budget", "by_value": "m,4"},
+        {"estimate": 0.238, "low": None, "high": None, "by_key": "model,budget", "by_value": "m,8"},
+    ]
+    verdict = judge(v, rows)
+    assert verdict.status == "inconsistent" and "budget=4: consistent" in verdict.reason  # 23.8 vs 21 misses 5 %
+    rows[1]["estimate"] = 0.212
+    assert judge(v, rows).status == "consistent"
+    assert judge(v, rows[:0] + [dict(rows[0], by_value="m,16")]).status == "not produced yet"
