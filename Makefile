@@ -22,7 +22,7 @@ TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.tom
 .PHONY: help venv run test test-slow bench dry-run clean
 
 help:
-	@echo "make run        regenerate results/ (snakemake --cores $(CORES))"
+	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
 	@echo "make test       fast tests (pytest -m 'not slow')"
 	@echo "make test-slow  long tests (pytest -m slow)"
 	@echo "make bench      enumeration benchmark, printed as JSON"
@@ -41,6 +41,7 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --report results/report.html $(SNAKEMAKE_ARGS)
 
 dry-run: $(STAMP)
 	$(BIN)/snakemake --dry-run --cores $(CORES) $(SNAKEMAKE_ARGS)
