@@ -55,6 +55,9 @@ print(f"shapes: {json.dumps(shapes)}")
 
 cap.register()
 from transformers import AutoModelForCausalLM  # noqa: E402
+from transformers.utils import logging as hf_logging  # noqa: E402
+
+hf_logging.disable_progress_bar()  # keep the job log readable
 
 source_note = model_dir / "trustmass_source.json"  # prepare_model records the configured dtype there
 load_dtype = json.loads(source_note.read_text()).get("dtype", "auto") if source_note.exists() else "auto"
