@@ -1,0 +1,180 @@
+"""MISOCP certifier (spec §3.3-3.4): exactness on small rows, the ZeroES reduction, statuses."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyscipopt")
+
+from unit.instances import random_instance
+
+from trustmass import certify as cert
+from trustmass.enumeration import candidate_pool, exact_optimum_bruteforce, pool_optimum
+from trustmass.operator import Instance, es, es_squared_rational
+from trustmass.selfcheck import partition_decision, partition_instance
+
+CASES = [(seed, n, s, d) for seed, (n, s, d) in enumerate([(10, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3)])]
+
+
+def _partition_row(u):
+    p, v, s = partition_instance(u)
+    return Instance.from_arrays([float(x) for x in p], np.array(v, dtype=float)), p, v, s
+
+
+@pytest.mark.parametrize("seed,n,s,d", CASES)
+def test_minimise_matches_bruteforce(seed, n, s, d):
+    inst = random_instance(100 + seed, n=n, d=d)
+    exact, _ = exact_optimum_bruteforce(inst, s)
+    po = pool_optimum(inst, s, 1)  # a deliberately small pool: the incumbent is often suboptimal
+    res = cert.minimise(inst, s, po.kept)
+    assert res.status == "optimal"
+    assert res.es == pytest.approx(exact, rel=1e-6, abs=1e-15)
+    assert res.es == es(inst, res.best)  # the reported value is the direct float64 es
+    assert len(res.best) == s == len(np.unique(res.best))
+
+
+@pytest.mark.parametrize("seed,n,s,d", CASES)
+def test_certify_brackets_bruteforce(seed, n, s, d):
+    inst = random_instance(100 + seed, n=n, d=d)
+    exact, _ = exact_optimum_bruteforce(inst, s)
+    po = pool_optimum(inst, s, 1)
+    c = cert.certify(inst, s, po.kept, rel_gap=1e-7, time_limit=20)
+    assert c.status in (cert.CONFIRMED_OPTIMAL, cert.IMPROVED, cert.WITHIN_1PCT)
+    assert c.es_cert == pytest.approx(exact, rel=1e-6, abs=1e-15)
+    assert c.lower_bound <= exact * (1 + 1e-9)  # a valid lower bound
+    assert c.es_cert == es(inst, c.best) and len(c.best) == s
+    assert c.improvement == pytest.approx(1 - c.es_cert / c.es_pool)
+    if exact < 0.99 * po.es_pool:
+        assert c.status == cert.IMPROVED
+    if c.status == cert.CONFIRMED_OPTIMAL:
+        assert exact >= po.es_pool * (1 - 1e-6) and c.n_solves == 1
+    for r in c.solves:  # every feasible answer is a genuine es <= tau, never above ES_pool
+        if r.outcome == cert.FEASIBLE:
+            assert r.es_found <= r.tau * (1 + cert.ACCEPT_REL) and r.es_found < c.es_pool
+
+
+def test_confirmed_optimal_when_pool_is_exact():
+    inst = random_instance(7, n=12, d=3)
+    s = 4
+    po = pool_optimum(inst, s, 24)  # pool = all keys: ES_pool = ES
+    assert len(candidate_pool(inst, s, 24)) == inst.n_keys
+    c = cert.certify(inst, s, po.kept, time_limit=20)
+    assert c.status == cert.CONFIRMED_OPTIMAL
+    assert c.lower_bound == pytest.approx((1 - 1e-6) * po.es_pool)
+    assert c.es_cert == po.es_pool and c.improvement == 0.0
+    assert [r.outcome for r in c.solves] == [cert.INFEASIBLE]
+
+
+def test_default_incumbent_is_pool_optimum():
+    inst = random_instance(8, n=12, d=2)
+    c = cert.certify(inst, 3, time_limit=20)
+    assert c.es_pool == pool_optimum(inst, 3, 24).es_pool
+
+
+@pytest.mark.parametrize(
+    "u",
+    [(3, 1, 1, 2, 2, 1), (1, 1, 4), (1, 2, 3, 4, 5, 7), (2, 3, 7, 1), (5, 5, 6, 1, 2), (4, 9, 2, 8), (1, 2, 5, 9), (3, 3, 3, 3, 1)],
+)
+def test_partition_reduction(u):
+    inst, p, v, s = _partition_row(u)
+    n = inst.n_keys
+    yes = partition_decision(u)
+    # incumbent: the first s keys (a bad pool, so the solver has to search the full key set)
+    z0 = np.arange(s)
+    res = cert.minimise(inst, s, z0)
+    assert res.status == "optimal"
+    exact_sq = es_squared_rational(p, v, res.best)
+    assert (exact_sq == 0) == yes
+    gap = Fraction(2, n * n)
+    assert exact_sq == 0 or exact_sq >= gap**2  # ES in {0} u [2/N^2, inf)
+    c = cert.certify(inst, s, z0, rel_gap=1e-4, time_limit=20)
+    if yes:
+        assert es_squared_rational(p, v, c.best) == 0 and c.es_cert <= 1e-12
+        assert c.status == cert.IMPROVED  # the first-s-keys incumbent never balances here
+    else:
+        assert c.lower_bound >= 2 / n**2 * (1 - 1e-3)
+        assert c.es_cert >= 2 / n**2 * (1 - 1e-9)
+        assert c.status in (cert.CONFIRMED_OPTIMAL, cert.IMPROVED, cert.WITHIN_1PCT)
+
+
+def test_time_limit_is_undecided_not_optimal():
+    inst = random_instance(3, n=60, d=16)
+    s = 8
+    po = pool_optimum(inst, s, 2)
+    c = cert.certify(inst, s, po.kept, time_limit=0.01)
+    assert c.status == cert.UNDECIDED
+    assert cert.TIMELIMIT in [r.outcome for r in c.solves]
+    assert c.lower_bound < (1 - 1e-6) * c.es_pool
+    assert c.es_cert <= c.es_pool
+
+
+def test_memory_limit_and_crash_are_unsolved(monkeypatch):
+    inst = random_instance(4, n=40, d=4)
+    po = pool_optimum(inst, 6, 1)
+    c = cert.certify(inst, 6, po.kept, memory_limit_mb=0.0, time_limit=5)
+    assert c.status == cert.UNSOLVED
+    assert c.solves[0].outcome in (cert.MEMLIMIT, cert.ERROR)
+
+    def boom(*a, **k):
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(cert, "_build", boom)
+    c = cert.certify(inst, 6, po.kept)
+    assert c.status == cert.UNSOLVED and "solver crashed" in c.solves[0].message
+    assert c.es_cert == po.es_pool and c.lower_bound == 0.0
+
+
+def test_warm_start_accepted_iff_feasible():
+    inst = random_instance(5, n=14, d=3)
+    s = 4
+    po = pool_optimum(inst, s, 1)
+    opts = cert.SolverOptions(time_limit=20)
+    # at tau >= ES_pool the incumbent is feasible: SCIP takes it and stops at once
+    rec, keys = cert.solve_feasibility(inst, s, po.es_pool * (1 + 1e-6), po.kept, opts)
+    assert rec.warm_start_accepted and rec.outcome == cert.FEASIBLE and rec.es_found <= po.es_pool
+    # just below ES_pool it is (correctly) declined; whatever SCIP returns is strictly better
+    rec, keys = cert.solve_feasibility(inst, s, po.es_pool * (1 - 1e-6), po.kept, opts)
+    assert not rec.warm_start_accepted
+    assert rec.outcome in (cert.FEASIBLE, cert.INFEASIBLE)
+    if keys is not None:
+        assert es(inst, keys) < po.es_pool
+    # minimise: the incumbent is SCIP's starting primal solution (one iteration when optimal)
+    exact, argmin = exact_optimum_bruteforce(inst, s)
+    res = cert.minimise(inst, s, argmin)
+    assert res.status == "optimal" and res.iterations == 1 and res.es == exact
+
+
+def test_solver_values_are_not_trusted(monkeypatch):
+    """A subset SCIP calls feasible is re-scored with operator.es; a wrong one is rejected."""
+    inst = random_instance(6, n=14, d=2)
+    s = 4
+    po = pool_optimum(inst, s, 1)
+    worst = np.argsort(-inst.single_key_errors)[:s]  # a poor subset
+    assert es(inst, worst) > po.es_pool
+    monkeypatch.setattr(cert, "_read_subset", lambda m, z: np.sort(worst))
+    c = cert.certify(inst, s, po.kept, time_limit=20)
+    assert all(r.outcome in (cert.NUMERICAL, cert.INFEASIBLE, cert.TIMELIMIT) for r in c.solves)
+    assert c.es_cert == po.es_pool and np.array_equal(c.best, np.sort(po.kept))
+    assert c.status != cert.IMPROVED
+
+
+def test_quadratic_cone_agrees():
+    inst = random_instance(9, n=12, d=3)
+    s = 4
+    exact, _ = exact_optimum_bruteforce(inst, s)
+    po = pool_optimum(inst, s, 1)
+    res = cert.minimise(inst, s, po.kept, cone="quad")
+    assert res.status == "optimal" and res.es == pytest.approx(exact, rel=1e-6)
+    c = cert.certify(inst, s, po.kept, cone="quad", rel_gap=1e-7, time_limit=20)
+    assert c.es_cert == pytest.approx(exact, rel=1e-6)
+
+
+def test_incumbent_validation():
+    inst = random_instance(10, n=10, d=2)
+    with pytest.raises(ValueError):
+        cert.certify(inst, 3, [0, 0, 1])
+    with pytest.raises(ValueError):
+        cert.certify(inst, 3, [0, 1, 2], es_pool=123.0)
+    c = cert.certify(inst, 10, np.arange(10))  # everything kept: trivially optimal, no solve
+    assert c.status == cert.CONFIRMED_OPTIMAL and c.n_solves == 0 and c.es_cert == es(inst, np.arange(10))
