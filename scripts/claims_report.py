@@ -15,7 +15,7 @@ from trustmass.provenance import atomic_write, write_json, write_sidecar  # noqa
 
 report = build(
     load_claims(snakemake.input.claims),  # noqa: F821
-    pl.read_parquet(snakemake.input.headline),  # noqa: F821
+    pl.concat([pl.read_parquet(path) for path in snakemake.input.headline], how="diagonal_relaxed"),  # noqa: F821
     list(snakemake.params.models),  # noqa: F821
     set(snakemake.params.stages),  # noqa: F821
 )
@@ -25,7 +25,7 @@ with atomic_write(snakemake.output.md) as tmp:  # noqa: F821
 print(f"claims: {report['counts']}")
 write_sidecar(
     snakemake.output.md,  # noqa: F821
-    inputs=[snakemake.input.headline, snakemake.input.claims, *snakemake.input.code],  # noqa: F821
+    inputs=[*snakemake.input.headline, snakemake.input.claims, *snakemake.input.code],  # noqa: F821
     config_slice={"study": {"models": list(snakemake.params.models)}, "stages": list(snakemake.params.stages)},  # noqa: F821
     started=started,
     extra={"rule": snakemake.rule, "counts": report["counts"], "json": snakemake.output.json},  # noqa: F821

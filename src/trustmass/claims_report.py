@@ -215,7 +215,7 @@ def markdown(report: dict) -> str:
         "|---|---|",
         *[f"| {k} | {v} |" for k, v in sorted(report["counts"].items())],
         "",
-        "| # | § | claim | value | paper | regenerated (primary 3 docs) | regenerated (all docs) | verdict (all) |",
+        "| # | § | claim | value | paper | regenerated (primary 3 docs) | regenerated (all docs) | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for entry in report["claims"]:
@@ -227,9 +227,16 @@ def markdown(report: dict) -> str:
         for i, v in enumerate(entry["values"]):
             lines.append(
                 f"| {entry['id'] if i == 0 else ''} | {entry['section'] if i == 0 else ''} | {text if i == 0 else ''} | "
-                f"{v['name']} | {v['paper']} | {_cell(v['primary'])} | {_cell(v['all'])} | {v['all']['status']} |"
+                f"{v['name']} | {v['paper']} | {_cell(v['primary'])} | {_cell(v['all'])} | {_verdict(v)} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _verdict(value: dict) -> str:
+    """All documents' verdict; the primary slice's where only it was regenerated (e.g. manifests)."""
+    if value["all"]["regenerated"] or not value["primary"]["regenerated"]:
+        return value["all"]["status"]
+    return f"{value['primary']['status']} (primary)"
 
 
 def _cell(result: dict) -> str:

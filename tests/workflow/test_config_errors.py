@@ -24,7 +24,7 @@ def test_misspelled_top_level_key(workflow):
         workflow,
         "enumeratoin:\n  subset_cap: 5\n",
         "config: unknown key 'enumeratoin' at top level",
-        "allowed: balancing, benchmark, budgets, cache_dir, capture, corpora, documents, enumeration",
+        "allowed: balancing, benchmark, budgets, cache_dir, capture, certification, corpora, documents",
         "did you mean 'enumeration'?",
     )
 

@@ -11,10 +11,13 @@ pytestmark = pytest.mark.workflow
 
 TINY = """\
 budgets:
-  enumerated: [4, 8]
-  native: [16]
+  enumerated: [4, 8, 32]
+  native: [40]
 statistics:
   bootstrap: 50
+certification:
+  time_limit_s: 1
+  n_shards: 1
 benchmark:
   n_keys: 64
   head_dim: 4
@@ -28,6 +31,8 @@ STUDY = [
     "results/figures/fig2_map.png",
     "results/tables/table1_native.csv",
     "results/claims.md",
+    "results/tables/table7_certification.csv",
+    "results/tables/sweep_cap_widening.csv",
     "results/stats/headline.parquet",
 ]
 
@@ -69,7 +74,7 @@ def test_benchmark_used_the_configured_sizes(tiny_run):
     wf, _, _ = tiny_run
     result = json.loads((wf.workdir / OUTPUTS[1]).read_text())
     assert (result["n_keys"], result["head_dim"], result["instances"]) == (64, 4, 1)
-    assert [b["budget"] for b in result["budgets"]] == [4, 8]
+    assert [b["budget"] for b in result["budgets"]] == [4, 8, 32]
 
 
 def test_sidecars_describe_their_outputs(tiny_run):
@@ -112,7 +117,7 @@ def test_records_and_claims_cover_the_tiny_study(tiny_run):
 
     wf, _, _ = tiny_run
     records = pl.concat([pl.read_parquet(wf.workdir / name) for name in RECORDS])
-    assert records.height == 2 * 2 * 4 * 3 * 3  # docs x layers x heads x rows x budgets
+    assert records.height == 2 * 2 * 4 * 3 * 4  # docs x layers x heads x rows x budgets
     assert records.filter(pl.col("budget") == 8)["es_pool"].null_count() == 0
     claims = json.loads((wf.workdir / "results/claims.json").read_text())
     assert len(claims["claims"]) == 126

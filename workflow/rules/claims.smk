@@ -1,5 +1,5 @@
 # The claims report: every numbered claim of the paper (src/trustmass/data/claims.yaml, transcribed
-# from the spec) next to what this run regenerated (results/stats/headline.parquet), with a verdict.
+# from the spec) next to what this run regenerated (results/stats/headline*.parquet), with a verdict.
 #
 #   results/claims.md, results/claims.json
 #
@@ -9,13 +9,17 @@ import importlib.resources
 
 CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
 #: stages whose results this workflow produces so far (the rest are "not produced yet")
-PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT"]
+PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT"]
 
 
 rule claims_report:
     """Paper value, regenerated value with interval, models and verdict for every claim."""
     input:
-        headline="results/stats/headline.parquet",
+        headline=[
+            "results/stats/headline.parquet",
+            "results/stats/headline_certification.parquet",
+            "results/stats/headline_sweep.parquet",
+        ],
         claims=CLAIMS_FILE,
         code=library_code("trustmass.claims_report", "trustmass.claims_data"),
     output:

@@ -14,6 +14,7 @@ BENCHMARKS = {
     "enumeration": "trustmass.bench.enumeration",
     "capture": "trustmass.bench.capture",
     "kernels": "trustmass.bench.kernels",
+    "certify": "trustmass.bench.certify",
 }
 
 
