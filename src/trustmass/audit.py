@@ -129,9 +129,7 @@ class AuditSettings:
 
 def _score(x: SelectorInput, kept: np.ndarray) -> tuple[float, int, np.ndarray]:
     """(es of the kept positions on x's instance, zero-mass kept positions, instance indices)."""
-    index = np.full(x.n_keys, -1, dtype=np.int64)
-    index[x.positive] = np.arange(x.positive.shape[0])
-    idx = index[np.asarray(kept, dtype=np.int64)]
+    idx = x.instance_index[np.asarray(kept, dtype=np.int64)]
     zero = int((idx < 0).sum())
     idx = idx[idx >= 0]
     if idx.size == 0:

@@ -12,6 +12,7 @@ from trustmass.selectors.deployed import (
     Recency,
     SnapKV,
     StreamingLLM,
+    block_reduce,
     contiguous_units,
     max_pool_same,
     select_units,
@@ -274,3 +275,14 @@ def test_select_units_fits_whole_units_then_fills():
     assert select_units(7, 5, units, np.array([1.0, 3.0, 2.0]), np.arange(7.0), forced=np.array([0])).tolist() == [
         0, 3, 4, 5, 6,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 2047])
+@pytest.mark.parametrize("size", [1, 2, 3, 16, 64])
+def test_block_reduce_matches_reduceat(n, size):
+    a = np.random.default_rng(n * 100 + size).standard_normal((n, 7))
+    starts = np.arange(0, n, size)
+    for ufunc in (np.maximum, np.minimum):
+        assert np.array_equal(block_reduce(ufunc, a, size), ufunc.reduceat(a, starts, axis=0))
+    np.testing.assert_allclose(block_reduce(np.add, a, size), np.add.reduceat(a, starts, axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(block_reduce(np.add, a[:, 0], size), np.add.reduceat(a[:, 0], starts), rtol=1e-12, atol=1e-12)

@@ -86,17 +86,51 @@ def avg_pool_same(score: np.ndarray, kernel: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(padded, kernel).sum(axis=1) / kernel
 
 
-def contiguous_units(start: int, stop: int, size: int) -> list[np.ndarray]:
+def block_reduce(ufunc: np.ufunc, array: np.ndarray, size: int) -> np.ndarray:
+    """ufunc.reduceat(array, arange(0, n, size), axis=0), by a reshape for the whole blocks (reduceat
+    is slow on many short segments).  Identical for max/min; sums may differ in the last bit (numpy
+    may sum a block pairwise)."""
+    n = array.shape[0]
+    whole = n // size
+    head = ufunc.reduce(array[: whole * size].reshape(whole, size, *array.shape[1:]), axis=1)
+    if whole * size == n:
+        return head
+    return np.concatenate((head, ufunc.reduce(array[whole * size :], axis=0, keepdims=True)))
+
+
+@dataclass(frozen=True)
+class Units:
+    """Consecutive units [starts[u], stops[u]) of positions; indexing/iterating gives the positions."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __getitem__(self, u: int) -> np.ndarray:
+        return np.arange(self.starts[u], self.stops[u], dtype=np.int64)
+
+    def __iter__(self):
+        return (self[u] for u in range(len(self)))
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.stops - self.starts
+
+
+def contiguous_units(start: int, stop: int, size: int) -> Units:
     """Positions start..stop-1 cut into consecutive units of `size`, aligned at `start`."""
     if size < 1:
         raise ValueError(f"unit size must be >= 1; got {size}")
-    return [np.arange(a, min(a + size, stop), dtype=np.int64) for a in range(start, stop, size)]
+    starts = np.arange(start, stop, size, dtype=np.int64)
+    return Units(starts, np.minimum(starts + size, stop))
 
 
 def select_units(
     n: int,
     budget: int,
-    units: list[np.ndarray],
+    units: Units,
     unit_score: np.ndarray,
     token_score: np.ndarray,
     forced: np.ndarray | None = None,
@@ -112,13 +146,15 @@ def select_units(
     remaining = min(budget, n) - int(kept.sum())
     if remaining < 0:
         raise ValueError("forced keys exceed the budget")
+    sizes = units.sizes
+    smallest = int(sizes.min()) if len(units) else 0
     for u in descending_order(np.asarray(unit_score, dtype=np.float64)):
-        if remaining == 0:
+        if remaining < smallest:  # nothing fits any more
             break
-        block = units[int(u)]
-        if block.size <= remaining:
-            kept[block] = True
-            remaining -= block.size
+        size = int(sizes[u])
+        if size <= remaining:
+            kept[units.starts[u] : units.stops[u]] = True
+            remaining -= size
     if remaining > 0:
         kept[top_k(token_score, remaining, exclude=kept)] = True
     return np.flatnonzero(kept)
@@ -211,11 +247,9 @@ class Quest:
 
     def page_scores(self, x: SelectorInput, page: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(pages, upper bounds sum_c max(q_c kmax_c, q_c kmin_c))."""
-        keys = np.asarray(x.keys, dtype=np.float64)
-        q = np.asarray(x.query, dtype=np.float64)
-        starts = np.arange(0, x.n_keys, page)
-        kmax = np.maximum.reduceat(keys, starts, axis=0)
-        kmin = np.minimum.reduceat(keys, starts, axis=0)
+        keys, q = x.keys64, x.query64
+        kmax = block_reduce(np.maximum, keys, page)
+        kmin = block_reduce(np.minimum, keys, page)
         bound = np.maximum(q * kmax, q * kmin).sum(axis=1)
         return contiguous_units(0, x.n_keys, page), bound
 
@@ -224,8 +258,7 @@ class Quest:
         if n <= s:
             return _all(n)
         pages, bound = self.page_scores(x, self.page_size(s))
-        token = np.asarray(x.keys, dtype=np.float64) @ np.asarray(x.query, dtype=np.float64)
-        return select_units(n, s, pages, bound, token)
+        return select_units(n, s, pages, bound, x.query_scores)
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,42 @@ class SelectorInput:
             raise ValueError(f"no window sum for w={w}; captured windows are {self.windows} (capture.windows)")
         return np.asarray(self.window_sums[self.windows.index(w)], dtype=np.float64)
 
+    # cached float64 views: a rule run at every budget converts and scores once per row
+    @cached_property
+    def p64(self) -> np.ndarray:
+        return np.asarray(self.p, dtype=np.float64)
+
+    @cached_property
+    def keys64(self) -> np.ndarray:
+        if self.keys is None:
+            raise ValueError("this rule needs the row's keys (SelectorInput.keys)")
+        return np.asarray(self.keys, dtype=np.float64)
+
+    @cached_property
+    def query64(self) -> np.ndarray:
+        if self.query is None:
+            raise ValueError("this rule needs the row's query (SelectorInput.query)")
+        return np.asarray(self.query, dtype=np.float64)
+
+    @cached_property
+    def query_scores(self) -> np.ndarray:
+        """q . k_j for every key (the query's logits before scaling)."""
+        return self.keys64 @ self.query64
+
+    @cached_property
+    def residuals(self) -> np.ndarray:
+        """p_j (v_j - mu) per position (p as captured, mu the renormalised dense output)."""
+        if self.values is None:
+            raise ValueError("this rule needs the row's values (SelectorInput.values)")
+        return self.p64[:, None] * (np.asarray(self.values, dtype=np.float64) - self.dense_output)
+
+    @cached_property
+    def instance_index(self) -> np.ndarray:
+        """Position -> index among the positive-mass keys (the instance), -1 for zero mass."""
+        index = np.full(self.n_keys, -1, dtype=np.int64)
+        index[self.positive] = np.arange(self.positive.shape[0])
+        return index
+
     @cached_property
     def positive(self) -> np.ndarray:
         """Positions with p > 0 (the operator's keys)."""

@@ -39,6 +39,7 @@ import numpy as np
 from trustmass.selectors.deployed import (
     _all,
     _budget,
+    block_reduce,
     contiguous_units,
     recent,
     select_units,
@@ -68,7 +69,11 @@ def value_aware_scores(
     eps_a: float = 1e-12,
 ) -> np.ndarray:
     """One 002 block scalar per block: 'mass' (a), 'nolev' (||g_c||^2) or 'mii' (||g_c||^2/gamma^2)."""
-    a, g = block_residuals(p, values, mu, block)
+    return block_scores(*block_residuals(p, values, mu, block), score, eps_a)
+
+
+def block_scores(a: np.ndarray, g: np.ndarray, score: str, eps_a: float = 1e-12) -> np.ndarray:
+    """The 002 block scalar from block masses `a` and block residuals `g` (see value_aware_scores)."""
     if score == "mass":
         return a
     nolev = np.einsum("ij,ij->i", g, g)
@@ -106,17 +111,18 @@ class ValueAwareBlocks:
         return max(2, int(budget) // 4) if self.block is None else self.block
 
     def scores(self, x: SelectorInput, budget: int) -> np.ndarray:
+        """value_aware_scores at the token-scaled block size, from the row's cached residuals."""
         b = self.block_size(budget)
+        a = block_reduce(np.add, x.p64, b)
         if self.score == "mass":  # reads the row's masses only
-            starts = np.arange(0, x.n_keys, b)
-            return np.add.reduceat(np.asarray(x.p, dtype=np.float64), starts)
-        return value_aware_scores(x.p, x.values, x.dense_output, b, self.score, self.eps_a)
+            return a
+        return block_scores(a, block_reduce(np.add, x.residuals, b), self.score, self.eps_a)
 
     def token_scores(self, x: SelectorInput) -> np.ndarray:
         """The same scalar at block size 1 (the token-fill ranking)."""
         if self.score == "mass":
-            return np.asarray(x.p, dtype=np.float64)
-        return value_aware_scores(x.p, x.values, x.dense_output, 1, self.score, self.eps_a)
+            return x.p64
+        return block_scores(x.p64, x.residuals, self.score, self.eps_a)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = _budget(budget, self.min_budget), x.n_keys
@@ -152,11 +158,10 @@ class BlockSelect:
         """(old blocks, q . kbar_c) for the positions before the recent window."""
         old = x.n_keys - self.window(budget)
         b = self.block_size(budget)
-        keys = np.asarray(x.keys[:old], dtype=np.float64)
-        starts = np.arange(0, old, b)
-        sizes = np.diff(np.append(starts, old))
-        means = np.add.reduceat(keys, starts, axis=0) / sizes[:, None]
-        return contiguous_units(0, old, b), means @ np.asarray(x.query, dtype=np.float64)
+        keys = x.keys64[:old]
+        blocks = contiguous_units(0, old, b)
+        means = block_reduce(np.add, keys, b) / blocks.sizes[:, None]
+        return blocks, means @ x.query64
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = _budget(budget, self.min_budget), x.n_keys
@@ -165,5 +170,5 @@ class BlockSelect:
         w = self.window(s)
         blocks, score = self.summary_scores(x, s)
         token = np.full(n, -np.inf)
-        token[: n - w] = np.asarray(x.keys[: n - w], dtype=np.float64) @ np.asarray(x.query, dtype=np.float64)
+        token[: n - w] = x.query_scores[: n - w]
         return select_units(n, s, blocks, score, token, forced=recent(n, w))
