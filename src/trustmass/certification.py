@@ -67,6 +67,12 @@ class CertificationSettings:
     max_solves: int = 64  # certification.max_solves
     primary_docs: int = 3  # statistics.primary_docs
     seed: int = 0
+    isolate: bool = True  # each instance in a forked child: a solver crash is an `unsolved` row
+
+    @property
+    def guard_s(self) -> float:
+        """Wall-clock guard per isolated instance: every solve at its limit, twice over, plus a minute."""
+        return 2.0 * self.max_solves * self.time_limit_s + 60.0
 
 
 # ============================================================================================ manifest
@@ -164,6 +170,22 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
     return out
 
 
+def certify_isolated(inst: op.Instance, s: int, extra: int, settings: CertificationSettings) -> dict:
+    """``certify_one`` in a forked child when ``settings.isolate``: a crash in SCIP (segfault, abort,
+    OOM kill) becomes status ``unsolved`` and a guard expiry status ``undecided``, with the reason."""
+    if not settings.isolate:
+        return certify_one(inst, s, extra, settings)
+    from trustmass.isolation import TIMEOUT, isolated_call
+
+    start = time.perf_counter()
+    outcome = isolated_call(certify_one, (inst, s, extra, settings), timeout_s=settings.guard_s)
+    if outcome.ok:
+        return outcome.value
+    status = UNDECIDED if outcome.reason == TIMEOUT else UNSOLVED
+    return {"n_keys": inst.n_keys, "status": status, "message": f"{outcome.reason}: {outcome.message}"[:2000],
+            "seconds": time.perf_counter() - start}  # fmt: skip
+
+
 def _certify_group(args) -> list[dict]:
     shard_path, items, settings = args
     cache: dict = {}
@@ -176,7 +198,7 @@ def _certify_group(args) -> list[dict]:
             rec.update(status=UNSOLVED, message=f"reload failed: {type(exc).__name__}: {exc}", seconds=0.0)
             rows.append(rec)
             continue
-        res = certify_one(inst, int(item["budget"]), int(item["pool_extra"]), settings)
+        res = certify_isolated(inst, int(item["budget"]), int(item["pool_extra"]), settings)
         if res.get("best") is not None:
             res["best"] = positive[res["best"]].astype(np.int64).tolist()  # key positions in the document
         rec.update(res)

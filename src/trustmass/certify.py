@@ -16,7 +16,16 @@ absolute feasibility tolerance (1e-9) is a *relative* tolerance on tau.  Float64
 returned subset is recomputed with `trustmass.operator.es`; the solver's values are never used.
 
 `certify` runs the bisection of spec §3.4 and returns a frozen `Certificate`; it never raises on
-solver trouble (memory limits and crashes become status `unsolved`).  `minimise` solves
+solver trouble (memory limits and crashes become status `unsolved`; a crash inside SCIP's native
+code is caught one level up, by running each instance in a forked child: `certification`).
+
+The warm start (decided, spec §3.3-3.4): the ES_pool argmin z0 sets the incumbent upper bound
+hi = ES_pool before the first solve, and the bisection never probes above it.  It is also offered
+to SCIP as a primal solution at every probe, but every probe has tau < hi <= es(z0), where z0 is
+infeasible by construction (it satisfies ||W z0|| <= tau p^T z0 only for tau >= es(z0)); SCIP's
+check declines it (`SolveRecord.warm_start_accepted` is False) and it cannot prune anything.  A
+solver-level warm start exists only in the parametric form (`minimise`, where z0 is always
+feasible), which the spec names an acceptable alternative but not the paper's protocol.  `minimise` solves
 min_A es(A) directly by Dinkelbach iterations (min ||W z|| - tau p^T z, tau <- es(z)); it is exact
 on small instances and is used by the tests and as a reference.
 """

@@ -231,4 +231,26 @@ def _cross_field_problems(config: dict) -> list[str]:
             f"config.enumeration.extra_override: budget {budget} is not in budgets.enumerated {enumerated}; "
             f"fix: add {budget} to budgets.enumerated or remove the override"
         )
+    problems += _snapkv_window_problems(config)
     return problems
+
+
+def _snapkv_window_problems(config: dict) -> list[str]:
+    """The audit's SnapKV reads the window sum of max(1, min(32, s/2)) rows at every budget s: the
+    capture must store each of those windows (capture.windows), or the audit fails hours later."""
+    from trustmass.selectors.deployed import SnapKV
+
+    budgets = config.get("budgets", {})
+    windows = set((config.get("capture") or {}).get("windows") or [])
+    needed = {}
+    for s in [*budgets.get("enumerated", []), *budgets.get("native", [])]:
+        w = SnapKV().window(int(s))
+        if w > 1 and w not in windows:
+            needed.setdefault(w, []).append(int(s))
+    if not needed:
+        return []
+    missing = ", ".join(f"{w} (budget {'/'.join(map(str, b))})" for w, b in sorted(needed.items()))
+    return [
+        f"config.capture.windows: {sorted(windows)} lacks the SnapKV window(s) {missing} the audit needs "
+        f"(window = max(1, min(32, s/2))); fix: capture.windows: {sorted(windows | set(needed))}"
+    ]

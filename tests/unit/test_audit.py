@@ -198,6 +198,7 @@ def test_audit_table_statistics():
     assert snap["median_excess"] == pytest.approx(float(np.median(f["excess"].to_numpy())))
     assert snap["label_share"] == pytest.approx(float(f["label"].mean()))
     assert snap["spearman_dm_excess"] > 0.9 and snap["auc"] > 0.9
+    assert snap["spearman_dm_abs_excess"] > 0.9  # es_rule - ES_pool = 2 dm + noise here
     assert snap["median_excess_low"] <= snap["median_excess"] <= snap["median_excess_high"]
     assert snap["median_excess_cf"] == pytest.approx(1.5 * snap["median_excess"], rel=1e-2)
     rec = prim.filter(pl.col("rule") == "recency", pl.col("budget") == 8).row(0, named=True)
@@ -213,7 +214,7 @@ def test_audit_table_statistics():
 def test_headline_rows_match_the_claims():
     from trustmass.claims_data import claim
 
-    frames = asum.summarize(synthetic_records(), SUM)
+    frames = asum.summarize(synthetic_records(), SUM, qk_norm={"m": False})
     h = frames["audit_headline"]
     assert dict(h.schema) == HEADLINE_SCHEMA
     for cid, value in h.select(["claim_id", "value_name"]).unique().iter_rows():
@@ -221,6 +222,14 @@ def test_headline_rows_match_the_claims():
     assert {48, 49, 50, 51, 105, 106, 107, 109} <= set(h["claim_id"].to_list())
     tova = h.filter(pl.col("claim_id") == 49)
     assert (tova["estimate"] == 0).all()
+    # claim 51 is placed by QK-norm class; claim 109 carries only the frozen-set SnapKV reading
+    spear = h.filter(pl.col("claim_id") == 51)
+    assert spear.height and (spear["by_key"] == "model,rule,qk_norm").all()
+    assert all(v.endswith(",without") for v in spear["by_value"].to_list())
+    assert set(h.filter(pl.col("claim_id") == 109)["by_value"].to_list()) <= {"m,frozen_snapkv,8"}
+    # unknown QK-norm class: no claim-51 row rather than a guess
+    unknown = asum.summarize(synthetic_records(), SUM, qk_norm={"m": None})["audit_headline"]
+    assert unknown.filter(pl.col("claim_id") == 51).height == 0
 
 
 def test_fig3_renders(tmp_path):

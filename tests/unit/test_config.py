@@ -137,3 +137,11 @@ def test_config_slice_nests_like_the_config():
 def test_config_slice_names_a_missing_key():
     with pytest.raises(KeyError, match="budgets/enumeratd"):
         config_slice(DEFAULT, "budgets/enumeratd")
+
+
+def test_capture_windows_must_cover_snapkv_at_every_budget():
+    # s = 40 needs SnapKV's window 20; s = 2 needs window 1 (the row itself, never captured)
+    [line] = problems({"budgets": {"enumerated": [2, 4, 8], "native": [40, 64]}, "capture": {"windows": [2, 4, 32]}})
+    assert line.startswith("config.capture.windows:") and "20 (budget 40)" in line
+    assert "fix: capture.windows: [2, 4, 20, 32]" in line
+    validate_config({"budgets": {"native": [40]}, "capture": {"windows": [2, 4, 8, 16, 20, 32]}}, SCHEMA)

@@ -65,6 +65,7 @@ capture:
   rows_per_head: 3
   min_position: 40
   block_rows: 32
+  windows: [2, 4, 8, 16, 20, 32]  # SnapKV's windows at the default budgets and at s = 40
 study:
   models: [tiny]
   corpora: [words]

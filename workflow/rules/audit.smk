@@ -51,6 +51,7 @@ rule audit_summaries:
     """Audit table, Figure-3 ROC points and the audit claims' headline rows, with intervals."""
     input:
         audit=STUDY_AUDIT_RECORDS,
+        models=sorted({f"resources/models/{m}/config.json" for m, _, _ in study_documents()}),
         code=library_code("trustmass.audit_summaries"),
     output:
         audit_table="results/stats/audit_table.parquet",

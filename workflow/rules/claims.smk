@@ -9,7 +9,7 @@ import importlib.resources
 
 CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
 #: stages whose results this workflow produces so far (the rest are "not produced yet")
-PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT"]
+PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD"]
 
 
 rule claims_report:
@@ -19,6 +19,7 @@ rule claims_report:
             "results/stats/headline.parquet",
             "results/stats/headline_certification.parquet",
             "results/stats/headline_sweep.parquet",
+            "results/stats/audit_headline.parquet",
         ],
         claims=CLAIMS_FILE,
         code=library_code("trustmass.claims_report", "trustmass.claims_data"),

@@ -4,6 +4,11 @@ For a few manifest instances per budget (from the default study's ceiling record
 shards), reports the wall time of `pool_optimum` (the exhaustive ES_pool search over the candidate
 set) and of `certify` (MISOCP bisection over all keys, per-solve time limit), the status and the
 solves, so the cost of certification is visible.  Single-threaded.
+
+With ``shard=PATH`` the instances come from one capture shard instead (e.g. a longer document than
+the study's, to time certification at a larger N): ``instances`` rows per budget drawn at random
+(seeded) among the shard's sampled rows with at least ``min_keys`` positive-mass keys, each built
+as `certification.load_instance` builds it, with the default pool extra `extras_for_budget(s)`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,87 @@ import polars as pl
 
 from trustmass import certification as C
 from trustmass.certify import certify
-from trustmass.enumeration import pool_optimum
+from trustmass.enumeration import extras_for_budget, pool_optimum
+
+
+def _time_one(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float):
+    """(enumeration seconds, pool optimum, certificate) of one instance."""
+    t0 = time.perf_counter()
+    po = pool_optimum(inst, s, extra)
+    t_enum = time.perf_counter() - t0
+    c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb)
+    return t_enum, po, c
+
+
+def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
+    """Every sampled (layer, head, kv_head, query_pos) row of a capture shard with >= min_keys keys.
+
+    ``n_keys`` counts the row's positive-mass keys, the N of the instance `load_instance` builds.
+    """
+    from trustmass.shards import read_layer, read_metadata
+
+    rows = []
+    for layer in sorted(int(k) for k in read_metadata(shard)["layers"]):
+        t = {k: v.numpy() for k, v in read_layer(shard, layer, ["positions", "p"]).items()}
+        n_q, n_kv = t["p"].shape[0], t["positions"].shape[0]
+        group = n_q // n_kv
+        for h in range(n_q):
+            kv = h // group
+            for r, i in enumerate(t["positions"][kv].tolist()):
+                n = int(np.count_nonzero(t["p"][h, r, : i + 1] > 0))
+                if n >= min_keys:
+                    rows.append({"layer": layer, "head": h, "kv_head": kv, "query_pos": int(i), "n_keys": n})
+    return rows
+
+
+def run_shard(
+    shard: str,
+    instances: int = 2,
+    seed: int = 0,
+    min_keys: int = 0,
+    time_limit: float = 10.0,
+    memory_limit_mb: float = 2000.0,
+    budgets=(4, 8, 16, 32),
+) -> dict:
+    """The benchmark on rows of one capture shard (see the module docstring)."""
+    from trustmass.shards import read_metadata
+
+    meta = read_metadata(shard)
+    candidates = shard_rows(shard, min_keys)
+    if not candidates:
+        raise ValueError(f"no sampled row of {shard!r} has >= {min_keys} keys")
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in budgets:
+        s = int(s)
+        extra = extras_for_budget(s)
+        for i in np.sort(rng.choice(len(candidates), size=min(instances, len(candidates)), replace=False)):
+            it = candidates[int(i)]
+            inst, _ = C.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
+            t_enum, po, c = _time_one(inst, s, extra, time_limit, memory_limit_mb)
+            out.append({
+                "model": meta.get("model"), "doc": meta.get("doc"), "layer": it["layer"], "head": it["head"],
+                "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": s, "n_keys": inst.n_keys,
+                "pool_extra": extra, "n_subsets": int(po.n_subsets), "enumeration_seconds": t_enum,
+                "certify_seconds": c.seconds, "ratio": c.seconds / t_enum if t_enum > 0 else None, "status": c.status,
+                "n_solves": c.n_solves, "solve_outcomes": [r.outcome for r in c.solves], "improvement": c.improvement,
+                "es_pool": po.es_pool, "es_cert": c.es_cert, "lower_bound": c.lower_bound,
+            })  # fmt: skip
+    by_budget = {}
+    for s in budgets:
+        rows = [r for r in out if r["budget"] == int(s)]
+        if rows:
+            by_budget[str(s)] = {
+                "median_enumeration_seconds": float(np.median([r["enumeration_seconds"] for r in rows])),
+                "median_certify_seconds": float(np.median([r["certify_seconds"] for r in rows])),
+                "median_n_keys": float(np.median([r["n_keys"] for r in rows])),
+                "statuses": sorted(r["status"] for r in rows),
+            }
+    return {
+        "benchmark": "certify", "mode": "shard", "shard": shard, "n_tokens": meta.get("n_tokens"), "min_keys": min_keys,
+        "n_candidate_rows": len(candidates), "time_limit": time_limit, "memory_limit_mb": memory_limit_mb,
+        "python": platform.python_version(), "instances": out, "by_budget": by_budget,
+    }  # fmt: skip
 
 
 def run(
@@ -29,7 +114,11 @@ def run(
     time_limit: float = 10.0,
     memory_limit_mb: float = 2000.0,
     budgets=(4, 8, 16, 32),
+    shard: str | None = None,
+    min_keys: int = 0,
 ) -> dict:
+    if shard is not None:
+        return run_shard(shard, instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
     paths = sorted(glob.glob(records_glob))
     if not paths:
         raise FileNotFoundError(f"no ceiling records under {records_glob!r}: run `snakemake records` first")
@@ -44,13 +133,10 @@ def run(
         picked += [g.row(int(i), named=True) for i in np.sort(rng.choice(g.height, size=min(instances, g.height), replace=False))]
     out = []
     for it in picked:
-        shard = os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
-        inst, _ = C.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
+        path = os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
+        inst, _ = C.load_instance(path, it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
-        t0 = time.perf_counter()
-        po = pool_optimum(inst, s, int(it["pool_extra"]))
-        t_enum = time.perf_counter() - t0
-        c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb)
+        t_enum, po, c = _time_one(inst, s, int(it["pool_extra"]), time_limit, memory_limit_mb)
         out.append({
             "model": it["model"], "budget": s, "decile": it["decile"], "n_keys": inst.n_keys, "pool_extra": int(it["pool_extra"]),
             "n_subsets": int(po.n_subsets), "enumeration_seconds": t_enum, "certify_seconds": c.seconds,

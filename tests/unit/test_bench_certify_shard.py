@@ -1,0 +1,75 @@
+"""`python -m trustmass.bench certify --shard PATH`: the certification benchmark on one capture shard."""
+
+import numpy as np
+import pytest
+import torch
+
+from trustmass import capture as cap
+from trustmass import certification as C
+from trustmass import shards
+from trustmass.bench import certify as bench
+from trustmass.certify import STATUSES
+
+
+@pytest.fixture(scope="module")
+def tiny_shard(tmp_path_factory):
+    from capture.tiny_models import tiny_model
+
+    cap.register()
+    model = tiny_model("llama", cap.ATTENTION_NAME)
+    ids = torch.randint(0, 96, (80,), generator=torch.Generator().manual_seed(1))
+    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=2, min_position=30))
+    path = tmp_path_factory.mktemp("cap") / "s.safetensors"
+    shards.write_shard(result, path)
+    return str(path)
+
+
+def test_shard_rows_respect_min_keys(tiny_shard):
+    every = bench.shard_rows(tiny_shard)
+    assert every and all(r["n_keys"] <= r["query_pos"] + 1 for r in every)
+    for r in every[:3]:  # n_keys is the N of the instance load_instance builds
+        inst, _ = C.load_instance(tiny_shard, r["layer"], r["head"], r["kv_head"], r["query_pos"])
+        assert inst.n_keys == r["n_keys"]
+    cut = int(np.median([r["n_keys"] for r in every]))
+    some = bench.shard_rows(tiny_shard, min_keys=cut)
+    assert 0 < len(some) <= len(every) and all(r["n_keys"] >= cut for r in some)
+    with pytest.raises(ValueError, match="no sampled row"):
+        bench.run(shard=tiny_shard, min_keys=10**6, budgets=(2,))
+
+
+def test_shard_mode_one_row_per_budget_and_instance(tiny_shard):
+    budgets = (2, 4)
+    out = bench.run(instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets)
+    rows = out["instances"]
+    assert out["mode"] == "shard" and len(rows) == 2 * len(budgets)
+    assert [r["budget"] for r in rows] == [2, 2, 4, 4]
+    assert len({(r["budget"], r["layer"], r["head"], r["query_pos"]) for r in rows}) == len(rows)
+    for r in rows:
+        assert r["status"] in STATUSES
+        assert r["n_keys"] >= 40 and r["n_solves"] == len(r["solve_outcomes"])
+        assert r["es_cert"] <= r["es_pool"] * (1 + 1e-12)  # the certified upper bound never exceeds ES_pool
+        assert r["lower_bound"] <= r["es_cert"] * (1 + 1e-9)
+        assert r["enumeration_seconds"] >= 0 and r["certify_seconds"] >= 0
+    assert set(out["by_budget"]) == {"2", "4"}
+    assert all(sorted(v["statuses"]) == v["statuses"] and len(v["statuses"]) == 2 for v in out["by_budget"].values())
+    again = bench.run(instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets)
+    assert [(r["layer"], r["head"], r["query_pos"]) for r in again["instances"]] == [(r["layer"], r["head"], r["query_pos"]) for r in rows]
+
+
+def test_cli_passes_shard_and_min_keys(tmp_path, monkeypatch, capsys):
+    import json
+
+    from trustmass.bench.__main__ import main
+
+    seen = {}
+
+    def fake_run(instances=2, seed=0, shard=None, min_keys=0):
+        seen.update(instances=instances, seed=seed, shard=shard, min_keys=min_keys)
+        return {"benchmark": "certify", "mode": "shard" if shard else "records"}
+
+    monkeypatch.setattr(bench, "run", fake_run)
+    target = tmp_path / "b.json"
+    assert main(["certify", "--shard", "x.safetensors", "--min-keys", "40", "--instances", "1", "--out", str(target)]) == 0
+    assert seen == {"instances": 1, "seed": 0, "shard": "x.safetensors", "min_keys": 40}
+    assert json.loads(target.read_text()) == json.loads(capsys.readouterr().out) == {"benchmark": "certify", "mode": "shard"}
+    assert main(["certify", "--instances", "1"]) == 0 and seen["shard"] is None and seen["min_keys"] == 0
