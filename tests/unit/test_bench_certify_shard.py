@@ -73,3 +73,26 @@ def test_cli_passes_shard_and_min_keys(tmp_path, monkeypatch, capsys):
     assert seen == {"instances": 1, "seed": 0, "shard": "x.safetensors", "min_keys": 40}
     assert json.loads(target.read_text()) == json.loads(capsys.readouterr().out) == {"benchmark": "certify", "mode": "shard"}
     assert main(["certify", "--instances", "1"]) == 0 and seen["shard"] is None and seen["min_keys"] == 0
+
+
+def test_records_mode_reads_the_study_layout(tiny_shard, tmp_path):
+    """The default mode: a manifest from ceiling records, instances reloaded from capture_root."""
+    import shutil
+
+    from trustmass.ceiling import CeilingSettings, shard_records
+
+    root = tmp_path / "capture" / "tiny" / "words"
+    root.mkdir(parents=True)
+    shutil.copy(tiny_shard, root / "0000.safetensors")
+    records = shard_records(str(root / "0000.safetensors"), "tiny", "words", "0000", CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2))
+    (tmp_path / "ceiling").mkdir()
+    records.write_parquet(tmp_path / "ceiling" / "r.parquet")
+    out = bench.run(
+        instances=1, records_glob=str(tmp_path / "ceiling" / "*.parquet"), capture_root=str(tmp_path / "capture"),
+        time_limit=0.3, memory_limit_mb=500.0, budgets=(2, 4),
+    )  # fmt: skip
+    assert [r["budget"] for r in out["instances"]] == [2, 4] and set(out["by_budget"]) == {"2", "4"}
+    for r in out["instances"]:
+        assert r["status"] in STATUSES and r["es_cert"] <= r["es_pool"] * (1 + 1e-12)
+    with pytest.raises(FileNotFoundError, match="snakemake records"):
+        bench.run(records_glob=str(tmp_path / "nowhere" / "*.parquet"))

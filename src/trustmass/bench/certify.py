@@ -26,13 +26,33 @@ from trustmass.certify import certify
 from trustmass.enumeration import extras_for_budget, pool_optimum
 
 
-def _time_one(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float):
-    """(enumeration seconds, pool optimum, certificate) of one instance."""
+def _measure(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float) -> dict:
+    """Time the ES_pool search and the certification of one instance; the fields both modes report."""
     t0 = time.perf_counter()
     po = pool_optimum(inst, s, extra)
     t_enum = time.perf_counter() - t0
     c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb)
-    return t_enum, po, c
+    return {
+        "budget": s, "n_keys": inst.n_keys, "pool_extra": extra, "n_subsets": int(po.n_subsets),
+        "enumeration_seconds": t_enum, "certify_seconds": c.seconds, "ratio": c.seconds / t_enum if t_enum > 0 else None,
+        "status": c.status, "n_solves": c.n_solves, "solve_outcomes": [r.outcome for r in c.solves],
+        "improvement": c.improvement, "es_pool": po.es_pool, "es_cert": c.es_cert, "lower_bound": c.lower_bound,
+    }  # fmt: skip
+
+
+def _by_budget(out: list[dict], budgets) -> dict:
+    """Per-budget medians of the measured instances."""
+    summary = {}
+    for s in budgets:
+        rows = [r for r in out if r["budget"] == int(s)]
+        if rows:
+            summary[str(s)] = {
+                "median_enumeration_seconds": float(np.median([r["enumeration_seconds"] for r in rows])),
+                "median_certify_seconds": float(np.median([r["certify_seconds"] for r in rows])),
+                "median_n_keys": float(np.median([r["n_keys"] for r in rows])),
+                "statuses": sorted(r["status"] for r in rows),
+            }
+    return summary
 
 
 def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
@@ -80,29 +100,12 @@ def run_shard(
         for i in np.sort(rng.choice(len(candidates), size=min(instances, len(candidates)), replace=False)):
             it = candidates[int(i)]
             inst, _ = C.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
-            t_enum, po, c = _time_one(inst, s, extra, time_limit, memory_limit_mb)
-            out.append({
-                "model": meta.get("model"), "doc": meta.get("doc"), "layer": it["layer"], "head": it["head"],
-                "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": s, "n_keys": inst.n_keys,
-                "pool_extra": extra, "n_subsets": int(po.n_subsets), "enumeration_seconds": t_enum,
-                "certify_seconds": c.seconds, "ratio": c.seconds / t_enum if t_enum > 0 else None, "status": c.status,
-                "n_solves": c.n_solves, "solve_outcomes": [r.outcome for r in c.solves], "improvement": c.improvement,
-                "es_pool": po.es_pool, "es_cert": c.es_cert, "lower_bound": c.lower_bound,
-            })  # fmt: skip
-    by_budget = {}
-    for s in budgets:
-        rows = [r for r in out if r["budget"] == int(s)]
-        if rows:
-            by_budget[str(s)] = {
-                "median_enumeration_seconds": float(np.median([r["enumeration_seconds"] for r in rows])),
-                "median_certify_seconds": float(np.median([r["certify_seconds"] for r in rows])),
-                "median_n_keys": float(np.median([r["n_keys"] for r in rows])),
-                "statuses": sorted(r["status"] for r in rows),
-            }
+            where = {"model": meta.get("model"), "doc": meta.get("doc"), **{k: it[k] for k in ("layer", "head", "kv_head", "query_pos")}}
+            out.append({**where, **_measure(inst, s, extra, time_limit, memory_limit_mb)})
     return {
         "benchmark": "certify", "mode": "shard", "shard": shard, "n_tokens": meta.get("n_tokens"), "min_keys": min_keys,
         "n_candidate_rows": len(candidates), "time_limit": time_limit, "memory_limit_mb": memory_limit_mb,
-        "python": platform.python_version(), "instances": out, "by_budget": by_budget,
+        "python": platform.python_version(), "instances": out, "by_budget": _by_budget(out, budgets),
     }  # fmt: skip
 
 
@@ -136,19 +139,9 @@ def run(
         path = os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
         inst, _ = C.load_instance(path, it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
-        t_enum, po, c = _time_one(inst, s, int(it["pool_extra"]), time_limit, memory_limit_mb)
-        out.append({
-            "model": it["model"], "budget": s, "decile": it["decile"], "n_keys": inst.n_keys, "pool_extra": int(it["pool_extra"]),
-            "n_subsets": int(po.n_subsets), "enumeration_seconds": t_enum, "certify_seconds": c.seconds,
-            "ratio": c.seconds / t_enum if t_enum > 0 else None, "status": c.status, "n_solves": c.n_solves,
-            "solve_outcomes": [r.outcome for r in c.solves], "improvement": c.improvement,
-        })  # fmt: skip
-    by_budget = {}
-    for s in budgets:
-        rows = [r for r in out if r["budget"] == s]
-        if rows:
-            by_budget[str(s)] = {
-                "median_enumeration_seconds": float(np.median([r["enumeration_seconds"] for r in rows])),
-                "median_certify_seconds": float(np.median([r["certify_seconds"] for r in rows])),
-            }
-    return {"benchmark": "certify", "time_limit": time_limit, "python": platform.python_version(), "instances": out, "by_budget": by_budget}
+        where = {"model": it["model"], "decile": it["decile"]}
+        out.append({**where, **_measure(inst, s, int(it["pool_extra"]), time_limit, memory_limit_mb)})
+    return {
+        "benchmark": "certify", "time_limit": time_limit, "python": platform.python_version(), "instances": out,
+        "by_budget": _by_budget(out, budgets),
+    }  # fmt: skip
