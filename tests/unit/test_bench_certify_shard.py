@@ -63,16 +63,18 @@ def test_cli_passes_shard_and_min_keys(tmp_path, monkeypatch, capsys):
 
     seen = {}
 
-    def fake_run(instances=2, seed=0, shard=None, min_keys=0):
-        seen.update(instances=instances, seed=seed, shard=shard, min_keys=min_keys)
+    def fake_run(instances=2, seed=0, shard=None, min_keys=0, time_limit=10.0, budgets=(4, 8, 16, 32)):
+        seen.update(instances=instances, seed=seed, shard=shard, min_keys=min_keys, time_limit=time_limit, budgets=budgets)
         return {"benchmark": "certify", "mode": "shard" if shard else "records"}
 
     monkeypatch.setattr(bench, "run", fake_run)
     target = tmp_path / "b.json"
     assert main(["certify", "--shard", "x.safetensors", "--min-keys", "40", "--instances", "1", "--out", str(target)]) == 0
-    assert seen == {"instances": 1, "seed": 0, "shard": "x.safetensors", "min_keys": 40}
+    assert seen == {"instances": 1, "seed": 0, "shard": "x.safetensors", "min_keys": 40, "time_limit": 10.0, "budgets": (4, 8, 16, 32)}
     assert json.loads(target.read_text()) == json.loads(capsys.readouterr().out) == {"benchmark": "certify", "mode": "shard"}
     assert main(["certify", "--instances", "1"]) == 0 and seen["shard"] is None and seen["min_keys"] == 0
+    assert main(["certify", "--time-limit", "120", "--budgets", "8,32"]) == 0
+    assert seen["time_limit"] == 120.0 and seen["budgets"] == (8, 32)
 
 
 def test_records_mode_reads_the_study_layout(tiny_shard, tmp_path):

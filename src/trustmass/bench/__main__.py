@@ -28,6 +28,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model-dir", help="capture: a Hugging Face model folder (default: random SmolLM2 shapes)")
     parser.add_argument("--shard", help="certify: draw the rows from this capture shard (default: the ceiling records)")
     parser.add_argument("--min-keys", type=int, default=0, help="certify --shard: only rows with at least this many keys")
+    parser.add_argument("--time-limit", type=float, help="certify: seconds per SCIP solve (default: the benchmark's 10 s)")
+    parser.add_argument("--budgets", help="certify: comma-separated budgets (default: 4,8,16,32)")
     parser.add_argument("--out", help="also write the JSON to this file")
     args = parser.parse_args(argv)
     import importlib
@@ -37,6 +39,10 @@ def main(argv=None) -> int:
     given = {"n_keys": args.n_keys, "head_dim": args.head_dim, "instances": args.instances, "seed": args.seed}
     given["model_dir"] = args.model_dir
     given["shard"], given["min_keys"] = args.shard, args.min_keys
+    if args.time_limit is not None:
+        given["time_limit"] = args.time_limit
+    if args.budgets:
+        given["budgets"] = tuple(int(b) for b in args.budgets.split(","))
     given["print_json"] = False  # printed once, below
     accepted = inspect.signature(module.run).parameters
     result = module.run(**{k: v for k, v in given.items() if k in accepted})
