@@ -32,3 +32,17 @@ def tiny_model(kind: str, attn_implementation: str, dtype=torch.float32, seed: i
             layer.self_attn.q_proj.weight.mul_(4.0)
             layer.self_attn.k_proj.weight.mul_(4.0)
     return model.eval()
+
+
+def tiny_shard(folder, n_tokens: int = 80, rows_per_head: int = 2, min_position: int = 30, seed: int = 1) -> str:
+    """Capture one random-token document with the tiny Llama and write its shard; returns the path."""
+    from trustmass import capture as cap
+    from trustmass import shards
+
+    cap.register()
+    model = tiny_model("llama", cap.ATTENTION_NAME)
+    ids = torch.randint(0, 96, (n_tokens,), generator=torch.Generator().manual_seed(seed))
+    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=rows_per_head, min_position=min_position))
+    path = folder / "s.safetensors"
+    shards.write_shard(result, path)
+    return str(path)

@@ -6,11 +6,9 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-import torch
 
 from trustmass import audit as au
 from trustmass import audit_summaries as asum
-from trustmass import capture as cap
 from trustmass import shards
 from trustmass.ceiling import CeilingSettings, shard_records
 from trustmass.selectors.registry import REGISTRY, SelectorInput, run
@@ -23,14 +21,9 @@ AUD = au.AuditSettings(enumerated=(2, 4), native=(8,))
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """(shard path, ceiling frame, audit frame) of one tiny captured document (4 rows per KV head)."""
-    from capture.tiny_models import tiny_model
+    from capture.tiny_models import tiny_shard
 
-    cap.register()
-    model = tiny_model("llama", cap.ATTENTION_NAME)
-    ids = torch.randint(0, 96, (90,), generator=torch.Generator().manual_seed(3))
-    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=4, min_position=30))
-    path = tmp_path_factory.mktemp("audit") / "s.safetensors"
-    shards.write_shard(result, path)
+    path = tiny_shard(tmp_path_factory.mktemp("audit"), n_tokens=90, rows_per_head=4, seed=3)
     ceiling = shard_records(str(path), "tiny", "words", "0000", CEIL)
     audit = au.shard_audit(str(path), ceiling, "tiny", "words", "0000", AUD)
     return str(path), ceiling, audit

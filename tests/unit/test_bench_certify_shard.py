@@ -2,26 +2,17 @@
 
 import numpy as np
 import pytest
-import torch
 
-from trustmass import capture as cap
 from trustmass import certification as C
-from trustmass import shards
 from trustmass.bench import certify as bench
 from trustmass.certify import STATUSES
 
 
 @pytest.fixture(scope="module")
 def tiny_shard(tmp_path_factory):
-    from capture.tiny_models import tiny_model
+    from capture.tiny_models import tiny_shard as capture_tiny_shard
 
-    cap.register()
-    model = tiny_model("llama", cap.ATTENTION_NAME)
-    ids = torch.randint(0, 96, (80,), generator=torch.Generator().manual_seed(1))
-    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=2, min_position=30))
-    path = tmp_path_factory.mktemp("cap") / "s.safetensors"
-    shards.write_shard(result, path)
-    return str(path)
+    return capture_tiny_shard(tmp_path_factory.mktemp("cap"))
 
 
 def test_shard_rows_respect_min_keys(tiny_shard):

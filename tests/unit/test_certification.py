@@ -5,13 +5,10 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-import torch
 from unit.instances import random_instance
 
-from trustmass import capture as cap
 from trustmass import certification as C
 from trustmass import operator as op
-from trustmass import shards
 from trustmass.ceiling import CeilingSettings, shard_records
 from trustmass.certify import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
 from trustmass.stats import median_cap, wilson_upper
@@ -70,14 +67,9 @@ def test_manifest_small_strata_take_everything():
 
 @pytest.fixture(scope="module")
 def tiny_capture(tmp_path_factory):
-    from capture.tiny_models import tiny_model
+    from capture.tiny_models import tiny_shard
 
-    cap.register()
-    model = tiny_model("llama", cap.ATTENTION_NAME)
-    ids = torch.randint(0, 96, (80,), generator=torch.Generator().manual_seed(1))
-    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=2, min_position=30))
-    path = tmp_path_factory.mktemp("cap") / "s.safetensors"
-    shards.write_shard(result, path)
+    path = tiny_shard(tmp_path_factory.mktemp("cap"))
     records = shard_records(str(path), "tiny", "words", "0000", CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2))
     return str(path), records
 
