@@ -15,6 +15,13 @@ is the same kind of homogeneous scaling but puts the cone at the incumbent on un
 absolute feasibility tolerance (1e-9) is a *relative* tolerance on tau.  Float64 es of every
 returned subset is recomputed with `trustmass.operator.es`; the solver's values are never used.
 
+Limit of the program (measured): SCIP's tolerances are absolute (epsilon and feastol 1e-9) while
+the cone is homogeneous in the kept mass.  Keys whose mass is below about 1e-9 of the largest (real
+rows at N ~ 4,096 have masses down to 1e-15) carry w_j and p_j that SCIP reads as 0, so a kept set
+made of them satisfies "0 <= 0" and SCIP returns it as feasible.  Its float64 es is then far above
+tau (x4 to x200 in the tests and on real rows), the probe's outcome is `numerical`, and the
+instance ends `undecided` -- never a false `improved`, and no bound is taken from such a solve.
+
 `certify` runs the bisection of spec §3.4 and returns a frozen `Certificate`; it never raises on
 solver trouble (memory limits and crashes become status `unsolved`; a crash inside SCIP's native
 code is caught one level up, by running each instance in a forked child: `certification`).
@@ -215,6 +222,16 @@ def _classify(scip_status: str) -> str:
     return ""
 
 
+def _untrusted(inst: Instance, keys: np.ndarray, found: float, tau: float) -> str:
+    """Why a subset SCIP called feasible is not: typically keys of near-zero mass, whose w_j and p_j
+    fall below SCIP's absolute tolerances (epsilon 1e-9), so both sides of the cone read as 0."""
+    mass = float(inst.p[keys].sum())
+    return (
+        f"SCIP's subset of {len(keys)} keys has float64 es = {found / tau:.4g} x tau and kept mass {mass:.3g} "
+        f"(largest key mass {float(inst.p.max()):.3g}); not trusted"
+    )
+
+
 def solve_feasibility(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions) -> tuple[SolveRecord, np.ndarray | None]:
     """One MISOCP(tau) feasibility solve over all keys, z0 offered as primal solution.
 
@@ -242,7 +259,8 @@ def solve_feasibility(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: 
         if keys is not None and outcome not in (MEMLIMIT,):
             found = es(inst, keys)
             ok = len(keys) == s and found <= tau * (1.0 + ACCEPT_REL) + 1e-300
-            rec = SolveRecord(tau, FEASIBLE if ok else NUMERICAL, time.perf_counter() - t0, nodes, found, accepted, scip_status)
+            msg = "" if ok else _untrusted(inst, keys, found, tau)
+            rec = SolveRecord(tau, FEASIBLE if ok else NUMERICAL, time.perf_counter() - t0, nodes, found, accepted, scip_status, msg)
             return rec, (keys if ok else None)
         if not outcome:
             outcome = ERROR

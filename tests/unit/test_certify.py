@@ -159,6 +159,22 @@ def test_solver_values_are_not_trusted(monkeypatch):
     assert c.status != cert.IMPROVED
 
 
+def test_near_zero_mass_keys_fool_scip_but_not_the_certificate():
+    """Keys with mass 1e-13 (as on real rows at N ~ 4,096) sit below SCIP's absolute tolerances: it
+    returns a kept set of them as feasible.  Float64 rescoring rejects it (`numerical`), the
+    instance stays `undecided` at ES_pool, and the message says why."""
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.dirichlet(np.ones(6)), np.full(18, 1e-13)])
+    inst = Instance.from_arrays(p / p.sum(), rng.standard_normal((24, 8)))
+    po = pool_optimum(inst, 4, 4)
+    c = cert.certify(inst, 4, po.kept, es_pool=po.es_pool, time_limit=20)
+    assert [r.outcome for r in c.solves] == [cert.NUMERICAL]
+    assert c.status == cert.UNDECIDED and c.es_cert == po.es_pool and c.lower_bound == 0.0
+    assert c.solves[0].es_found > 2 * po.es_pool and "kept mass" in c.solves[0].message
+    # the truth, by brute force over all keys: nothing beats ES_pool materially here
+    assert exact_optimum_bruteforce(inst, 4)[0] >= 0.99 * po.es_pool
+
+
 def test_quadratic_cone_agrees():
     inst = random_instance(9, n=12, d=3)
     s = 4
