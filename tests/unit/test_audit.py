@@ -219,7 +219,11 @@ def test_headline_rows_match_the_claims():
     spear = h.filter(pl.col("claim_id") == 51)
     assert spear.height and (spear["by_key"] == "model,rule,qk_norm").all()
     assert all(v.endswith(",without") for v in spear["by_value"].to_list())
-    assert set(h.filter(pl.col("claim_id") == 109)["by_value"].to_list()) <= {"m,frozen_snapkv,8"}
+    cf = h.filter(pl.col("claim_id") == 109, pl.col("population") == "primary")
+    assert sorted(cf["by_value"].to_list()) == ["m,frozen_snapkv,8", "m,sequential,8"]
+    table = frames["audit_table"].filter(pl.col("population") == "primary", pl.col("budget") == 8)
+    streaming = table.filter(pl.col("rule") == "streaming_llm")["median_excess"][0]
+    assert cf.filter(pl.col("by_value") == "m,sequential,8")["estimate"][0] == pytest.approx(streaming)
     # unknown QK-norm class: no claim-51 row rather than a guess
     unknown = asum.summarize(synthetic_records(), SUM, qk_norm={"m": None})["audit_headline"]
     assert unknown.filter(pl.col("claim_id") == 51).height == 0
