@@ -15,15 +15,7 @@ from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
-settings = AuditSettings(
-    enumerated=tuple(cfg["budgets"]["enumerated"]),
-    native=tuple(cfg["budgets"]["native"]),
-    subset_cap=cfg["enumeration"]["subset_cap"],
-    max_extra=cfg["enumeration"]["max_extra"],
-    extra_override={int(k): int(v) for k, v in cfg["enumeration"]["extra_override"].items()},
-    kappa_threshold=float(cfg["labels"]["kappa_threshold"]),
-    windows=tuple(cfg["capture"]["windows"]),
-)
+settings = AuditSettings.from_config(cfg)
 print(f"audit {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
 ceiling = pl.read_parquet(snakemake.input.records)  # noqa: F821
 frame = shard_audit(snakemake.input.shard, ceiling, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821

@@ -12,16 +12,7 @@ from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
-settings = CeilingSettings(
-    enumerated=tuple(cfg["budgets"]["enumerated"]),
-    native=tuple(cfg["budgets"]["native"]),
-    subset_cap=cfg["enumeration"]["subset_cap"],
-    max_extra=cfg["enumeration"]["max_extra"],
-    extra_override={int(k): int(v) for k, v in cfg["enumeration"]["extra_override"].items()},
-    verify_top=cfg["enumeration"]["verify_top"],
-    native_extra=cfg["balancing"]["native_extra"],
-    ridge=cfg["leverage"]["ridge"],
-)
+settings = CeilingSettings.from_config(cfg)
 print(f"ceiling {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
 frame = shard_records(snakemake.input.shard, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821
 with atomic_write(snakemake.output.records) as tmp:  # noqa: F821

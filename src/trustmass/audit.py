@@ -65,7 +65,7 @@ import numpy as np
 import polars as pl
 
 from trustmass import operator as op
-from trustmass.enumeration import candidate_pool, extras_for_budget
+from trustmass.enumeration import budget_settings, candidate_pool, extras_for_budget
 from trustmass.selectors.deployed import TovaIdentityError
 from trustmass.selectors.registry import AUDITED, REGISTRY, SNAPKV_WINDOWS, SelectorInput, run
 
@@ -118,6 +118,15 @@ class AuditSettings:
     kappa_threshold: float = 1.11
     rules: tuple[str, ...] = AUDIT_RULES
     windows: tuple[int, ...] = SNAPKV_WINDOWS
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> AuditSettings:
+        """From the config keys budgets, enumeration, labels and capture/windows."""
+        return cls(
+            **budget_settings(cfg),
+            kappa_threshold=float(cfg["labels"]["kappa_threshold"]),
+            windows=tuple(cfg["capture"]["windows"]),
+        )
 
     def extra(self, s: int) -> int:
         return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))

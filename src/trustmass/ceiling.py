@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from trustmass import operator as op
-from trustmass.enumeration import candidate_pool, extras_for_budget, pool_optimum
+from trustmass.enumeration import budget_settings, candidate_pool, extras_for_budget, pool_optimum
 from trustmass.operator import Instance
 from trustmass.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
 
@@ -47,6 +47,16 @@ class CeilingSettings:
     verify_top: int = 2
     native_extra: int = 4  # balancing's candidate extras at native budgets
     ridge: float = 1e-3
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> CeilingSettings:
+        """From the config keys budgets, enumeration, balancing and leverage."""
+        return cls(
+            **budget_settings(cfg),
+            verify_top=cfg["enumeration"]["verify_top"],
+            native_extra=cfg["balancing"]["native_extra"],
+            ridge=cfg["leverage"]["ridge"],
+        )
 
     def extra(self, s: int) -> int:
         return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))

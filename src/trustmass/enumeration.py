@@ -34,6 +34,19 @@ DEFAULT_SUBSET_CAP = 200_000
 DEFAULT_MAX_EXTRA = 24
 
 
+def budget_settings(cfg: dict) -> dict:
+    """The budget and enumeration keys of a validated config as settings fields (the ceiling's and
+    the audit's settings share them: ``CeilingSettings.from_config``, ``AuditSettings.from_config``)."""
+    enumeration = cfg["enumeration"]
+    return {
+        "enumerated": tuple(cfg["budgets"]["enumerated"]),
+        "native": tuple(cfg["budgets"]["native"]),
+        "subset_cap": enumeration["subset_cap"],
+        "max_extra": enumeration["max_extra"],
+        "extra_override": {int(k): int(v) for k, v in enumeration["extra_override"].items()},
+    }
+
+
 def extras_for_budget(s: int, subset_cap: int = DEFAULT_SUBSET_CAP, max_extra: int = DEFAULT_MAX_EXTRA) -> int:
     """e(s): the largest e <= max_extra with C(s+e, s) <= subset_cap (reproduces 24/12/6/4)."""
     if s < 1:

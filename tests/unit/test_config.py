@@ -145,3 +145,15 @@ def test_capture_windows_must_cover_snapkv_at_every_budget():
     assert line.startswith("config.capture.windows:") and "20 (budget 40)" in line
     assert "fix: capture.windows: [2, 4, 20, 32]" in line
     validate_config({"budgets": {"native": [40]}, "capture": {"windows": [2, 4, 8, 16, 20, 32]}}, SCHEMA)
+
+
+def test_stage_settings_from_the_default_config():
+    from trustmass.audit import AuditSettings
+    from trustmass.ceiling import CeilingSettings
+
+    config = validate_config({}, SCHEMA)
+    assert CeilingSettings.from_config(config) == CeilingSettings()
+    assert AuditSettings.from_config(config) == AuditSettings()
+    custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
+    ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
+    assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.extra(32) == audit.extra(32) == 5
