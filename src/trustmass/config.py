@@ -235,16 +235,20 @@ def _cross_field_problems(config: dict) -> list[str]:
     return problems
 
 
+def snapkv_window(budget: int, max_window: int = 32) -> int:
+    """SnapKV's observation window at a budget, max(1, min(32, s/2)) -- ``selectors.deployed.SnapKV.window``
+    (restated, not imported: config must not depend on the selectors; a test keeps them equal)."""
+    return max(1, min(max_window, int(budget) // 2))
+
+
 def _snapkv_window_problems(config: dict) -> list[str]:
     """The audit's SnapKV reads the window sum of max(1, min(32, s/2)) rows at every budget s: the
     capture must store each of those windows (capture.windows), or the audit fails hours later."""
-    from trustmass.selectors.deployed import SnapKV
-
     budgets = config.get("budgets", {})
     windows = set((config.get("capture") or {}).get("windows") or [])
     needed = {}
     for s in [*budgets.get("enumerated", []), *budgets.get("native", [])]:
-        w = SnapKV().window(int(s))
+        w = snapkv_window(int(s))
         if w > 1 and w not in windows:
             needed.setdefault(w, []).append(int(s))
     if not needed:

@@ -157,3 +157,10 @@ def test_stage_settings_from_the_default_config():
     custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
     ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
     assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.extra(32) == audit.extra(32) == 5
+
+
+def test_config_restates_snapkvs_window_exactly():
+    from trustmass.config import snapkv_window
+    from trustmass.selectors.deployed import SnapKV
+
+    assert all(snapkv_window(s) == SnapKV().window(s) for s in range(1, 600))
