@@ -55,6 +55,7 @@ CERTIFIED_SCHEMA = {
     "es_cert": pl.Float64, "lower_bound": pl.Float64, "improvement": pl.Float64, "best": pl.List(pl.Int64),
     "n_keys": pl.Int64, "seconds": pl.Float64, "enumeration_seconds": pl.Float64, "n_solves": pl.Int64,
     "solve_outcomes": pl.Utf8, "max_solve_seconds": pl.Float64, "message": pl.Utf8,
+    "mass_floor": pl.Float64, "low_mass_bound": pl.Float64,
 }  # fmt: skip
 
 
@@ -163,6 +164,7 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
             best=np.asarray(cert.best, dtype=np.int64), seconds=cert.seconds, n_solves=cert.n_solves,
             solve_outcomes=",".join(r.outcome for r in cert.solves), max_solve_seconds=cert.max_solve_seconds,
             message="; ".join(sorted({r.message for r in cert.solves if r.message}))[:500],
+            mass_floor=cert.mass_floor, low_mass_bound=cert.low_mass_bound,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 -- a crash is a recorded status, never a missing row
         out.update(status=UNSOLVED, message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[:2000])

@@ -15,30 +15,27 @@ is the same kind of homogeneous scaling but puts the cone at the incumbent on un
 absolute feasibility tolerance (1e-9) is a *relative* tolerance on tau.  Float64 es of every
 returned subset is recomputed with `trustmass.operator.es`; the solver's values are never used.
 
-Limit of the program (measured): SCIP's tolerances are absolute (epsilon and feastol 1e-9) while
-the cone is homogeneous in the kept mass.  Keys whose mass is below about 1e-9 of the largest (real
-rows at N ~ 4,096 have masses down to 1e-15) carry w_j and p_j that SCIP reads as 0, so a kept set
-made of them satisfies "0 <= 0" and SCIP returns it as feasible.  Its float64 es is then far above
-tau (x4 to x200 in the tests and on real rows), the probe's outcome is `numerical`, and the
-instance ends `undecided` -- never a false `improved`, and no bound is taken from such a solve.
+Near-zero masses and the mass-floor split.  SCIP's tolerances are absolute (epsilon and feastol
+1e-9) while the cone is homogeneous in the kept mass.  Keys whose mass is below about 1e-9 of the
+largest (real rows at N ~ 4,096 have masses down to 1e-15) carry w_j and p_j that SCIP reads as 0,
+so a kept set made of them satisfies "0 <= 0" and SCIP returns it as feasible (its float64 es is
+x4 to x200 tau: outcome `numerical`, never trusted).  `certify` therefore splits the kept sets at a
+mass floor phi = MASS_FLOOR_REL * p(z0):
 
-`certify` runs the bisection of spec §3.4 and returns a frozen `Certificate`; it never raises on
-solver trouble (memory limits and crashes become status `unsolved`; a crash inside SCIP's native
-code is caught one level up, by running each instance in a forked child: `certification`).
+* a set with p(A) < phi holds only keys with p_j < phi, so m_A lies in the convex hull of their
+  values and es(A) >= dist(mu, conv{v_j : p_j < phi}) =: B_low (`low_mass_bound`, Wolfe's projection
+  read through a separating hyperplane, so the bound is valid whatever the iteration reached);
+* the sets with p(A) >= phi are searched by MISOCP(tau) with the extra constraint p^T z >= phi, where
+  the cone's right side is at least ~phi/p(z0) in the scaled units and SCIP's absolute tolerance is
+  a relative one of about 1e-9 * p(z0) / phi = 1e-6.
 
-The warm start (decided, spec §3.3-3.4): the ES_pool argmin z0 sets the incumbent upper bound
-hi = ES_pool before the first solve, and the bisection never probes above it.  It is also offered
-to SCIP as a primal solution at every probe, but every probe has tau < hi <= es(z0), where z0 is
-infeasible by construction (it satisfies ||W z0|| <= tau p^T z0 only for tau >= es(z0)); SCIP's
-check declines it (`SolveRecord.warm_start_accepted` is False) and it cannot prune anything.  A
-solver-level warm start exists only in the parametric form (`minimise`, where z0 is always
-feasible), which the spec names an acceptable alternative but not the paper's protocol.  `minimise` solves
-min_A es(A) directly by Dinkelbach iterations (min ||W z|| - tau p^T z, tau <- es(z)); it is exact
-on small instances and is used by the tests and as a reference.
-"""
+A probe at tau uses the floor only where it is sound, B_low > tau (then "infeasible" proves ES > tau
+over all keys); elsewhere it runs the plain program.  On real N ~ 4,096 rows B_low exceeded ES_pool
+in about half of the (row, budget) pairs tried (sharper heads); diffuse rows keep the plain program."""
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -46,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trustmass.operator import Instance, es, is_zero, radius
+from trustmass.simplex import project_onto_hull
 
 #: status codes (spec §3.4)
 CONFIRMED_OPTIMAL = "confirmed_optimal"
@@ -72,6 +70,8 @@ DEFAULT_REL_GAP = 1e-3
 DEFAULT_FEASTOL = 1e-9
 #: a returned subset counts as feasible if es(z) <= tau * (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
+#: the mass floor of the split (module docstring), relative to the incumbent's kept mass
+MASS_FLOOR_REL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class SolveRecord:
     warm_start_accepted: bool
     scip_status: str
     message: str = ""
+    mass_floor: float = 0.0  # the program's p^T z >= mass_floor (0: plain program)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ class Certificate:
     improvement: float  # 1 - es_cert / es_pool (0 when es_pool = 0)
     solves: tuple[SolveRecord, ...] = field(repr=False)
     seconds: float
+    mass_floor: float = 0.0  # phi of the split
+    low_mass_bound: float = 0.0  # B_low: es(A) >= B_low for every kept set with p(A) < phi
 
     @property
     def n_solves(self) -> int:
@@ -222,6 +225,20 @@ def _classify(scip_status: str) -> str:
     return ""
 
 
+def low_mass_bound(inst: Instance, floor: float) -> float:
+    """A lower bound on es(A) over every kept set with p(A) < floor (module docstring): the distance
+    from mu to the hull of the values of the keys with p_j < floor, read as min_j x.(v_j - mu)/||x||
+    for the projection's x (a separating hyperplane: valid for any x).  inf when no key is that light."""
+    low = np.flatnonzero(inst.p < floor)
+    if low.size == 0:
+        return float("inf")
+    x = project_onto_hull(inst.v[low], inst.mu).point - inst.mu
+    norm = float(np.linalg.norm(x))
+    if norm == 0.0:
+        return 0.0
+    return max(0.0, float(((inst.v[low] - inst.mu) @ x).min()) / norm)
+
+
 def _untrusted(inst: Instance, keys: np.ndarray, found: float, tau: float) -> str:
     """Why a subset SCIP called feasible is not: typically keys of near-zero mass, whose w_j and p_j
     fall below SCIP's absolute tolerances (epsilon 1e-9), so both sides of the cone read as 0."""
@@ -232,7 +249,9 @@ def _untrusted(inst: Instance, keys: np.ndarray, found: float, tau: float) -> st
     )
 
 
-def solve_feasibility(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions) -> tuple[SolveRecord, np.ndarray | None]:
+def solve_feasibility(
+    inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions, mass_floor: float = 0.0
+) -> tuple[SolveRecord, np.ndarray | None]:
     """One MISOCP(tau) feasibility solve over all keys, z0 offered as primal solution.
 
     Returns (record, subset or None); the subset is returned only when its float64 es <= tau
@@ -249,6 +268,9 @@ def solve_feasibility(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: 
         import pyscipopt as ps
 
         m.addCons(t - ps.quicksum(float(pt[j]) * z[j] for j in range(len(z))) == 0, name="tau")
+        if mass_floor > 0.0:  # the split's heavy side: p^T z >= floor, on unit scale
+            pf = inst.p / mass_floor
+            m.addCons(ps.quicksum(float(pf[j]) * z[j] for j in np.flatnonzero(pf >= 1e-12)) >= 1.0, name="floor")
         _cone(m, y, t, opts.cone)
         accepted = _add_start(m, z, y, [(t, float(pt[z0].sum()))], Wt, z0)
         m.optimize()
@@ -260,16 +282,16 @@ def solve_feasibility(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: 
             found = es(inst, keys)
             ok = len(keys) == s and found <= tau * (1.0 + ACCEPT_REL) + 1e-300
             msg = "" if ok else _untrusted(inst, keys, found, tau)
-            rec = SolveRecord(tau, FEASIBLE if ok else NUMERICAL, time.perf_counter() - t0, nodes, found, accepted, scip_status, msg)
+            rec = SolveRecord(tau, FEASIBLE if ok else NUMERICAL, time.perf_counter() - t0, nodes, found, accepted, scip_status, msg, mass_floor)
             return rec, (keys if ok else None)
         if not outcome:
             outcome = ERROR
         msg = "" if outcome != ERROR else f"unexpected SCIP status {scip_status!r} without a solution"
-        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg), None
+        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor), None
     except Exception as exc:  # noqa: BLE001 - crash: record, never raise
         msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         outcome = MEMLIMIT if isinstance(exc, MemoryError) else ERROR
-        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg), None
+        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,17 +340,24 @@ def certify(
     records: list[SolveRecord] = []
     hi, best, lo = es_pool, z0, 0.0
 
+    floor, b_low = 0.0, 0.0  # set before the first probe
+
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
-        return Certificate(status, float(hi), float(lo), float(es_pool), best, float(improvement), tuple(records), time.perf_counter() - start)
+        return Certificate(status, float(hi), float(lo), float(es_pool), best, float(improvement), tuple(records),
+                           time.perf_counter() - start, float(floor), float(b_low))  # fmt: skip
 
     if s >= inst.n_keys or is_zero(es_pool, radius(inst)):
         lo = hi  # nothing to improve: ES >= 0 = es_pool, or every key is kept
         return finish(CONFIRMED_OPTIMAL)
 
+    floor = MASS_FLOOR_REL * float(inst.p[z0].sum())
+    b_low = low_mass_bound(inst, floor)
+
     def probe(tau: float) -> str:
         nonlocal hi, best, lo
-        rec, keys = solve_feasibility(inst, s, tau, best, opts)
+        split = math.isfinite(b_low) and b_low > tau  # sound only then; no light keys: nothing to split
+        rec, keys = solve_feasibility(inst, s, tau, best, opts, mass_floor=floor if split else 0.0)
         records.append(rec)
         if rec.outcome == FEASIBLE and rec.es_found < hi:
             hi, best = rec.es_found, keys

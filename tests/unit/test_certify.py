@@ -159,20 +159,59 @@ def test_solver_values_are_not_trusted(monkeypatch):
     assert c.status != cert.IMPROVED
 
 
-def test_near_zero_mass_keys_fool_scip_but_not_the_certificate():
-    """Keys with mass 1e-13 (as on real rows at N ~ 4,096) sit below SCIP's absolute tolerances: it
-    returns a kept set of them as feasible.  Float64 rescoring rejects it (`numerical`), the
-    instance stays `undecided` at ES_pool, and the message says why."""
-    rng = np.random.default_rng(0)
+def _light_tail_instance(seed: int, tail_around_mu: bool) -> Instance:
+    """Six heavy keys and 18 keys of mass 1e-13 (as on real rows at N ~ 4,096)."""
+    rng = np.random.default_rng(seed)
     p = np.concatenate([rng.dirichlet(np.ones(6)), np.full(18, 1e-13)])
-    inst = Instance.from_arrays(p / p.sum(), rng.standard_normal((24, 8)))
+    p = p / p.sum()
+    v = rng.standard_normal((24, 8))
+    if tail_around_mu:  # the light keys' hull contains mu: the split is not sound, B_low = 0
+        mu = p @ v
+        v[6:] = mu + np.concatenate([np.eye(8), -np.eye(8), np.zeros((2, 8))])[:18]
+    return Instance.from_arrays(p, v)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mass_floor_split_certifies_rows_with_a_light_tail(seed):
+    """Keys of mass 1e-13 sit below SCIP's absolute tolerances; with the split (B_low > tau) the
+    program only searches p(A) >= phi and "infeasible" is a proof: confirmed against brute force."""
+    inst = _light_tail_instance(seed, tail_around_mu=False)
     po = pool_optimum(inst, 4, 4)
     c = cert.certify(inst, 4, po.kept, es_pool=po.es_pool, time_limit=20)
-    assert [r.outcome for r in c.solves] == [cert.NUMERICAL]
-    assert c.status == cert.UNDECIDED and c.es_cert == po.es_pool and c.lower_bound == 0.0
-    assert c.solves[0].es_found > 2 * po.es_pool and "kept mass" in c.solves[0].message
-    # the truth, by brute force over all keys: nothing beats ES_pool materially here
-    assert exact_optimum_bruteforce(inst, 4)[0] >= 0.99 * po.es_pool
+    truth = exact_optimum_bruteforce(inst, 4)[0]
+    assert c.low_mass_bound > po.es_pool and c.mass_floor > 0 and c.solves[0].mass_floor == c.mass_floor
+    assert c.status == cert.CONFIRMED_OPTIMAL and truth >= po.es_pool * (1 - 1e-9)
+
+
+def test_near_zero_mass_keys_fool_scip_but_not_the_certificate():
+    """Without a sound split (the light keys' hull contains mu), SCIP returns a kept set of light
+    keys as feasible; float64 rescoring rejects it (`numerical`), the instance is not confirmed,
+    and the message says why.  Here the light tail really holds a better set (four keys averaging
+    to mu), invisible to SCIP: a false `confirmed_optimal` is exactly what must not happen."""
+    inst = _light_tail_instance(0, tail_around_mu=True)
+    po = pool_optimum(inst, 4, 4)
+    c = cert.certify(inst, 4, po.kept, es_pool=po.es_pool, time_limit=20)
+    assert c.low_mass_bound == pytest.approx(0.0, abs=1e-12) and c.solves[0].mass_floor == 0.0
+    numerical = [r for r in c.solves if r.outcome == cert.NUMERICAL]
+    assert numerical and numerical[0].es_found > po.es_pool and "kept mass" in numerical[0].message
+    assert exact_optimum_bruteforce(inst, 4)[0] < 1e-6 * po.es_pool  # the invisible better set
+    assert c.status not in (cert.CONFIRMED_OPTIMAL, cert.WITHIN_1PCT) and c.lower_bound < po.es_pool
+
+
+def test_low_mass_bound_is_a_lower_bound():
+    """es(A) >= B_low for every kept set lighter than the floor (brute force), exact in 1-D."""
+    from itertools import combinations
+
+    for seed in range(4):
+        inst = random_instance(seed, n=10, d=3)
+        floor = float(np.sort(inst.p)[5])  # five keys lighter than the floor
+        bound = cert.low_mass_bound(inst, floor)
+        light = [A for k in (1, 2, 3) for A in combinations(range(10), k) if inst.p[list(A)].sum() < floor]
+        assert light and all(es(inst, np.array(A)) >= bound * (1 - 1e-9) for A in light)
+    one_d = Instance.from_arrays(np.array([0.5, 0.3, 0.1, 0.1]), np.array([[-1.0], [0.0], [2.0], [3.0]]))
+    mu = float(one_d.mu[0])
+    assert cert.low_mass_bound(one_d, 0.2) == pytest.approx(2.0 - mu)
+    assert cert.low_mass_bound(one_d, 0.05) == float("inf")
 
 
 def test_quadratic_cone_agrees():
