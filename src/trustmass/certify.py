@@ -72,6 +72,9 @@ DEFAULT_FEASTOL = 1e-9
 ACCEPT_REL = 1e-7
 #: the mass floor of the split (module docstring), relative to the incumbent's kept mass
 MASS_FLOOR_REL = 1e-3
+#: keys lighter than FLOOR_EPS * floor are left out of the floor constraint, so the program covers
+#: every set with p(A) >= floor (1 + s FLOOR_EPS); the hull bound covers the sets below that
+FLOOR_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -268,9 +271,9 @@ def solve_feasibility(
         import pyscipopt as ps
 
         m.addCons(t - ps.quicksum(float(pt[j]) * z[j] for j in range(len(z))) == 0, name="tau")
-        if mass_floor > 0.0:  # the split's heavy side: p^T z >= floor, on unit scale
-            pf = inst.p / mass_floor
-            m.addCons(ps.quicksum(float(pf[j]) * z[j] for j in np.flatnonzero(pf >= 1e-12)) >= 1.0, name="floor")
+        if mass_floor > 0.0:  # the split's heavy side: p^T z >= floor, on unit scale; keys lighter than
+            pf = inst.p / mass_floor  # FLOOR_EPS * floor are left out (SCIP would drop them anyway)
+            m.addCons(ps.quicksum(float(pf[j]) * z[j] for j in np.flatnonzero(pf >= FLOOR_EPS)) >= 1.0, name="floor")
         _cone(m, y, t, opts.cone)
         accepted = _add_start(m, z, y, [(t, float(pt[z0].sum()))], Wt, z0)
         m.optimize()
@@ -352,7 +355,7 @@ def certify(
         return finish(CONFIRMED_OPTIMAL)
 
     floor = MASS_FLOOR_REL * float(inst.p[z0].sum())
-    b_low = low_mass_bound(inst, floor)
+    b_low = low_mass_bound(inst, floor * (1.0 + s * FLOOR_EPS))  # the sets the program leaves out
 
     def probe(tau: float) -> str:
         nonlocal hi, best, lo
