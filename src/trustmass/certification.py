@@ -158,6 +158,7 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
         cert = certify(
             inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
             memory_limit_mb=settings.memory_limit_mb, seed=settings.seed, max_solves=settings.max_solves,
+            isolate_solves=settings.isolate,
         )  # fmt: skip
         out.update(
             status=cert.status, es_cert=cert.es_cert, lower_bound=cert.lower_bound, improvement=cert.improvement,

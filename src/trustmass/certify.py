@@ -72,8 +72,8 @@ DEFAULT_FEASTOL = 1e-9
 ACCEPT_REL = 1e-7
 #: the mass floor of the split (module docstring), relative to the incumbent's kept mass
 MASS_FLOOR_REL = 1e-3
-#: keys lighter than FLOOR_EPS * floor are left out of the floor constraint, so the program covers
-#: every set with p(A) >= floor (1 + s FLOOR_EPS); the hull bound covers the sets below that
+#: slack between the two sides of the split: SCIP reads coefficients below its epsilon as 0, so the
+#: hull bound covers every set with p(A) < floor (1 + s FLOOR_EPS), the program the rest
 FLOOR_EPS = 1e-9
 
 
@@ -271,9 +271,12 @@ def solve_feasibility(
         import pyscipopt as ps
 
         m.addCons(t - ps.quicksum(float(pt[j]) * z[j] for j in range(len(z))) == 0, name="tau")
-        if mass_floor > 0.0:  # the split's heavy side: p^T z >= floor, on unit scale; keys lighter than
-            pf = inst.p / mass_floor  # FLOOR_EPS * floor are left out (SCIP would drop them anyway)
-            m.addCons(ps.quicksum(float(pf[j]) * z[j] for j in np.flatnonzero(pf >= FLOOR_EPS)) >= 1.0, name="floor")
+        if mass_floor > 0.0:
+            # the split's heavy side, p^T z >= floor, as a lower bound on t = tau~ p^T z.  With it a
+            # primal heuristic of SCIP (PySCIPOpt 6.3) corrupted its heap on a real N = 4,040 row (sqrt
+            # cone; heuristics off: proved infeasible in 1.5 s), so floor probes run without them.
+            m.chgVarLb(t, float(tau / c * mass_floor))
+            m.setHeuristics(ps.SCIP_PARAMSETTING.OFF)
         _cone(m, y, t, opts.cone)
         accepted = _add_start(m, z, y, [(t, float(pt[z0].sum()))], Wt, z0)
         m.optimize()
@@ -295,6 +298,20 @@ def solve_feasibility(
         msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         outcome = MEMLIMIT if isinstance(exc, MemoryError) else ERROR
         return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor), None
+
+
+def _solve(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions, mass_floor: float, isolate: bool):
+    """solve_feasibility, in a forked child when `isolate` (a crash or a hang is outcome `error`)."""
+    if not isolate:
+        return solve_feasibility(inst, s, tau, z0, opts, mass_floor)
+    from trustmass.isolation import isolated_call
+
+    t0 = time.perf_counter()
+    out = isolated_call(solve_feasibility, (inst, s, tau, z0, opts, mass_floor), timeout_s=1.5 * opts.time_limit + 60.0)
+    if out.ok:
+        return out.value
+    message = f"solve {out.reason}: {out.message}"[:1000]
+    return SolveRecord(tau, ERROR, time.perf_counter() - t0, 0, None, False, "", message, mass_floor), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,12 +347,15 @@ def certify(
     seed: int = 0,
     cone: str = "sqrt",
     max_solves: int = 64,
+    isolate_solves: bool = False,
 ) -> Certificate:
     """Certify (or improve) the pool optimum by MISOCP bisection over all keys (spec §3.4).
 
     `incumbent` is the ES_pool argmin (key indices); when omitted it is computed with
     `pool_optimum(inst, s, extras_for_budget(s))`.  `es_pool`, if given, must equal
-    es(incumbent) and is otherwise recomputed.  Never raises on solver trouble.
+    es(incumbent) and is otherwise recomputed.  Never raises on solver trouble.  With
+    `isolate_solves` every solve runs in a forked child: a SCIP crash (heap corruption was seen,
+    see solve_feasibility) or a solve hung past 1.5 x its limit + 60 s is outcome `error`.
     """
     start = time.perf_counter()
     es_pool, z0 = _incumbent(inst, s, es_pool, incumbent)
@@ -360,7 +380,7 @@ def certify(
     def probe(tau: float) -> str:
         nonlocal hi, best, lo
         split = math.isfinite(b_low) and b_low > tau  # sound only then; no light keys: nothing to split
-        rec, keys = solve_feasibility(inst, s, tau, best, opts, mass_floor=floor if split else 0.0)
+        rec, keys = _solve(inst, s, tau, best, opts, floor if split else 0.0, isolate_solves)
         records.append(rec)
         if rec.outcome == FEASIBLE and rec.es_found < hi:
             hi, best = rec.es_found, keys

@@ -55,7 +55,9 @@ def isolated_call(fn, args: tuple = (), timeout_s: float | None = None) -> Outco
     """``fn(*args)`` in a forked child; never raises for what happens inside the child."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, args), daemon=True)
+    # not a daemon: an isolated call may isolate its own calls (certification: per instance, then
+    # per solve); the parent always joins or kills the child itself
+    proc = ctx.Process(target=_child, args=(send, fn, args), daemon=False)
     proc.start()
     send.close()  # the parent keeps only the reading end: EOF when the child dies
     try:

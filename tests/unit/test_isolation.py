@@ -83,3 +83,14 @@ def test_guard_expiry_is_undecided(monkeypatch):
     monkeypatch.setattr(C, "certify", lambda *a, **k: time.sleep(30))
     row = C.certify_isolated(random_instance(0, n=12, d=4), 4, 2, C.CertificationSettings())
     assert row["status"] == UNDECIDED and row["message"].startswith("timeout")
+
+
+def test_a_crashing_solve_is_an_error_solve_and_an_unsolved_instance(monkeypatch):
+    """certify(isolate_solves=True): one solve dying in native code ends that solve only."""
+    from trustmass import certify as cert
+
+    inst = random_instance(4, n=14, d=3)
+    monkeypatch.setattr(cert, "solve_feasibility", lambda *a, **k: _segfault())
+    c = cert.certify(inst, 4, time_limit=5, isolate_solves=True)
+    assert c.status == UNSOLVED and [r.outcome for r in c.solves] == [cert.ERROR]
+    assert "SIGSEGV" in c.solves[0].message and c.es_cert == c.es_pool

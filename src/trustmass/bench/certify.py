@@ -31,12 +31,13 @@ def _measure(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float
     t0 = time.perf_counter()
     po = pool_optimum(inst, s, extra)
     t_enum = time.perf_counter() - t0
-    c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb)
+    c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb, isolate_solves=True)
     return {
         "budget": s, "n_keys": inst.n_keys, "pool_extra": extra, "n_subsets": int(po.n_subsets),
         "enumeration_seconds": t_enum, "certify_seconds": c.seconds, "ratio": c.seconds / t_enum if t_enum > 0 else None,
         "status": c.status, "n_solves": c.n_solves, "solve_outcomes": [r.outcome for r in c.solves],
         "improvement": c.improvement, "es_pool": po.es_pool, "es_cert": c.es_cert, "lower_bound": c.lower_bound,
+        "mass_floor_used": [r.mass_floor > 0 for r in c.solves], "low_mass_bound_over_es_pool": c.low_mass_bound / po.es_pool if po.es_pool > 0 else None,
     }  # fmt: skip
 
 
