@@ -1,17 +1,16 @@
 """Rule audit: the audit records of one capture shard, joined to its ceiling records.  Glue only:
 the science is trustmass.audit."""
 
-import sys
 import time
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl  # noqa: E402
 
 from trustmass.audit import AuditSettings, accounting_violations, shard_audit  # noqa: E402
-from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
+from trustmass.rule_io import finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
@@ -19,8 +18,7 @@ settings = AuditSettings.from_config(cfg)
 print(f"audit {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
 ceiling = pl.read_parquet(snakemake.input.records)  # noqa: F821
 frame = shard_audit(snakemake.input.shard, ceiling, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821
-with atomic_write(snakemake.output.audit) as tmp:  # noqa: F821
-    frame.write_parquet(tmp)
+write_parquet(frame, snakemake.output.audit)  # noqa: F821
 enum = frame.filter(pl.col("enumerated"))
 summary = {
     "records": frame.height,
@@ -30,14 +28,11 @@ summary = {
     "per_query_worse_than_cache_faithful": accounting_violations(frame).height,
     "seconds": round(time.time() - started, 1),
 }
-print(f"summary: {summary}")
 if summary["excess_below_1_in_pool"]:
     raise AssertionError(f"{summary['excess_below_1_in_pool']} in-pool kept sets beat ES_pool: the pool optimum is wrong")
-write_sidecar(
-    snakemake.output.audit,  # noqa: F821
-    inputs=[snakemake.input.shard, snakemake.input.records, *snakemake.input.code],  # noqa: F821
-    config_slice=cfg,
-    started=started,
-    extra={"rule": snakemake.rule, "summary": summary, "settings": repr(settings)},  # noqa: F821
-)
-print("ok")
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.audit],  # noqa: F821
+    [snakemake.input.shard, snakemake.input.records, *snakemake.input.code],  # noqa: F821
+    cfg, started, summary, settings=repr(settings),
+)  # fmt: skip

@@ -1,22 +1,18 @@
 """Rule ceiling: the records of one capture shard.  Glue only: the science is trustmass.ceiling."""
 
-import sys
-import time
+from trustmass.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 from trustmass.ceiling import CeilingSettings, shard_records  # noqa: E402
-from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
+from trustmass.rule_io import finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
 settings = CeilingSettings.from_config(cfg)
 print(f"ceiling {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
 frame = shard_records(snakemake.input.shard, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821
-with atomic_write(snakemake.output.records) as tmp:  # noqa: F821
-    frame.write_parquet(tmp)
+write_parquet(frame, snakemake.output.records)  # noqa: F821
 enumerated = frame.filter(frame["enumerated"])
 summary = {
     "records": frame.height,
@@ -27,12 +23,9 @@ summary = {
     "es_pool_fast_rel_err_max": float(enumerated["es_pool_fast_rel_err"].max()) if enumerated.height else None,
     "infinite_kappa_hat": int(enumerated["kappa_hat"].is_infinite().sum()) if enumerated.height else 0,
 }
-print(f"summary: {summary}")
-write_sidecar(
-    snakemake.output.records,  # noqa: F821
-    inputs=[snakemake.input.shard, *snakemake.input.code],  # noqa: F821
-    config_slice=cfg,
-    started=started,
-    extra={"rule": snakemake.rule, "summary": summary, "settings": repr(settings)},  # noqa: F821
-)
-print("ok")
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.records],  # noqa: F821
+    [snakemake.input.shard, *snakemake.input.code],  # noqa: F821
+    cfg, started, summary, settings=repr(settings),
+)  # fmt: skip

@@ -1,18 +1,14 @@
 """Rule certify_shard: certify the instances of one manifest shard (one output row per instance,
 always).  Glue only: the science is trustmass.certification / trustmass.certify."""
 
-import os
-import sys
-import time
+from trustmass.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
 from trustmass.certification import CertificationSettings, certify_rows
-from trustmass.provenance import atomic_write, write_sidecar
+from trustmass.rule_io import capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]
@@ -25,27 +21,18 @@ settings = CertificationSettings(
 part = pl.read_parquet(snakemake.input.manifest).filter(pl.col("shard") == shard)  # noqa: F821
 print(f"certify shard {shard}: {part.height} instances, {settings}")
 
-
-def shard_of(model, corpus, doc):
-    return os.path.join("results", "capture", model, corpus, f"{doc}.safetensors")
-
-
-frame = certify_rows(part, shard_of, settings, workers=snakemake.threads)  # noqa: F821
+frame = certify_rows(part, capture_path, settings, workers=snakemake.threads)  # noqa: F821
 assert frame.height == part.height, "one row per instance"
-with atomic_write(snakemake.output.certified) as tmp:  # noqa: F821
-    frame.write_parquet(tmp)
+write_parquet(frame, snakemake.output.certified)  # noqa: F821
 summary = {
     "instances": frame.height,
     "statuses": dict(frame.group_by("status").len().sort("status").iter_rows()),
     "seconds_total": float(frame["seconds"].sum()),
     "seconds_max": float(frame["seconds"].max()) if frame.height else 0.0,
 }
-print(f"summary: {summary}")
-write_sidecar(
-    snakemake.output.certified,  # noqa: F821
-    inputs=[snakemake.input.manifest, *snakemake.input.code],  # noqa: F821
-    config_slice=cfg,
-    started=started,
-    extra={"rule": snakemake.rule, "summary": summary, "settings": repr(settings)},  # noqa: F821
-)
-print("ok")
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.certified],  # noqa: F821
+    [snakemake.input.manifest, *snakemake.input.code],  # noqa: F821
+    cfg, started, summary, settings=repr(settings),
+)  # fmt: skip

@@ -1,17 +1,15 @@
 """Rule certify_sweep: the cap-widening sweep at s = 32.  Glue only: trustmass.certification."""
 
-import os
 import sys
-import time
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
 from trustmass import certification as cert
-from trustmass.provenance import atomic_write, write_sidecar
+from trustmass.rule_io import capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 sw = cfg["certification"]["sweep"]
@@ -27,29 +25,19 @@ heads = cert.sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
 inst = cert.sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
 print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
 
-
-def shard_of(model, corpus, doc):
-    return os.path.join("results", "capture", model, corpus, f"{doc}.safetensors")
-
-
 if inst.height == 0:
     sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
-rows = cert.sweep_rows(inst, sw["extras"], shard_of, workers=snakemake.threads)  # noqa: F821
+rows = cert.sweep_rows(inst, sw["extras"], capture_path, workers=snakemake.threads)  # noqa: F821
 table = cert.sweep_table(rows, cfg["labels"]["kappa_threshold"], int(sw["budget"]))
 empty = pl.DataFrame(schema=cert.TABLE7_SCHEMA)
 head = cert.headline(empty, None, table, snakemake.params.models)  # noqa: F821
-with atomic_write(out.rows) as tmp:
-    rows.write_parquet(tmp)
+write_parquet(rows, out.rows)
 cert.write_table(table, out.csv, out.md, "sweep")
-with atomic_write(out.headline) as tmp:
-    head.write_parquet(tmp)
+write_parquet(head, out.headline)
 print(table)
-for path in (out.rows, out.csv, out.md, out.headline):
-    write_sidecar(
-        path,
-        inputs=[*snakemake.input.records, *snakemake.input.code],  # noqa: F821
-        config_slice=cfg,
-        started=started,
-        extra={"rule": snakemake.rule, "heads": heads.to_dicts()},  # noqa: F821
-    )
-print("ok")
+finish(
+    snakemake,  # noqa: F821
+    [out.rows, out.csv, out.md, out.headline],
+    [*snakemake.input.records, *snakemake.input.code],  # noqa: F821
+    cfg, started, heads=heads.to_dicts(),
+)  # fmt: skip

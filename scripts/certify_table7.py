@@ -1,16 +1,13 @@
 """Rule certify_table7: substitution, Table 7 and its claims rows.  Glue only: trustmass.certification."""
 
-import sys
-import time
+from trustmass.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
 from trustmass import certification as cert
-from trustmass.provenance import atomic_write, write_sidecar
+from trustmass.rule_io import finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 out = snakemake.output  # noqa: F821
@@ -25,18 +22,13 @@ records = records.filter(pl.col("budget").is_in(cfg["budgets"]["enumerated"]))
 joined = cert.substitute(man, certified)
 t7 = cert.table7(records, man, certified)
 head = cert.headline(t7, joined, None, snakemake.params.models)  # noqa: F821
-with atomic_write(out.joined) as tmp:
-    joined.write_parquet(tmp)
+write_parquet(joined, out.joined)
 cert.write_table(t7, out.csv, out.md, "table7")
-with atomic_write(out.headline) as tmp:
-    head.write_parquet(tmp)
+write_parquet(head, out.headline)
 print(t7)
-for path in (out.joined, out.csv, out.md, out.headline):
-    write_sidecar(
-        path,
-        inputs=[snakemake.input.manifest, *snakemake.input.certified, *snakemake.input.records, *snakemake.input.code],  # noqa: F821
-        config_slice=cfg,
-        started=started,
-        extra={"rule": snakemake.rule},  # noqa: F821
-    )
-print("ok")
+finish(
+    snakemake,  # noqa: F821
+    [out.joined, out.csv, out.md, out.headline],
+    [snakemake.input.manifest, *snakemake.input.certified, *snakemake.input.records, *snakemake.input.code],  # noqa: F821
+    cfg, started,
+)  # fmt: skip

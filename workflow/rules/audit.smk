@@ -27,7 +27,7 @@ rule audit:
     input:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         records=ceiling_records("{model}", "{corpus}", "{doc}"),
-        code=library_code("trustmass.audit"),
+        code=library_code("trustmass.audit", "trustmass.rule_io"),
     output:
         audit=AUDIT,
         prov=prov(AUDIT),

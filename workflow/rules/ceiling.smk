@@ -12,7 +12,7 @@ rule ceiling:
     """Ceiling records of one captured document (float64 throughout)."""
     input:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
-        code=library_code("trustmass.ceiling"),
+        code=library_code("trustmass.ceiling", "trustmass.rule_io"),
     output:
         records="results/ceiling/{model}/{corpus}/{doc}.parquet",
         prov=prov("results/ceiling/{model}/{corpus}/{doc}.parquet"),

@@ -42,7 +42,7 @@ rule certify_shard:
     input:
         manifest=rules.certify_manifest.output.manifest,
         shards=study_shards(),
-        code=library_code("trustmass.certification"),
+        code=library_code("trustmass.certification", "trustmass.rule_io"),
     output:
         certified=f"{CERT}/shards/{{shard}}.parquet",
         prov=prov(f"{CERT}/shards/{{shard}}.parquet"),
@@ -68,7 +68,7 @@ rule certify_table7:
         manifest=rules.certify_manifest.output.manifest,
         certified=certify_shard_outputs(),
         records=study_records(),
-        code=library_code("trustmass.certification"),
+        code=library_code("trustmass.certification", "trustmass.rule_io"),
     output:
         joined=f"{CERT}/certified.parquet",
         csv=report("results/tables/table7_certification.csv", caption="../report/table7.rst", category="Tables"),
@@ -97,7 +97,7 @@ rule certify_sweep:
     input:
         records=study_records(),
         shards=study_shards(),
-        code=library_code("trustmass.certification"),
+        code=library_code("trustmass.certification", "trustmass.rule_io"),
     output:
         rows=f"{CERT}/sweep_rows.parquet",
         csv=report("results/tables/sweep_cap_widening.csv", caption="../report/sweep.rst", category="Tables"),

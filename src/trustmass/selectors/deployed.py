@@ -160,24 +160,30 @@ def select_units(
     return np.flatnonzero(kept)
 
 
+class TokenRule:
+    """The contract most rules share: tokens, chosen per row from prefill evidence, any budget.
+    Subclasses declare their ``evidence`` (and override the rest where they differ)."""
+
+    unit: ClassVar[str] = "token"
+    scope: ClassVar[str] = "per_row"
+    reads_dense_output: ClassVar[bool] = False
+    min_budget: ClassVar[int] = 1
+
+
 # ---------------------------------------------------------------------------------------------
 # the audited rules
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class SnapKV:
+class SnapKV(TokenRule):
     """SnapKV with the audit's window max(1, min(max_window, s/2)), kernel 7, max pooling."""
 
     max_window: int = 32
     kernel: int = 7
     pooling: str = "max"  # "max" (the paper's audit) | "avg" (SnapKV's other pooling; 002, 000)
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"window"})
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def window(self, budget: int) -> int:
         return max(1, min(self.max_window, int(budget) // 2))
@@ -202,16 +208,12 @@ class SnapKV:
 
 
 @dataclass(frozen=True)
-class H2O:
+class H2O(TokenRule):
     """Heavy hitters by accumulated mass plus a recency window of s/2."""
 
     recent_fraction: float = 0.5
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
@@ -262,16 +264,12 @@ class Quest:
 
 
 @dataclass(frozen=True)
-class StreamingLLM:
+class StreamingLLM(TokenRule):
     """Attention sinks min(4, s/2) plus the most recent keys (original positions, forced weights)."""
 
     max_sinks: int = 4
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset()
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
@@ -289,14 +287,10 @@ class TovaIdentityError(AssertionError):
 
 
 @dataclass(frozen=True)
-class TOVA:
+class TOVA(TokenRule):
     """TOVA, per query: evict the lowest-attention key until s remain.  Equals top-mass (asserted)."""
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"mass"})
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
     scored: ClassVar[bool] = False  # the audit does not score TOVA separately (it is top-mass)
 
     @staticmethod
@@ -321,14 +315,10 @@ class TOVA:
 
 
 @dataclass(frozen=True)
-class Recency:
+class Recency(TokenRule):
     """Positional control (spec §5 [C]): the s most recent keys."""
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset()
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return recent(x.n_keys, _budget(budget))

@@ -29,7 +29,7 @@ import numpy as np
 from trustmass.enumeration import candidate_pool, extras_for_budget
 from trustmass.operator import Instance, descending_order
 from trustmass.selectors.balancing import balancing
-from trustmass.selectors.deployed import H2O, TOVA, Quest, Recency, SnapKV, StreamingLLM
+from trustmass.selectors.deployed import H2O, TOVA, Quest, Recency, SnapKV, StreamingLLM, TokenRule
 from trustmass.selectors.geometric import geometric
 from trustmass.selectors.group_vote import group_vote
 from trustmass.selectors.leverage import leverage
@@ -200,21 +200,17 @@ class SelectorInput:
 
 
 @dataclass(frozen=True)
-class TopMass:
+class TopMass(TokenRule):
     """A*_s: the s largest masses (descending mass, ties to the smaller position)."""
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"mass"})
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return np.sort(descending_order(np.asarray(x.p, dtype=np.float64))[: int(budget)])
 
 
 @dataclass(frozen=True)
-class Balancing:
+class Balancing(TokenRule):
     """Balancing swaps from A*_s inside the candidate pool C_s, with the ceiling's convention:
     e(s) extras at the enumerated budgets (24/12/6/4 at 4/8/16/32), `native_extra` elsewhere."""
 
@@ -223,11 +219,8 @@ class Balancing:
     subset_cap: int = 200_000
     max_extra: int = 24
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
-    scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = True
-    min_budget: ClassVar[int] = 1
 
     def extra(self, budget: int) -> int:
         if budget in self.enumerated:
@@ -241,14 +234,11 @@ class Balancing:
 
 
 @dataclass(frozen=True)
-class GeometricRule:
+class GeometricRule(TokenRule):
     """A^geo_s: the Frank-Wolfe support padded with top-mass keys (over all keys)."""
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
-    scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = True
-    min_budget: ClassVar[int] = 1
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         inst = x.instance
@@ -256,30 +246,23 @@ class GeometricRule:
 
 
 @dataclass(frozen=True)
-class Leverage:
+class Leverage(TokenRule):
     """A^lev_s: the largest ridge leverages over the row's keys 0..i (all visible keys)."""
 
     ridge: float = 1e-3
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"keys"})
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return leverage(np.asarray(x.keys, dtype=np.float64), int(budget), self.ridge)
 
 
 @dataclass(frozen=True)
-class GroupVote:
+class GroupVote(TokenRule):
     """A_vote: top-s of the KV group's summed rows (spec §1.8); group size 1 is top-mass."""
 
-    unit: ClassVar[str] = "token"
     evidence: ClassVar[frozenset] = frozenset({"mass"})
     scope: ClassVar[str] = "shared_group"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         rows = x.group_rows if x.group_rows is not None else np.asarray(x.p)[None, :]
