@@ -258,6 +258,16 @@ def parse_claims(data: Any, path: Path | str | None = None) -> tuple[Claim, ...]
     return tuple(claims)
 
 
+def _check_keys(entry: Mapping, where: str, required, optional, problems: list[str]) -> None:
+    """Append a problem for every missing required key and every key that is not allowed."""
+    for key in required:
+        if key not in entry:
+            problems.append(f"{where}: missing required key {key!r}")
+    for key in entry:
+        if key not in (*required, *optional):
+            problems.append(_unknown(key, where, (*required, *optional)))
+
+
 def _unknown(key: Any, where: str, allowed: Iterable[str]) -> str:
     allowed = list(allowed)
     guess = difflib.get_close_matches(str(key), allowed, n=1)
@@ -298,12 +308,7 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
     n_before = len(problems)
     if not (isinstance(cid, int) and not isinstance(cid, bool)):
         problems.append(f"{where}: id must be an integer, got {cid!r}")
-    for key in _CLAIM_KEYS_REQUIRED:
-        if key not in entry:
-            problems.append(f"{where}: missing required key {key!r}")
-    for key in entry:
-        if key not in _CLAIM_KEYS_REQUIRED + _CLAIM_KEYS_OPTIONAL:
-            problems.append(_unknown(key, where, _CLAIM_KEYS_REQUIRED + _CLAIM_KEYS_OPTIONAL))
+    _check_keys(entry, where, _CLAIM_KEYS_REQUIRED, _CLAIM_KEYS_OPTIONAL, problems)
     section = entry.get("section")
     if section not in SECTIONS:
         problems.append(f"{where}.section: {section!r} is not a §9 heading; allowed: {', '.join(SECTIONS)}")
@@ -363,12 +368,7 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}: must be a mapping with name, kind, unit and numbers")
         return None
     n_before = len(problems)
-    for key in _VALUE_KEYS_REQUIRED:
-        if key not in raw:
-            problems.append(f"{where}: missing required key {key!r}")
-    for key in raw:
-        if key not in _VALUE_KEYS_REQUIRED + _VALUE_KEYS_OPTIONAL:
-            problems.append(_unknown(key, where, _VALUE_KEYS_REQUIRED + _VALUE_KEYS_OPTIONAL))
+    _check_keys(raw, where, _VALUE_KEYS_REQUIRED, _VALUE_KEYS_OPTIONAL, problems)
     name, kind, unit = raw.get("name"), raw.get("kind"), raw.get("unit")
     if not (isinstance(name, str) and _SNAKE.match(name)) and not (isinstance(name, str) and name == "D"):
         problems.append(f"{where}.name: {name!r} must be snake_case (e.g. median_c_hat)")
