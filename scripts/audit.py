@@ -1,16 +1,16 @@
 """Rule audit: the audit records of one capture shard, joined to its ceiling records.  Glue only:
-the science is trustmass.audit."""
+the science is trustmass.audit.records."""
 
 import time
 
-from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl  # noqa: E402
 
-from trustmass.audit import AuditSettings, accounting_violations, shard_audit  # noqa: E402
-from trustmass.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.audit.records import AuditSettings, accounting_violations, shard_audit  # noqa: E402
+from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821

@@ -1,4 +1,4 @@
-"""Rules plot_fig3 and render_audit_table.  Glue only: trustmass.figure3 draws, trustmass.audit_summaries
+"""Rules plot_fig3 and render_audit_table.  Glue only: trustmass.report.figure3 draws, trustmass.report.audit_stats
 renders the table."""
 
 import sys
@@ -10,18 +10,18 @@ sys.stdout = sys.stderr = log
 
 import polars as pl  # noqa: E402
 
-from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
+from trustmass.plumbing.provenance import atomic_write, write_sidecar  # noqa: E402
 
 population = snakemake.params.config["statistics"]["figure_population"]  # noqa: F821
 table = pl.read_parquet(snakemake.input.table)  # noqa: F821
 if snakemake.rule == "plot_fig3":  # noqa: F821
-    from trustmass import figure3
+    from trustmass.report import figure3
 
     roc = pl.read_parquet(snakemake.input.roc)  # noqa: F821
     figure3.save(figure3.plot_fig3(roc, table, population), snakemake.output.png)  # noqa: F821
     outputs, inputs = [snakemake.output.png], [snakemake.input.roc, snakemake.input.table]  # noqa: F821
 else:
-    from trustmass.audit_summaries import render_table
+    from trustmass.report.audit_stats import render_table
 
     csv, md = render_table(table, population)
     with atomic_write(snakemake.output.csv) as tmp:  # noqa: F821

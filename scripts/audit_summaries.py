@@ -1,5 +1,5 @@
 """Rule audit_summaries: every audit record of the study -> audit table, Figure-3 ROC and the audit
-headline rows.  Glue only: the statistics are trustmass.audit_summaries."""
+headline rows.  Glue only: the statistics are trustmass.report.audit_stats."""
 
 import sys
 import time
@@ -13,8 +13,8 @@ from pathlib import Path  # noqa: E402
 
 import polars as pl  # noqa: E402
 
-from trustmass.audit_summaries import AuditSummarySettings, summarize  # noqa: E402
-from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
+from trustmass.report.audit_stats import AuditSummarySettings, summarize  # noqa: E402
+from trustmass.plumbing.provenance import atomic_write, write_sidecar  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 settings = AuditSummarySettings.from_config(cfg)

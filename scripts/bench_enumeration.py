@@ -15,7 +15,7 @@ sys.stdout = sys.stderr = log
 os.environ.setdefault("NUMBA_NUM_THREADS", str(snakemake.threads))  # noqa: F821
 
 from trustmass.bench.enumeration import run  # noqa: E402
-from trustmass.provenance import write_json, write_sidecar  # noqa: E402
+from trustmass.plumbing.provenance import write_json, write_sidecar  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 print(f"benchmark settings: {cfg}")

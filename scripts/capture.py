@@ -1,6 +1,6 @@
 """Rule capture: one prefill of one document, sampled rows + side statistics, validated.
 
-Glue only: the capture lives in trustmass.capture, the shard format in trustmass.shards.
+Glue only: the capture lives in trustmass.capture.prefill, the shard format in trustmass.capture.shards.
 """
 
 import json
@@ -14,9 +14,9 @@ sys.stdout = sys.stderr = log
 
 import torch  # noqa: E402
 
-from trustmass import capture as cap  # noqa: E402
-from trustmass import shards  # noqa: E402
-from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.capture import prefill as cap  # noqa: E402
+from trustmass.capture import shards  # noqa: E402
+from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
 from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
 

@@ -1,11 +1,11 @@
-"""Rule ceiling: the records of one capture shard.  Glue only: the science is trustmass.ceiling."""
+"""Rule ceiling: the records of one capture shard.  Glue only: the science is trustmass.ceiling.records."""
 
-from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-from trustmass.ceiling import CeilingSettings, shard_records  # noqa: E402
-from trustmass.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.ceiling.records import CeilingSettings, shard_records  # noqa: E402
+from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821

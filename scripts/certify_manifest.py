@@ -1,4 +1,4 @@
-"""Rule certify_manifest: the certification manifest.  Glue only: the science is trustmass.certification."""
+"""Rule certify_manifest: the certification manifest.  Glue only: the science is trustmass.certification.stage."""
 
 import sys
 import time
@@ -9,8 +9,8 @@ sys.stdout = sys.stderr = log
 
 import polars as pl
 
-from trustmass.certification import manifest
-from trustmass.provenance import atomic_write, write_sidecar
+from trustmass.certification.stage import manifest
+from trustmass.plumbing.provenance import atomic_write, write_sidecar
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]

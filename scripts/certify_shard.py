@@ -1,14 +1,14 @@
 """Rule certify_shard: certify the instances of one manifest shard (one output row per instance,
-always).  Glue only: the science is trustmass.certification / trustmass.certify."""
+always).  Glue only: the science is trustmass.certification.stage / trustmass.certification.misocp."""
 
-from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
-from trustmass.certification import CertificationSettings, certify_rows
-from trustmass.rule_io import capture_path, finish, write_parquet
+from trustmass.certification.stage import CertificationSettings, certify_rows
+from trustmass.plumbing.rule_io import capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]

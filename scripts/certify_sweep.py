@@ -1,15 +1,15 @@
-"""Rule certify_sweep: the cap-widening sweep at s = 32.  Glue only: trustmass.certification."""
+"""Rule certify_sweep: the cap-widening sweep at s = 32.  Glue only: trustmass.certification.stage."""
 
 import sys
 
-from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
-from trustmass import certification as cert
-from trustmass.rule_io import capture_path, finish, write_parquet
+from trustmass.certification import stage as cert
+from trustmass.plumbing.rule_io import capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 sw = cfg["certification"]["sweep"]

@@ -1,13 +1,13 @@
-"""Rule certify_table7: substitution, Table 7 and its claims rows.  Glue only: trustmass.certification."""
+"""Rule certify_table7: substitution, Table 7 and its claims rows.  Glue only: trustmass.certification.stage."""
 
-from trustmass.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 import polars as pl
 
-from trustmass import certification as cert
-from trustmass.rule_io import finish, write_parquet
+from trustmass.certification import stage as cert
+from trustmass.plumbing.rule_io import finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 out = snakemake.output  # noqa: F821

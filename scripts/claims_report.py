@@ -1,4 +1,4 @@
-"""Rule claims_report.  Glue only: verdicts live in trustmass.claims_report."""
+"""Rule claims_report.  Glue only: verdicts live in trustmass.report.claims_report."""
 
 import sys
 import time
@@ -9,9 +9,9 @@ sys.stdout = sys.stderr = log
 
 import polars as pl  # noqa: E402
 
-from trustmass.claims_data import load_claims  # noqa: E402
-from trustmass.claims_report import build, markdown  # noqa: E402
-from trustmass.provenance import atomic_write, write_json, write_sidecar  # noqa: E402
+from trustmass.report.claims_data import load_claims  # noqa: E402
+from trustmass.report.claims_report import build, markdown  # noqa: E402
+from trustmass.plumbing.provenance import atomic_write, write_json, write_sidecar  # noqa: E402
 
 report = build(
     load_claims(snakemake.input.claims),  # noqa: F821

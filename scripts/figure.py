@@ -1,5 +1,5 @@
 """Rules plot_fig1, plot_fig2: one summary frame -> one figure.  Glue only: the drawing is
-trustmass.figures (its STYLE holds every styling choice)."""
+trustmass.report.figures (its STYLE holds every styling choice)."""
 
 import sys
 import time
@@ -10,8 +10,8 @@ sys.stdout = sys.stderr = log
 
 import polars as pl  # noqa: E402
 
-from trustmass import figures  # noqa: E402
-from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.report import figures  # noqa: E402
+from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
 
 name = snakemake.params.figure  # noqa: F821
 population = snakemake.params.config["statistics"]["figure_population"]  # noqa: F821

@@ -11,7 +11,7 @@ started = time.time()
 log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
 sys.stdout = sys.stderr = log
 
-from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
 from trustmass.sources import SourceError  # noqa: E402
 from trustmass.sources.corpora import prepare_corpus  # noqa: E402
 

@@ -13,7 +13,7 @@ sys.stdout = sys.stderr = log
 
 import torch  # noqa: E402
 
-from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
 from trustmass.sources import SourceError  # noqa: E402
 from trustmass.sources.models import prepare_model  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Rule summaries: every ceiling record of the study -> the summary frames.  Glue only: the
-statistics are trustmass.summaries."""
+statistics are trustmass.report.ceiling_stats."""
 
 import sys
 import time
@@ -10,8 +10,8 @@ sys.stdout = sys.stderr = log
 
 import polars as pl  # noqa: E402
 
-from trustmass.provenance import atomic_write, write_sidecar  # noqa: E402
-from trustmass.summaries import SummarySettings, summarize  # noqa: E402
+from trustmass.plumbing.provenance import atomic_write, write_sidecar  # noqa: E402
+from trustmass.report.ceiling_stats import SummarySettings, summarize  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 settings = SummarySettings.from_config(cfg)

@@ -1,5 +1,5 @@
 """Rules render_table1/2/6/8: one summary frame -> the table as CSV and Markdown.  Glue only: the
-layout is trustmass.tables."""
+layout is trustmass.report.tables."""
 
 import sys
 import time
@@ -10,8 +10,8 @@ sys.stdout = sys.stderr = log
 
 import polars as pl  # noqa: E402
 
-from trustmass import tables  # noqa: E402
-from trustmass.provenance import write_sidecar  # noqa: E402
+from trustmass.report import tables  # noqa: E402
+from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
 
 name = snakemake.params.table  # noqa: F821
 threshold = snakemake.params.config["labels"]["kappa_threshold"]  # noqa: F821

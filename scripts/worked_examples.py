@@ -1,6 +1,6 @@
 """Rule worked_examples: recompute the paper's worked examples; fail if any disagrees.
 
-Glue only: the examples and their expected values live in trustmass.selfcheck.
+Glue only: the examples and their expected values live in trustmass.selfcheck.worked_examples.
 """
 
 import json
@@ -11,8 +11,8 @@ started = time.time()
 log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
 sys.stdout = sys.stderr = log
 
-from trustmass.provenance import write_json, write_sidecar  # noqa: E402
-from trustmass.selfcheck import worked_examples  # noqa: E402
+from trustmass.plumbing.provenance import write_json, write_sidecar  # noqa: E402
+from trustmass.selfcheck.worked_examples import worked_examples  # noqa: E402
 
 
 def verdicts(node, where="$"):

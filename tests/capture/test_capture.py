@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from trustmass import capture as cap
-from trustmass import shards
+from trustmass.capture import prefill as cap
+from trustmass.capture import shards
 from capture.tiny_models import tiny_model
 
 N_TOKENS = 48

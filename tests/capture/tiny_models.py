@@ -36,8 +36,8 @@ def tiny_model(kind: str, attn_implementation: str, dtype=torch.float32, seed: i
 
 def tiny_shard(folder, n_tokens: int = 80, rows_per_head: int = 2, min_position: int = 30, seed: int = 1) -> str:
     """Capture one random-token document with the tiny Llama and write its shard; returns the path."""
-    from trustmass import capture as cap
-    from trustmass import shards
+    from trustmass.capture import prefill as cap
+    from trustmass.capture import shards
 
     cap.register()
     model = tiny_model("llama", cap.ATTENTION_NAME)

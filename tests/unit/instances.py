@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from trustmass.operator import Instance
+from trustmass.core.operator import Instance
 
 DIMS = (1, 2, 3, 8)
 

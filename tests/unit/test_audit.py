@@ -7,12 +7,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass import audit as au
-from trustmass import audit_summaries as asum
-from trustmass import shards
-from trustmass.ceiling import CeilingSettings, shard_records
-from trustmass.selectors.registry import REGISTRY, SelectorInput, run
-from trustmass.summaries import HEADLINE_SCHEMA, SummarySettings
+from trustmass.audit import records as au
+from trustmass.report import audit_stats as asum
+from trustmass.capture import shards
+from trustmass.ceiling.records import CeilingSettings, shard_records
+from trustmass.core.selectors.registry import REGISTRY, SelectorInput, run
+from trustmass.report.ceiling_stats import HEADLINE_SCHEMA, SummarySettings
 
 CEIL = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
 AUD = au.AuditSettings(enumerated=(2, 4), native=(8,))
@@ -135,7 +135,7 @@ def test_per_query_not_worse_than_cache_faithful_in_median(tiny):
 
 
 def test_tova_mismatch_is_detected():
-    from trustmass.selectors.deployed import TOVA, TovaIdentityError
+    from trustmass.core.selectors.deployed import TOVA, TovaIdentityError
 
     x = SelectorInput(p=np.array([0.3, 0.2, 0.2, 0.3]), values=np.eye(4))
     assert run(REGISTRY["tova"], x, 2).tolist() == run(REGISTRY["top_mass"], x, 2).tolist()
@@ -205,7 +205,7 @@ def test_audit_table_statistics():
 
 
 def test_headline_rows_match_the_claims():
-    from trustmass.claims_data import claim
+    from trustmass.report.claims_data import claim
 
     frames = asum.summarize(synthetic_records(), SUM, qk_norm={"m": False})
     h = frames["audit_headline"]
@@ -230,7 +230,7 @@ def test_headline_rows_match_the_claims():
 
 
 def test_fig3_renders(tmp_path):
-    from trustmass import figure3
+    from trustmass.report import figure3
 
     frames = asum.summarize(synthetic_records(), SUM)
     roc = frames["fig3_roc"]

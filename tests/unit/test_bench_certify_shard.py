@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from trustmass import certification as C
+from trustmass.certification import stage as C
 from trustmass.bench import certify as bench
-from trustmass.certify import STATUSES
+from trustmass.certification.misocp import STATUSES
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_records_mode_reads_the_study_layout(tiny_shard, tmp_path):
     """The default mode: a manifest from ceiling records, instances reloaded from capture_root."""
     import shutil
 
-    from trustmass.ceiling import CeilingSettings, shard_records
+    from trustmass.ceiling.records import CeilingSettings, shard_records
 
     root = tmp_path / "capture" / "tiny" / "words"
     root.mkdir(parents=True)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from trustmass import capture as cap
-from trustmass import enumeration as en
-from trustmass import operator as op
-from trustmass import shards
-from trustmass.ceiling import COLUMNS, DIAGNOSTICS, CeilingSettings, Row, instance_of, row_records, shard_records
+from trustmass.capture import prefill as cap
+from trustmass.core import enumeration as en
+from trustmass.core import operator as op
+from trustmass.capture import shards
+from trustmass.ceiling.records import COLUMNS, DIAGNOSTICS, CeilingSettings, Row, instance_of, row_records, shard_records
 
 SETTINGS = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
 

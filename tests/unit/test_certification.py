@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 from unit.instances import random_instance
 
-from trustmass import certification as C
-from trustmass import operator as op
-from trustmass.ceiling import CeilingSettings, shard_records
-from trustmass.certify import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
-from trustmass.stats import median_cap, wilson_upper
+from trustmass.certification import stage as C
+from trustmass.core import operator as op
+from trustmass.ceiling.records import CeilingSettings, shard_records
+from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
+from trustmass.core.stats import median_cap, wilson_upper
 
 # ------------------------------------------------------------------------------------------ manifest
 
@@ -175,7 +175,7 @@ def test_table7_wilson_and_caps():
 
 
 def test_headline_names_are_claim_values():
-    from trustmass.claims_data import load_claims
+    from trustmass.report.claims_data import load_claims
 
     claims = load_claims()
     claims = claims if isinstance(claims, dict) else {c.id: c for c in claims}

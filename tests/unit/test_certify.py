@@ -9,10 +9,10 @@ pytest.importorskip("pyscipopt")
 
 from unit.instances import random_instance
 
-from trustmass import certify as cert
-from trustmass.enumeration import candidate_pool, exact_optimum_bruteforce, pool_optimum
-from trustmass.operator import Instance, es, es_squared_rational
-from trustmass.selfcheck import partition_decision, partition_instance
+from trustmass.certification import misocp as cert
+from trustmass.core.enumeration import candidate_pool, exact_optimum_bruteforce, pool_optimum
+from trustmass.core.operator import Instance, es, es_squared_rational
+from trustmass.selfcheck.worked_examples import partition_decision, partition_instance
 
 CASES = [(seed, n, s, d) for seed, (n, s, d) in enumerate([(10, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3)])]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trustmass import claims_data as cd
-from trustmass.claims_data import (
+from trustmass.report import claims_data as cd
+from trustmass.report.claims_data import (
     ClaimsFileError,
     claim,
     claims_for_figure_table,

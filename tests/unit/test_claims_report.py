@@ -3,8 +3,8 @@
 import polars as pl
 import pytest
 
-from trustmass.claims_data import Value, claim, load_claims
-from trustmass.claims_report import HEADLINE_COLUMNS, build, judge, markdown
+from trustmass.report.claims_data import Value, claim, load_claims
+from trustmass.report.claims_report import HEADLINE_COLUMNS, build, judge, markdown
 
 
 def row(est, low=None, high=None):

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from trustmass.config import ConfigError, config_slice, load_schema, validate_config
+from trustmass.plumbing.config import ConfigError, config_slice, load_schema, validate_config
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
@@ -148,8 +148,8 @@ def test_capture_windows_must_cover_snapkv_at_every_budget():
 
 
 def test_stage_settings_from_the_default_config():
-    from trustmass.audit import AuditSettings
-    from trustmass.ceiling import CeilingSettings
+    from trustmass.audit.records import AuditSettings
+    from trustmass.ceiling.records import CeilingSettings
 
     config = validate_config({}, SCHEMA)
     assert CeilingSettings.from_config(config) == CeilingSettings()
@@ -160,7 +160,7 @@ def test_stage_settings_from_the_default_config():
 
 
 def test_config_restates_snapkvs_window_exactly():
-    from trustmass.config import snapkv_window
-    from trustmass.selectors.deployed import SnapKV
+    from trustmass.plumbing.config import snapkv_window
+    from trustmass.core.selectors.deployed import SnapKV
 
     assert all(snapkv_window(s) == SnapKV().window(s) for s in range(1, 600))

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from unit.instances import random_cases, random_instance
 
-from trustmass import operator as op
-from trustmass.selectors.deployed import (
+from trustmass.core import operator as op
+from trustmass.core.selectors.deployed import (
     H2O,
     TOVA,
     Quest,
@@ -17,8 +17,8 @@ from trustmass.selectors.deployed import (
     max_pool_same,
     select_units,
 )
-from trustmass.selectors.registry import SelectorInput, run
-from trustmass.selectors.value_aware import (
+from trustmass.core.selectors.registry import SelectorInput, run
+from trustmass.core.selectors.value_aware import (
     BlockSelect,
     ValueAwareBlocks,
     value_aware_scores,

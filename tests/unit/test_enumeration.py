@@ -6,11 +6,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from trustmass import enumeration as en
-from trustmass import operator as op
-from trustmass.operator import Instance
-from trustmass.selectors import balancing
-from trustmass.selfcheck import partition_decision, partition_instance
+from trustmass.core import enumeration as en
+from trustmass.core import operator as op
+from trustmass.core.operator import Instance
+from trustmass.core.selectors import balancing
+from trustmass.selfcheck.worked_examples import partition_decision, partition_instance
 from unit.instances import random_cases, random_instance
 
 

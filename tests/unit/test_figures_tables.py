@@ -7,8 +7,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass import figures, tables
-from trustmass import summaries as S
+from trustmass.report import figures
+
+from trustmass.report import tables
+from trustmass.report import ceiling_stats as S
 
 MODELS = ("alpha", "beta")
 LAYERS, HEADS = 4, 3

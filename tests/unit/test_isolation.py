@@ -1,4 +1,4 @@
-"""A crash in native code ends one isolated call, not the job (trustmass.isolation)."""
+"""A crash in native code ends one isolated call, not the job (trustmass.plumbing.isolation)."""
 
 import os
 import signal
@@ -7,9 +7,9 @@ import time
 import numpy as np
 import polars as pl
 
-from trustmass import certification as C
-from trustmass.certify import UNDECIDED, UNSOLVED
-from trustmass.isolation import CRASHED, RAISED, TIMEOUT, isolated_call
+from trustmass.certification import stage as C
+from trustmass.certification.misocp import UNDECIDED, UNSOLVED
+from trustmass.plumbing.isolation import CRASHED, RAISED, TIMEOUT, isolated_call
 from unit.instances import random_instance
 from unit.test_certification import tiny_capture  # noqa: F401 -- the shared fixture
 
@@ -87,7 +87,7 @@ def test_guard_expiry_is_undecided(monkeypatch):
 
 def test_a_crashing_solve_is_an_error_solve_and_an_unsolved_instance(monkeypatch):
     """certify(isolate_solves=True): one solve dying in native code ends that solve only."""
-    from trustmass import certify as cert
+    from trustmass.certification import misocp as cert
 
     inst = random_instance(4, n=14, d=3)
     monkeypatch.setattr(cert, "solve_feasibility", lambda *a, **k: _segfault())

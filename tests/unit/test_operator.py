@@ -6,8 +6,8 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from trustmass import operator as op
-from trustmass.operator import Instance
+from trustmass.core import operator as op
+from trustmass.core.operator import Instance
 from unit.instances import random_cases, random_instance
 
 EX22 = Instance.from_arrays([0.45, 0.45, 0.10], [-1.0, 1.0, 5.0])

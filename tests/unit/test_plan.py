@@ -1,4 +1,4 @@
-"""trustmass.plan: instance counts from a config, and from the text of a snakemake dry-run."""
+"""trustmass.cli.plan: instance counts from a config, and from the text of a snakemake dry-run."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 from conftest import REPO
 
-from trustmass.config import validate_config
-from trustmass.plan import (
+from trustmass.plumbing.config import validate_config
+from trustmass.cli.plan import (
     PRIMARY_DOCS,
     DryRunParseError,
     documents_for_model,

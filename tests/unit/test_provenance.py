@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from trustmass import provenance
-from trustmass.provenance import (
+from trustmass.plumbing import provenance
+from trustmass.plumbing.provenance import (
     atomic_write,
     code_version,
     library_sources,
@@ -172,7 +172,7 @@ def test_writing_a_sidecar_does_not_import_torch(tmp_path):
     out = tmp_path / "o.txt"
     out.write_text("x")
     code = (
-        "import sys, time; from trustmass.provenance import write_sidecar; "
+        "import sys, time; from trustmass.plumbing.provenance import write_sidecar; "
         f"write_sidecar({str(out)!r}, inputs=[], config_slice={{}}, started=time.time()); "
         "print('torch' in sys.modules)"
     )
@@ -241,9 +241,10 @@ def test_code_version_without_git_is_unknown(tmp_path, monkeypatch):
 
 
 def test_library_sources_follow_imports_within_the_package():
-    files = library_sources("trustmass.config", relative_to=None)
+    files = library_sources("trustmass.plumbing.config", relative_to=None)
     names = {f.split("src/trustmass/")[-1] for f in files}
-    assert names == {"__init__.py", "config.py"}  # config imports no other trustmass module
+    # config imports no other trustmass module: itself and the packages on its way
+    assert names == {"__init__.py", "plumbing/__init__.py", "plumbing/config.py"}
     assert all(os.path.isabs(f) for f in files)
 
 
@@ -255,10 +256,10 @@ def test_library_sources_reject_unknown_modules():
 def test_imported_modules_resolve_relative_imports(tmp_path):
     src = tmp_path / "m.py"
     src.write_text(
-        "import numpy\nimport trustmass.operator\nfrom . import simplex\nfrom .selectors import balancing\n"
-        "from ..outside import x\nfrom trustmass.enumeration import pool_optimum\n"
+        "import numpy\nimport trustmass.core.operator\nfrom . import simplex\nfrom .selectors import balancing\n"
+        "from ..outside import x\nfrom trustmass.core.enumeration import pool_optimum\n"
     )
     found = set(provenance._imported_modules("trustmass.bench.m", src))
-    assert {"trustmass.operator", "trustmass.bench.simplex", "trustmass.bench.selectors.balancing",
-            "trustmass.enumeration", "trustmass.enumeration.pool_optimum"} <= found
+    assert {"trustmass.core.operator", "trustmass.bench.simplex", "trustmass.bench.selectors.balancing",
+            "trustmass.core.enumeration", "trustmass.core.enumeration.pool_optimum"} <= found
     assert "numpy" not in found

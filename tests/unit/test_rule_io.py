@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import polars as pl
 
-from trustmass import rule_io
+from trustmass.plumbing import rule_io
 
 
 def test_a_rule_script_logs_writes_and_leaves_sidecars(tmp_path, monkeypatch):

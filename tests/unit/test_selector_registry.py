@@ -10,9 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from trustmass import operator as op
-from trustmass.selectors import registry as R
-from trustmass.selectors.registry import REGISTRY, SelectorInput, contract, run
+from trustmass.core import operator as op
+from trustmass.core.selectors import registry as R
+from trustmass.core.selectors.registry import REGISTRY, SelectorInput, contract, run
 
 BUDGETS = (4, 8, 16, 32, 64)
 SIZES = (10, 45, 130)  # below, between and above the budgets
@@ -208,9 +208,9 @@ def test_zero_mass_keys_are_padded_not_chosen_first():
 
 
 def test_balancing_wrapper_matches_ceiling_convention():
-    from trustmass.ceiling import CeilingSettings
-    from trustmass.enumeration import candidate_pool
-    from trustmass.selectors.balancing import balancing
+    from trustmass.ceiling.records import CeilingSettings
+    from trustmass.core.enumeration import candidate_pool
+    from trustmass.core.selectors.balancing import balancing
 
     settings = CeilingSettings()
     x = INPUTS[CASES[2]][0]
@@ -262,6 +262,6 @@ def test_selector_input_validation_and_from_layer():
 
 def test_windows_match_capture():
     pytest.importorskip("torch")
-    from trustmass.capture import SNAPKV_WINDOWS
+    from trustmass.capture.prefill import SNAPKV_WINDOWS
 
     assert R.SNAPKV_WINDOWS == tuple(SNAPKV_WINDOWS)

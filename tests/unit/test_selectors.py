@@ -5,10 +5,10 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from trustmass import enumeration as en
-from trustmass import operator as op
-from trustmass.operator import Instance
-from trustmass.selectors import (
+from trustmass.core import enumeration as en
+from trustmass.core import operator as op
+from trustmass.core.operator import Instance
+from trustmass.core.selectors import (
     balancing,
     frank_wolfe_support,
     frank_wolfe_trace,

@@ -5,7 +5,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from trustmass.simplex import project_onto_hull
+from trustmass.core.simplex import project_onto_hull
 
 
 def hull_distance_oracle(points: np.ndarray, target: np.ndarray) -> float:

@@ -10,7 +10,7 @@ from sources_fixtures import r_lazyload
 
 from trustmass.sources import SourceError
 from trustmass.sources import corpora as C
-from trustmass.sources._common import sha256_bytes, sha256_file
+from trustmass.sources.common import sha256_bytes, sha256_file
 
 
 def quiet(_):
@@ -179,7 +179,7 @@ def test_r_lazyload_reader_and_object_order(tmp_path):
 
 
 def test_debian_without_apt_suggests_local(tmp_path, monkeypatch):
-    import trustmass.sources._common as common
+    import trustmass.sources.common as common
 
     monkeypatch.setattr(common.shutil, "which", lambda name: None)
     spec = {"source": "debian", "package": "r-cran-janeaustenr", "reader": "janeaustenr"}
@@ -189,7 +189,7 @@ def test_debian_without_apt_suggests_local(tmp_path, monkeypatch):
 
 
 def test_debian_without_dpkg_deb_suggests_local(tmp_path, monkeypatch):
-    import trustmass.sources._common as common
+    import trustmass.sources.common as common
 
     cache = tmp_path / "cache" / "debian"
     cache.mkdir(parents=True)

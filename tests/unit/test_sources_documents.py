@@ -9,7 +9,7 @@ pytest.importorskip("transformers")
 from sources_fixtures import WORDS, word_corpus, word_tokenizer  # noqa: E402
 
 from trustmass.sources import SourceError  # noqa: E402
-from trustmass.sources._common import sha256_file  # noqa: E402
+from trustmass.sources.common import sha256_file  # noqa: E402
 from trustmass.sources.documents import cut_documents, load_documents, tokenize_documents  # noqa: E402
 
 BOS, EOS = 1, 2

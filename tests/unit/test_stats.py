@@ -1,4 +1,4 @@
-"""trustmass.stats: exact values on hand-computed inputs, and property tests against oracles
+"""trustmass.core.stats: exact values on hand-computed inputs, and property tests against oracles
 (scipy, brute-force pair counting, explicit resampling)."""
 
 import math
@@ -11,7 +11,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustmass import stats
+from trustmass.core import stats
 
 FAST = settings(max_examples=60, deadline=None)
 # small-integer samples produce many ties, the case that matters for ranks

@@ -1,4 +1,4 @@
-"""trustmass.summaries on synthetic ceiling records with hand-checkable values."""
+"""trustmass.report.ceiling_stats on synthetic ceiling records with hand-checkable values."""
 
 import math
 
@@ -7,9 +7,9 @@ import polars as pl
 import pytest
 import scipy.stats
 
-from trustmass import stats
-from trustmass import summaries as S
-from trustmass.claims_data import claim
+from trustmass.core import stats
+from trustmass.report import ceiling_stats as S
+from trustmass.report.claims_data import claim
 
 FAST = S.SummarySettings(bootstrap=200)
 NO_CI = S.SummarySettings(bootstrap=0)

@@ -7,8 +7,8 @@ import yaml
 from conftest import REPO, planned_jobs
 from test_paper_config import assert_planned_offline, offline_dry_run
 
-from trustmass.config import validate_config
-from trustmass.plan import (
+from trustmass.plumbing.config import validate_config
+from trustmass.cli.plan import (
     instances_from_dryrun,
     planned_captures,
     planned_instances,

@@ -1,6 +1,6 @@
 """config/paper.yaml: the ten arms plan the paper's instance counts, offline, on the DAG itself.
 
-The counts are read from the capture jobs snakemake plans (trustmass.plan.instances_from_dryrun),
+The counts are read from the capture jobs snakemake plans (trustmass.cli.plan.instances_from_dryrun),
 not only computed from the config, and compared with the paper's checksums in the claims table:
 111,744 (four headline families, first 3 documents), 56,448 (Qwen2.5-7B at 16,384 tokens),
 72,576 (the content run).  Every dry-run here runs with network connections refused and recorded:
@@ -20,9 +20,9 @@ import pytest
 import yaml
 from conftest import REPO, Workflow, planned_jobs
 
-from trustmass.claims_data import claim
-from trustmass.config import validate_config
-from trustmass.plan import (
+from trustmass.report.claims_data import claim
+from trustmass.plumbing.config import validate_config
+from trustmass.cli.plan import (
     PRIMARY_DOCS,
     instances_from_dryrun,
     planned_captures,

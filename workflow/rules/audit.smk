@@ -1,17 +1,17 @@
 # Stage 5: the selector audit (spec §5, App C; issue 6).  One job per capture shard scores every
-# audited rule (trustmass.audit.AUDIT_RULES) on every (layer, head, sampled row, budget), per query
+# audited rule (trustmass.audit.records.AUDIT_RULES) on every (layer, head, sampled row, budget), per query
 # and cache-faithful, joined row by row to that shard's ceiling records; then the statistics, the
 # audit table and Figure 3.
 #
-#   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit
-#   results/stats/{audit_table,fig3_roc,audit_headline}.parquet   trustmass.audit_summaries
-#   results/figures/fig3_method_headroom.png  (the paper's c8_method_headroom.png)   trustmass.figure3
+#   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
+#   results/stats/{audit_table,fig3_roc,audit_headline}.parquet   trustmass.report.audit_stats
+#   results/figures/fig3_method_headroom.png  (the paper's c8_method_headroom.png)   trustmass.report.figure3
 #   results/tables/audit_table.{csv,md}
 #
 # Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
 # capture_shard, ceiling_records, study_documents.  Uses report.smk's PAPER-style caption quotes.
 
-from trustmass.claims_data import claim as _audit_claim
+from trustmass.report.claims_data import claim as _audit_claim
 
 AUDIT_PAPER = {
     name: [f"claim {i}: " + _audit_claim(i).text.replace("*", "\\*").replace("|", "\\|") for i in ids]
@@ -27,7 +27,7 @@ rule audit:
     input:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         records=ceiling_records("{model}", "{corpus}", "{doc}"),
-        code=library_code("trustmass.audit", "trustmass.rule_io"),
+        code=library_code("trustmass.audit.records", "trustmass.plumbing.rule_io"),
     output:
         audit=AUDIT,
         prov=prov(AUDIT),
@@ -52,7 +52,7 @@ rule audit_summaries:
     input:
         audit=STUDY_AUDIT_RECORDS,
         models=sorted({f"resources/models/{m}/config.json" for m, _, _ in study_documents()}),
-        code=library_code("trustmass.audit_summaries"),
+        code=library_code("trustmass.report.audit_stats"),
     output:
         audit_table="results/stats/audit_table.parquet",
         fig3_roc="results/stats/fig3_roc.parquet",
@@ -77,7 +77,7 @@ rule plot_fig3:
     input:
         roc=rules.audit_summaries.output.fig3_roc,
         table=rules.audit_summaries.output.audit_table,
-        code=library_code("trustmass.figure3"),
+        code=library_code("trustmass.report.figure3"),
     output:
         png=report(
             "results/figures/fig3_method_headroom.png",
@@ -105,7 +105,7 @@ rule render_audit_table:
     """The audit table: per (model, rule, budget) median excess, label share, AUC, Spearman, cache-faithful."""
     input:
         table=rules.audit_summaries.output.audit_table,
-        code=library_code("trustmass.audit_summaries"),
+        code=library_code("trustmass.report.audit_stats"),
     output:
         csv=report(
             "results/tables/audit_table.csv",

@@ -14,7 +14,7 @@ rule capture:
     input:
         model="resources/models/{model}/config.json",
         documents=lambda wc: documents_path(wc.model, wc.corpus),
-        code=library_code("trustmass.capture", "trustmass.shards", "trustmass.kernels"),
+        code=library_code("trustmass.capture.prefill", "trustmass.capture.shards", "trustmass.kernels"),
     output:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         report="results/capture/{model}/{corpus}/{doc}.validation.parquet",

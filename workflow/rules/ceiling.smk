@@ -1,6 +1,6 @@
 # Stage 3: ceiling records.  One job per capture shard: every (layer, head, sampled row) at every
 # budget -- the exact pool optimum ES_pool at the enumerated budgets, balancing and the bounds at
-# the native budgets (trustmass.ceiling).  Column names are the contract downstream stages read.
+# the native budgets (trustmass.ceiling.records).  Column names are the contract downstream stages read.
 #
 #   results/ceiling/{model}/{corpus}/{doc}.parquet
 #
@@ -12,7 +12,7 @@ rule ceiling:
     """Ceiling records of one captured document (float64 throughout)."""
     input:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
-        code=library_code("trustmass.ceiling", "trustmass.rule_io"),
+        code=library_code("trustmass.ceiling.records", "trustmass.plumbing.rule_io"),
     output:
         records="results/ceiling/{model}/{corpus}/{doc}.parquet",
         prov=prov("results/ceiling/{model}/{corpus}/{doc}.parquet"),

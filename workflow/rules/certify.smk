@@ -1,6 +1,6 @@
 # Stage 5: certification (paper spec §3.2, §3.4-3.6, Table 7).  The exact optimum over all keys of a
-# manifest of instances by MISOCP bisection (SCIP, trustmass.certify), substituted into the ceiling
-# statistics; and the cap-widening sweep at s = 32.  Orchestration is trustmass.certification.
+# manifest of instances by MISOCP bisection (SCIP, trustmass.certification.misocp), substituted into the ceiling
+# statistics; and the cap-widening sweep at s = 32.  Orchestration is trustmass.certification.stage.
 #
 #   results/certify/manifest.parquet                 instances, strata and shard of each
 #   results/certify/shards/{shard}.parquet           one row per instance of the shard, always
@@ -19,7 +19,7 @@ rule certify_manifest:
     """The certification manifest: instances per (model, budget, dropped-mass decile), seeded, sharded."""
     input:
         records=study_records(),
-        code=library_code("trustmass.certification"),
+        code=library_code("trustmass.certification.stage"),
     output:
         manifest=f"{CERT}/manifest.parquet",
         prov=prov(f"{CERT}/manifest.parquet"),
@@ -42,7 +42,7 @@ rule certify_shard:
     input:
         manifest=rules.certify_manifest.output.manifest,
         shards=study_shards(),
-        code=library_code("trustmass.certification", "trustmass.rule_io"),
+        code=library_code("trustmass.certification.stage", "trustmass.plumbing.rule_io"),
     output:
         certified=f"{CERT}/shards/{{shard}}.parquet",
         prov=prov(f"{CERT}/shards/{{shard}}.parquet"),
@@ -68,7 +68,7 @@ rule certify_table7:
         manifest=rules.certify_manifest.output.manifest,
         certified=certify_shard_outputs(),
         records=study_records(),
-        code=library_code("trustmass.certification", "trustmass.rule_io"),
+        code=library_code("trustmass.certification.stage", "trustmass.plumbing.rule_io"),
     output:
         joined=f"{CERT}/certified.parquet",
         csv=report("results/tables/table7_certification.csv", caption="../report/table7.rst", category="Tables"),
@@ -97,7 +97,7 @@ rule certify_sweep:
     input:
         records=study_records(),
         shards=study_shards(),
-        code=library_code("trustmass.certification", "trustmass.rule_io"),
+        code=library_code("trustmass.certification.stage", "trustmass.plumbing.rule_io"),
     output:
         rows=f"{CERT}/sweep_rows.parquet",
         csv=report("results/tables/sweep_cap_widening.csv", caption="../report/sweep.rst", category="Tables"),

@@ -1,6 +1,6 @@
 # Helpers for the certification stage (workflow/rules/certify.smk).  Functions and constants only.
 
-from trustmass.claims_data import claim as _claim
+from trustmass.report.claims_data import claim as _claim
 
 CERT = "results/certify"
 CERT_CONFIG = ("seed", "budgets/enumerated", "certification", "statistics/primary_docs")

@@ -22,7 +22,7 @@ rule claims_report:
             "results/stats/audit_headline.parquet",
         ],
         claims=CLAIMS_FILE,
-        code=library_code("trustmass.claims_report", "trustmass.claims_data"),
+        code=library_code("trustmass.report.claims_report", "trustmass.report.claims_data"),
     output:
         md=report("results/claims.md", caption="../report/claims.rst", category="Claims"),
         json="results/claims.json",

@@ -10,8 +10,8 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 try:
-    from trustmass.config import ConfigError, config_slice, validate_config
-    from trustmass.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
+    from trustmass.plumbing.config import ConfigError, config_slice, validate_config
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
 except ImportError as exc:
     raise WorkflowError(
         f"cannot import the trustmass library ({exc}). Run snakemake from the project environment: "

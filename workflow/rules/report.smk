@@ -1,12 +1,12 @@
 # Stage 4: statistics, figures and tables.  Compute and plot are separate rules: `summaries` reads
 # every ceiling record of the study once and writes small tidy frames (bootstraps included); each
 # figure and table rule reads only its own frame and its own library module, so restyling a plot
-# (trustmass.figures.STYLE) or a table (trustmass.tables) reruns that rule alone.
+# (trustmass.report.figures.STYLE) or a table (trustmass.report.tables) reruns that rule alone.
 #
-#   results/stats/{fig1,fig2,table1,table2,table6,table8,headline}.parquet   trustmass.summaries
-#   results/figures/fig1_ceiling.png   (the paper's b9_ceiling_sym.png)     trustmass.figures
+#   results/stats/{fig1,fig2,table1,table2,table6,table8,headline}.parquet   trustmass.report.ceiling_stats
+#   results/figures/fig1_ceiling.png   (the paper's b9_ceiling_sym.png)     trustmass.report.figures
 #   results/figures/fig2_map.png       (the paper's b3_map_sym.png)
-#   results/tables/table{1_native,2_content,6_panel,8_profile}.{csv,md}     trustmass.tables
+#   results/tables/table{1_native,2_content,6_panel,8_profile}.{csv,md}     trustmass.report.tables
 #
 # Captions (workflow/report/*.rst) quote the paper's own sentences from the claims file, passed as
 # params.paper (never typed in the captions).
@@ -14,7 +14,7 @@
 # Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
 # study_records.
 
-from trustmass.claims_data import claim as _claim
+from trustmass.report.claims_data import claim as _claim
 
 # the paper's sentences quoted in each caption (RST-escaped)
 PAPER = {
@@ -35,7 +35,7 @@ rule summaries:
     """Every statistic behind Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals."""
     input:
         records=study_records(),
-        code=library_code("trustmass.summaries"),
+        code=library_code("trustmass.report.ceiling_stats"),
     output:
         fig1=f"{STATS}/fig1.parquet",
         fig2=f"{STATS}/fig2.parquet",
@@ -64,7 +64,7 @@ rule plot_fig1:
     """Figure 1: the ceiling per model and budget (block, closable cap, balancing mark, whiskers)."""
     input:
         summary=rules.summaries.output.fig1,
-        code=library_code("trustmass.figures"),
+        code=library_code("trustmass.report.figures"),
     output:
         png=report(
             "results/figures/fig1_ceiling.png",
@@ -93,7 +93,7 @@ rule plot_fig2:
     """Figure 2: the map, layer x head heatmaps of median dropped mass and median kappa_hat."""
     input:
         summary=rules.summaries.output.fig2,
-        code=library_code("trustmass.figures"),
+        code=library_code("trustmass.report.figures"),
     output:
         png=report(
             "results/figures/fig2_map.png",
@@ -122,7 +122,7 @@ rule render_table1:
     """Table 1: balancing share through the native budgets, and the remaining 2·D·m̄_s share."""
     input:
         summary=rules.summaries.output.table1,
-        code=library_code("trustmass.tables"),
+        code=library_code("trustmass.report.tables"),
     output:
         csv=report(
             "results/tables/table1_native.csv",
@@ -152,7 +152,7 @@ rule render_table2:
     """Table 2: label share, AUC and median kappa_hat per corpus (prose, code, French)."""
     input:
         summary=rules.summaries.output.table2,
-        code=library_code("trustmass.tables"),
+        code=library_code("trustmass.report.tables"),
     output:
         csv=report(
             "results/tables/table2_content.csv",
@@ -182,7 +182,7 @@ rule render_table6:
     """Table 6: the panel (AUC at s = 8, edge/int, rho_depth, rho(Phi, ES_pool), kappa_hat_bal)."""
     input:
         summary=rules.summaries.output.table6,
-        code=library_code("trustmass.tables"),
+        code=library_code("trustmass.report.tables"),
     output:
         csv=report(
             "results/tables/table6_panel.csv",
@@ -212,7 +212,7 @@ rule render_table8:
     """Table 8: the per-budget profile (kappa_hat, pi_hat, geometric/leverage ratios, group vote)."""
     input:
         summary=rules.summaries.output.table8,
-        code=library_code("trustmass.tables"),
+        code=library_code("trustmass.report.tables"),
     output:
         csv=report(
             "results/tables/table8_profile.csv",

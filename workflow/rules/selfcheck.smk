@@ -5,7 +5,7 @@
 rule worked_examples:
     """Example 2.2, Example A.2 and the Partition reduction, recomputed: expected vs computed."""
     input:
-        code=library_code("trustmass.selfcheck"),
+        code=library_code("trustmass.selfcheck.worked_examples"),
     output:
         json=report(
             "results/selfcheck/worked_examples.json",

@@ -40,7 +40,7 @@ def _load(model_dir: str | None, attn: str):
 def _measure(kind: str, model_dir: str | None, n_tokens: int, repeats: int, queue) -> None:
     import torch
 
-    from trustmass import capture as cap
+    from trustmass.capture import prefill as cap
 
     ids = torch.randint(0, 49152 if model_dir is None else 1000, (n_tokens,), generator=torch.Generator().manual_seed(0))
     if kind == "capture":

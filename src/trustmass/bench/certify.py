@@ -21,9 +21,9 @@ import time
 import numpy as np
 import polars as pl
 
-from trustmass import certification as C
-from trustmass.certify import certify
-from trustmass.enumeration import extras_for_budget, pool_optimum
+from trustmass.certification import stage as C
+from trustmass.certification.misocp import certify
+from trustmass.core.enumeration import extras_for_budget, pool_optimum
 
 
 def _measure(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float) -> dict:
@@ -61,7 +61,7 @@ def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
 
     ``n_keys`` counts the row's positive-mass keys, the N of the instance `load_instance` builds.
     """
-    from trustmass.shards import read_layer, read_metadata
+    from trustmass.capture.shards import read_layer, read_metadata
 
     rows = []
     for layer in sorted(int(k) for k in read_metadata(shard)["layers"]):
@@ -87,7 +87,7 @@ def run_shard(
     budgets=(4, 8, 16, 32),
 ) -> dict:
     """The benchmark on rows of one capture shard (see the module docstring)."""
-    from trustmass.shards import read_metadata
+    from trustmass.capture.shards import read_metadata
 
     meta = read_metadata(shard)
     candidates = shard_rows(shard, min_keys)

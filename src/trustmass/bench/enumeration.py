@@ -17,7 +17,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from trustmass.enumeration import (
+from trustmass.core.enumeration import (
     DEFAULT_MAX_EXTRA,
     DEFAULT_SUBSET_CAP,
     _search_pool,
@@ -26,8 +26,8 @@ from trustmass.enumeration import (
     pool_optimum,
     pool_optimum_numpy,
 )
-from trustmass.operator import Instance
-from trustmass.provenance import device_info
+from trustmass.core.operator import Instance
+from trustmass.plumbing.provenance import device_info
 
 
 def attention_like_row(rng: np.random.Generator, n_keys: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@
 Imports here are light (no torch, no transformers); the submodules import what they need.
 """
 
-from trustmass.sources._common import SourceError
+from trustmass.sources.common import SourceError
 from trustmass.sources.shapes import check_declared_shape, model_shapes
 
 __all__ = ["SourceError", "check_declared_shape", "model_shapes"]

@@ -48,7 +48,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from trustmass.sources._common import SourceError, check_name, require_tool, run_tool, sha256_bytes, sha256_file, tail
+from trustmass.sources.common import SourceError, check_name, require_tool, run_tool, sha256_bytes, sha256_file, tail
 
 __all__ = [
     "Document",
@@ -82,7 +82,7 @@ def prepare_corpus(
     log: Log = print,
 ) -> dict:
     """Write ``out_dir/corpus.txt`` and ``out_dir/corpus.json`` (atomically); return the record."""
-    from trustmass.provenance import atomic_write
+    from trustmass.plumbing.provenance import atomic_write
 
     check_name("corpus", name)
     source = spec.get("source")

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from trustmass.sources._common import SourceError, sha256_bytes, sha256_file
+from trustmass.sources.common import SourceError, sha256_bytes, sha256_file
 
 __all__ = [
     "BOS_POLICIES",
@@ -119,7 +119,7 @@ def tokenize_documents(
     from safetensors.numpy import save_file
     from transformers import AutoTokenizer
 
-    from trustmass.provenance import atomic_write
+    from trustmass.plumbing.provenance import atomic_write
 
     model_dir, corpus_txt, out_path = Path(model_dir), Path(corpus_txt), Path(out_path)
     model = model or model_dir.name

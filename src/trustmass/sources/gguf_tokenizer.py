@@ -37,7 +37,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trustmass.sources._common import SourceError
+from trustmass.sources.common import SourceError
 
 __all__ = ["gguf_tokenizer_metadata", "tokenizer_from_gguf"]
 

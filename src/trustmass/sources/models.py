@@ -39,7 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from trustmass.sources._common import SourceError, check_name, run_tool, sha256_file, tail
+from trustmass.sources.common import SourceError, check_name, run_tool, sha256_file, tail
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
 __all__ = [
@@ -100,7 +100,7 @@ def prepare_model(
     log: Log = print,
 ) -> dict:
     """Write the HF folder ``out_dir`` (atomically) for the config entry ``spec``; return its source record."""
-    from trustmass.provenance import atomic_write
+    from trustmass.plumbing.provenance import atomic_write
 
     check_name("model", name)
     source = spec.get("source")

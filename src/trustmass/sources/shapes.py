@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trustmass.sources._common import SourceError
+from trustmass.sources.common import SourceError
 
 __all__ = ["check_declared_shape", "load_config", "model_shapes"]
 

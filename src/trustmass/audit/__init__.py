@@ -1,0 +1,1 @@
+"""Stage: deployed selectors scored against ES_pool, per query and cache-faithful."""

@@ -1,0 +1,1 @@
+"""Stage: capture of sampled attention rows, keys, values and side statistics from one prefill."""

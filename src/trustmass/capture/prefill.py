@@ -1,0 +1,223 @@
+"""Capture of prefill attention rows (paper spec §2.3-2.6), without the full attention matrix.
+
+One prefill forward runs with an attention function registered through transformers' attention
+interface.  The function computes the layer's output with SDPA (or eager when the model
+soft-caps its logits, which SDPA cannot do) -- that is the model's own output -- and, for the
+sampled query rows of every head, records
+
+  * the exact attention row p = P[i, :] in float32 (the model's scaling, causal mask, sliding
+    window, soft-capping; QK-norm and RoPE are already in q and k),
+  * the values and keys of the row's KV head, the query vector, the model's own head output,
+  * the H2O accumulated column mass sum_{t<=i} P[t, :] and SnapKV window sums,
+
+through `trustmass.kernels` (Triton on CUDA, PyTorch twins on CPU), in O(N d + rows N) memory.
+Every sampled row is validated: sum_j p_j v_j must match the model's own head output.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from trustmass import kernels
+
+ATTENTION_NAME = "trustmass_capture"
+SNAPKV_WINDOWS = (2, 4, 8, 16, 32)
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("trustmass_capture_session", default=None)
+
+
+class CaptureValidationError(RuntimeError):
+    """A captured row disagrees with the model's own head output beyond the tolerance."""
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    rows_per_head: int = 6
+    min_position: int = 256  # rows sampled uniformly without replacement from [min, max]
+    max_position: int | None = None  # default: the last token
+    seed: int = 0
+    windows: tuple[int, ...] = SNAPKV_WINDOWS
+    max_abs_deviation: float = 4e-3  # abort threshold (spec §2.5)
+    emulate_logits_dtype: bool = True  # round logits where eager rounds (bf16 models)
+    block_rows: int = 128  # row block of the streamed column-mass pass (128 is fastest on CPU)
+
+
+def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, kv_head: int, n_tokens: int) -> np.ndarray:
+    """Seeded query positions for one (layer, KV head), shared by the group's query heads."""
+    lo = options.min_position
+    hi = n_tokens - 1 if options.max_position is None else min(options.max_position, n_tokens - 1)
+    if hi - lo + 1 < options.rows_per_head:
+        raise ValueError(
+            f"capture.min_position={lo} leaves {max(hi - lo + 1, 0)} positions in a {n_tokens}-token document, "
+            f"fewer than capture.rows_per_head={options.rows_per_head}; lower min_position or use longer documents"
+        )
+    key = f"{options.seed}|{model}|{doc}|{layer}|{kv_head}".encode()
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
+    return np.sort(rng.choice(np.arange(lo, hi + 1), size=options.rows_per_head, replace=False))
+
+
+@dataclass
+class _Session:
+    model_name: str
+    doc: str
+    n_tokens: int
+    options: CaptureOptions
+    tensors: dict = field(default_factory=dict)
+    deviations: list = field(default_factory=list)
+    layers: dict = field(default_factory=dict)
+
+    def record(self, module, query, key, value, output, scaling, softcap, window):
+        layer = int(module.layer_idx)
+        q, k, v = query[0], key[0], value[0]  # (Hq, N, d), (Hkv, N, d)
+        n_q, n_kv = q.shape[0], k.shape[0]
+        group = n_q // n_kv
+        kv_of_head = torch.arange(n_q) // group
+        kv_positions = np.stack(
+            [sample_positions(self.options, self.model_name, self.doc, layer, h, self.n_tokens) for h in range(n_kv)]
+        )
+        positions = torch.from_numpy(kv_positions[kv_of_head.numpy()]).to(q.device)  # (Hq, R)
+        k_per_head = k.index_select(0, kv_of_head.to(k.device))
+        logits_dtype = q.dtype if (self.options.emulate_logits_dtype and q.dtype != torch.float32) else None
+        kw = dict(scaling=float(scaling), softcap=softcap, window=window, logits_dtype=logits_dtype)
+        p = kernels.sampled_row_probs(q, k_per_head, positions, **kw)
+        acc, wsum = kernels.column_mass_and_window_sums(
+            q, k_per_head, positions, windows=self.options.windows, block_rows=self.options.block_rows, **kw
+        )
+        rows = positions.unsqueeze(-1).expand(-1, -1, q.shape[-1])  # (Hq, R, d)
+        own = output[0].transpose(0, 1).float().gather(1, rows)  # model's own head output (Hq, R, d)
+        values32 = v.float()
+        recomputed = torch.einsum("hrn,hnd->hrd", p, values32.index_select(0, kv_of_head.to(v.device)))
+        dev = (recomputed - own).abs()
+        prefix = f"layer{layer:03d}."
+        self.tensors.update(
+            {
+                prefix + "positions": torch.from_numpy(kv_positions),
+                prefix + "p": p.cpu(),
+                prefix + "acc_mass": acc.cpu(),
+                prefix + "window_sums": wsum.cpu(),
+                prefix + "keys": k.float().cpu(),
+                prefix + "values": values32.cpu(),
+                prefix + "query": q.float().gather(1, rows).cpu(),
+                prefix + "output": own.cpu(),
+            }
+        )
+        self.layers[layer] = {"group_size": group, "window": window, "softcap": softcap, "scaling": float(scaling)}
+        max_dev, mean_dev = dev.amax(-1).cpu(), dev.mean(-1).cpu()
+        for h in range(n_q):
+            for r in range(positions.shape[1]):
+                self.deviations.append(
+                    (layer, h, int(kv_of_head[h]), int(positions[h, r]), float(max_dev[h, r]), float(mean_dev[h, r]))
+                )
+
+
+def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """The registered attention function: the model's own output, plus the capture side effects."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    softcap = kwargs.get("softcap")
+    window = kwargs.get("sliding_window")
+    if scaling is None:
+        scaling = 1.0 / math.sqrt(query.shape[-1])
+    if softcap is None:
+        output, _ = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling)
+    else:
+        output = _eager_softcapped(module, query, key, value, attention_mask, scaling, softcap)
+    session = _ACTIVE.get()
+    if session is not None:
+        session.record(module, query, key, value, output, scaling, softcap, window)
+    return output, None
+
+
+def _eager_softcapped(module, query, key, value, attention_mask, scaling, softcap):
+    """Gemma-2 style eager attention with logit soft-capping (SDPA has no soft-capping)."""
+    group = module.num_key_value_groups
+    k = key.repeat_interleave(group, dim=1)
+    v = value.repeat_interleave(group, dim=1)
+    logits = torch.matmul(query, k.transpose(2, 3)) * scaling
+    logits = torch.tanh(logits / softcap) * softcap
+    n_q, n_k = query.shape[2], key.shape[2]
+    if attention_mask is None:
+        causal = torch.ones(n_q, n_k, dtype=torch.bool, device=query.device).tril()
+        logits = logits.masked_fill(~causal, float("-inf"))
+    elif attention_mask.dtype == torch.bool:
+        logits = logits.masked_fill(~attention_mask, float("-inf"))
+    else:
+        logits = logits + attention_mask
+    probs = torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(probs, v).transpose(1, 2).contiguous()
+
+
+def register() -> str:
+    """Register the capture attention function and its mask function (SDPA's) with transformers.
+
+    Without the mask registration transformers silently passes attention_mask=None and the
+    causal mask is lost.
+    """
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(ATTENTION_NAME, capture_attention)
+    AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
+    return ATTENTION_NAME
+
+
+def _base_model(model):
+    """The decoder stack without the LM head (logits are not needed and cost N x vocab)."""
+    return getattr(model, "model", model)
+
+
+@dataclass
+class Capture:
+    tensors: dict  # name -> tensor, see design.md "Capture shard"
+    metadata: dict  # JSON-serialisable description (no timestamps: shards are bit-reproducible)
+    deviations: list  # (layer, head, kv_head, position, max_abs_dev, mean_abs_dev)
+
+    @property
+    def max_abs_deviation(self) -> float:
+        return max(d[4] for d in self.deviations)
+
+
+def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, options: CaptureOptions) -> Capture:
+    """Run one prefill and collect every layer's sampled rows; validate them all."""
+    if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
+        raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.capture.prefill.register())")
+    ids = token_ids.reshape(1, -1).to(next(model.parameters()).device)
+    session = _Session(model_name=model_name, doc=doc, n_tokens=ids.shape[1], options=options)
+    token = _ACTIVE.set(session)
+    try:
+        with torch.inference_mode():
+            _base_model(model)(input_ids=ids, use_cache=False)
+    finally:
+        _ACTIVE.reset(token)
+    capture = Capture(
+        tensors=session.tensors,
+        metadata={
+            "model": model_name,
+            "doc": doc,
+            "n_tokens": int(ids.shape[1]),
+            "tokens_sha256": hashlib.sha256(ids.cpu().numpy().astype(np.int64).tobytes()).hexdigest(),
+            "layers": {str(k): v for k, v in sorted(session.layers.items())},
+            "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
+            "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+        },
+        deviations=session.deviations,
+    )
+    worst = max(session.deviations, key=lambda d: d[4])
+    if worst[4] > options.max_abs_deviation:
+        layer, head, _, pos, dev, _ = worst
+        raise CaptureValidationError(
+            f"{model_name}/{doc}: layer {layer} head {head} row {pos}: sum_j p_j v_j deviates from the model's own "
+            f"head output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
+        )
+    return capture
+
+
+def shard_metadata(capture: Capture) -> dict[str, str]:
+    """safetensors header metadata (string values only)."""
+    return {"trustmass": json.dumps(capture.metadata, sort_keys=True)}

@@ -1,0 +1,1 @@
+"""Stage: ceiling records, one per (layer, head, sampled row, budget)."""

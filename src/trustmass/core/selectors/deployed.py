@@ -1,0 +1,324 @@
+"""The deployed selectors the paper audits, exactly as configured (paper spec §5, App C).
+
+Every rule is a small frozen dataclass with a declared contract (class attributes ``unit``,
+``evidence``, ``scope``, ``reads_dense_output``, ``min_budget``) and
+
+    select(x: SelectorInput, budget: int) -> np.ndarray   # key positions, ascending
+
+returning ``min(budget, x.n_keys)`` positions of the row's keys ``0..i`` (``i = x.position``).
+A row with at most ``budget`` keys keeps them all (every rule's short-prompt branch).
+Ties follow the project's rule everywhere: descending score, then ascending position.
+
+Configurations at budget ``s`` (``s/2`` is ``s // 2``):
+
+* **SnapKV**: observation window ``w = max(1, min(32, s/2))``; vote ``sc_j = sum_{t=i-w+1..i}
+  P[t, j]`` for ``j <= i - w`` (the captured window sums; ``w = 1`` is the row itself); 1-D max
+  pooling over the prefix, kernel 7, stride 1, same padding (padding never wins: -inf, as
+  ``torch.max_pool1d``); keep the ``w`` window keys plus the top ``s - w`` pooled keys.
+* **H2O**: the ``s/2`` most recent keys ``i-s/2+1..i`` plus the top ``s - s/2`` of the rest by
+  accumulated mass ``acc_i[j] = sum_{t<=i} P[t, j]``.
+* **Quest**: pages of ``max(2, s/4)`` keys (2, 2, 4, 8 at s = 4, 8, 16, 32), or fixed pages of 16
+  (the page-16 configuration, ``s >= 16``), aligned at position 0 (the last page may be short).
+  Page score ``sum_c max(q_c kmax_c, q_c kmin_c)`` from the page's elementwise key max/min (Quest's
+  upper bound on ``q . k``).  Pages are taken in score order while they fit whole ("the top s/page
+  pages"); lattice slack, which only a short last page leaves, is token-filled by ``q . k_j`` (the
+  same bound at page size 1) among the keys not kept [C].
+* **StreamingLLM**: ``min(4, s/2)`` sink keys (positions 0..) plus the ``s - min(4, s/2)`` most
+  recent keys (original positions, forced weights: not the official position-shift variant).
+* **TOVA**: per query it evicts the lowest-attention key until ``s`` remain, which is top-mass.
+  The identity is asserted at runtime (spec: "assert equal sets; do not score TOVA separately").
+* **Recency** (positional control for Figure 3, spec [C]): the ``s`` most recent keys.
+
+All of these read only what a captured prefill row provides; none reads the dense output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from trustmass.core.operator import descending_order, top_k
+
+if TYPE_CHECKING:  # runtime import would be circular (the registry imports this module)
+    from trustmass.core.selectors.registry import SelectorInput
+
+
+def _all(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64)
+
+
+def _budget(budget: int, min_budget: int = 1) -> int:
+    s = int(budget)
+    if s < max(1, min_budget):
+        raise ValueError(f"budget must be >= {max(1, min_budget)}; got {budget}")
+    return s
+
+
+def recent(n: int, count: int) -> np.ndarray:
+    """The `count` most recent positions of a row with n keys, ascending."""
+    return np.arange(max(0, n - count), n, dtype=np.int64)
+
+
+def max_pool_same(score: np.ndarray, kernel: int) -> np.ndarray:
+    """1-D max pooling, stride 1, odd kernel, 'same' padding with -inf (torch.max_pool1d)."""
+    if kernel < 1 or kernel % 2 == 0:
+        raise ValueError(f"pooling kernel must be odd and >= 1; got {kernel}")
+    half = kernel // 2
+    padded = np.concatenate(
+        (
+            np.full(half, -np.inf),
+            np.asarray(score, dtype=np.float64),
+            np.full(half, -np.inf),
+        )
+    )
+    windows = np.lib.stride_tricks.sliding_window_view(padded, kernel)
+    return windows.max(axis=1)
+
+
+def avg_pool_same(score: np.ndarray, kernel: int) -> np.ndarray:
+    """1-D average pooling, stride 1, odd kernel, zero padding counted (torch AvgPool1d default)."""
+    if kernel < 1 or kernel % 2 == 0:
+        raise ValueError(f"pooling kernel must be odd and >= 1; got {kernel}")
+    half = kernel // 2
+    padded = np.concatenate((np.zeros(half), np.asarray(score, dtype=np.float64), np.zeros(half)))
+    return np.lib.stride_tricks.sliding_window_view(padded, kernel).sum(axis=1) / kernel
+
+
+def block_reduce(ufunc: np.ufunc, array: np.ndarray, size: int) -> np.ndarray:
+    """ufunc.reduceat(array, arange(0, n, size), axis=0), by a reshape for the whole blocks (reduceat
+    is slow on many short segments).  Identical for max/min; sums may differ in the last bit (numpy
+    may sum a block pairwise)."""
+    n = array.shape[0]
+    whole = n // size
+    head = ufunc.reduce(array[: whole * size].reshape(whole, size, *array.shape[1:]), axis=1)
+    if whole * size == n:
+        return head
+    return np.concatenate((head, ufunc.reduce(array[whole * size :], axis=0, keepdims=True)))
+
+
+@dataclass(frozen=True)
+class Units:
+    """Consecutive units [starts[u], stops[u]) of positions; indexing/iterating gives the positions."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __getitem__(self, u: int) -> np.ndarray:
+        return np.arange(self.starts[u], self.stops[u], dtype=np.int64)
+
+    def __iter__(self):
+        return (self[u] for u in range(len(self)))
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.stops - self.starts
+
+
+def contiguous_units(start: int, stop: int, size: int) -> Units:
+    """Positions start..stop-1 cut into consecutive units of `size`, aligned at `start`."""
+    if size < 1:
+        raise ValueError(f"unit size must be >= 1; got {size}")
+    starts = np.arange(start, stop, size, dtype=np.int64)
+    return Units(starts, np.minimum(starts + size, stop))
+
+
+def select_units(
+    n: int,
+    budget: int,
+    units: Units,
+    unit_score: np.ndarray,
+    token_score: np.ndarray,
+    forced: np.ndarray | None = None,
+) -> np.ndarray:
+    """Forced keys, then whole units in descending score (ties: lower unit first) while they fit,
+    then token-fill of the lattice slack by `token_score` among the keys not kept.
+
+    Returns min(budget, n) positions, ascending.  Units must be disjoint from `forced`.
+    """
+    kept = np.zeros(n, dtype=bool)
+    if forced is not None:
+        kept[forced] = True
+    remaining = min(budget, n) - int(kept.sum())
+    if remaining < 0:
+        raise ValueError("forced keys exceed the budget")
+    sizes = units.sizes
+    smallest = int(sizes.min()) if len(units) else 0
+    for u in descending_order(np.asarray(unit_score, dtype=np.float64)):
+        if remaining < smallest:  # nothing fits any more
+            break
+        size = int(sizes[u])
+        if size <= remaining:
+            kept[units.starts[u] : units.stops[u]] = True
+            remaining -= size
+    if remaining > 0:
+        kept[top_k(token_score, remaining, exclude=kept)] = True
+    return np.flatnonzero(kept)
+
+
+class TokenRule:
+    """The contract most rules share: tokens, chosen per row from prefill evidence, any budget.
+    Subclasses declare their ``evidence`` (and override the rest where they differ)."""
+
+    unit: ClassVar[str] = "token"
+    scope: ClassVar[str] = "per_row"
+    reads_dense_output: ClassVar[bool] = False
+    min_budget: ClassVar[int] = 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the audited rules
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapKV(TokenRule):
+    """SnapKV with the audit's window max(1, min(max_window, s/2)), kernel 7, max pooling."""
+
+    max_window: int = 32
+    kernel: int = 7
+    pooling: str = "max"  # "max" (the paper's audit) | "avg" (SnapKV's other pooling; 002, 000)
+
+    evidence: ClassVar[frozenset] = frozenset({"window"})
+
+    def window(self, budget: int) -> int:
+        return max(1, min(self.max_window, int(budget) // 2))
+
+    def pooled_scores(self, x: SelectorInput, budget: int) -> np.ndarray:
+        """Pooled vote over the prefix keys 0..i-w (length n - w)."""
+        w = self.window(budget)
+        vote = x.window_sum(w)[: x.n_keys - w]
+        if self.pooling == "max":
+            return max_pool_same(vote, self.kernel)
+        if self.pooling == "avg":
+            return avg_pool_same(vote, self.kernel)
+        raise ValueError(f"SnapKV pooling must be 'max' or 'avg'; got {self.pooling!r}")
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        s, n = _budget(budget), x.n_keys
+        if n <= s:
+            return _all(n)
+        w = self.window(s)
+        chosen = top_k(self.pooled_scores(x, s), s - w)
+        return np.sort(np.concatenate((chosen, recent(n, w))))
+
+
+@dataclass(frozen=True)
+class H2O(TokenRule):
+    """Heavy hitters by accumulated mass plus a recency window of s/2."""
+
+    recent_fraction: float = 0.5
+
+    evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
+
+    def recency(self, budget: int) -> int:
+        return int(int(budget) * self.recent_fraction)
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        s, n = _budget(budget), x.n_keys
+        if n <= s:
+            return _all(n)
+        r = self.recency(s)
+        exclude = np.zeros(n, dtype=bool)
+        exclude[n - r :] = True
+        heavy = top_k(x.acc_mass, s - r, exclude=exclude)
+        return np.sort(np.concatenate((heavy, recent(n, r))))
+
+
+@dataclass(frozen=True)
+class Quest:
+    """Quest: pages of max(2, s/4) keys (or a fixed `page`), ranked by the query's upper bound."""
+
+    page: int | None = None  # None: the audit's token-scaled pages max(2, s/4); 16: the page-16 configuration
+
+    unit: ClassVar[str] = "page"
+    evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
+    scope: ClassVar[str] = "per_row"
+    reads_dense_output: ClassVar[bool] = False
+
+    @property
+    def min_budget(self) -> int:
+        return 1 if self.page is None else self.page
+
+    def page_size(self, budget: int) -> int:
+        return max(2, int(budget) // 4) if self.page is None else self.page
+
+    def page_scores(self, x: SelectorInput, page: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """(pages, upper bounds sum_c max(q_c kmax_c, q_c kmin_c))."""
+        keys, q = x.keys64, x.query64
+        kmax = block_reduce(np.maximum, keys, page)
+        kmin = block_reduce(np.minimum, keys, page)
+        bound = np.maximum(q * kmax, q * kmin).sum(axis=1)
+        return contiguous_units(0, x.n_keys, page), bound
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        s, n = _budget(budget, self.min_budget), x.n_keys
+        if n <= s:
+            return _all(n)
+        pages, bound = self.page_scores(x, self.page_size(s))
+        return select_units(n, s, pages, bound, x.query_scores)
+
+
+@dataclass(frozen=True)
+class StreamingLLM(TokenRule):
+    """Attention sinks min(4, s/2) plus the most recent keys (original positions, forced weights)."""
+
+    max_sinks: int = 4
+
+    evidence: ClassVar[frozenset] = frozenset()
+
+    def sinks(self, budget: int) -> int:
+        return min(self.max_sinks, int(budget) // 2)
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        s, n = _budget(budget), x.n_keys
+        if n <= s:
+            return _all(n)
+        k = self.sinks(s)
+        return np.concatenate((np.arange(k, dtype=np.int64), recent(n, s - k)))
+
+
+class TovaIdentityError(AssertionError):
+    """TOVA's eviction disagreed with top-mass (the paper asserts they are identical per query)."""
+
+
+@dataclass(frozen=True)
+class TOVA(TokenRule):
+    """TOVA, per query: evict the lowest-attention key until s remain.  Equals top-mass (asserted)."""
+
+    evidence: ClassVar[frozenset] = frozenset({"mass"})
+    scored: ClassVar[bool] = False  # the audit does not score TOVA separately (it is top-mass)
+
+    @staticmethod
+    def evict(p: np.ndarray, budget: int) -> np.ndarray:
+        """TOVA's own reading: eviction order = ascending attention, ties evict the later key first.
+
+        Renormalising the remaining attention after each eviction keeps the order, so one sort
+        replays the whole eviction sequence.
+        """
+        p = np.asarray(p, dtype=np.float64)
+        n = p.shape[0]
+        eviction = np.lexsort((-np.arange(n), p))  # lowest first; among ties the larger position first
+        return np.sort(eviction[max(0, n - int(budget)) :])
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        s = _budget(budget)
+        kept = self.evict(x.p, s)
+        top = np.sort(top_k(x.p, s))
+        if not np.array_equal(kept, top):
+            raise TovaIdentityError(f"TOVA kept {kept.tolist()} but top-mass is {top.tolist()} at s={s}")
+        return kept
+
+
+@dataclass(frozen=True)
+class Recency(TokenRule):
+    """Positional control (spec §5 [C]): the s most recent keys."""
+
+    evidence: ClassVar[frozenset] = frozenset()
+
+    def select(self, x: SelectorInput, budget: int) -> np.ndarray:
+        return recent(x.n_keys, _budget(budget))

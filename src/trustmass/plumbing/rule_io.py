@@ -1,0 +1,56 @@
+"""What every rule script repeats, once: its log, atomic parquet outputs, provenance sidecars and
+the closing summary line.  Import it first in a script (it imports nothing heavy), so that even an
+import error of the science below lands in the job's log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trustmass.plumbing.provenance import atomic_write, write_sidecar
+
+
+def start_log(smk) -> float:
+    """Send stdout and stderr to the rule's log; return the start stamp for the sidecars."""
+    started = time.time()
+    sys.stdout = sys.stderr = open(smk.log[0], "w", buffering=1)  # noqa: SIM115 -- lives as long as the job
+    return started
+
+
+def write_parquet(frame, path: str | os.PathLike) -> None:
+    """Write a polars frame to ``path`` atomically (no half-written output on failure)."""
+    with atomic_write(path) as tmp:
+        frame.write_parquet(tmp)
+
+
+def capture_path(model: str, corpus: str, doc: str, root: str = os.path.join("results", "capture")) -> str:
+    """The capture shard of one document, as capture.smk lays it out."""
+    return os.path.join(root, model, corpus, f"{doc}.safetensors")
+
+
+def finish(
+    smk,
+    outputs: Iterable[str | os.PathLike],
+    inputs: Iterable[str | os.PathLike],
+    config: Mapping[str, Any],
+    started: float,
+    summary: Mapping[str, Any] | None = None,
+    seeds: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> None:
+    """Print the summary, write a sidecar next to every output (same inputs, config slice, start,
+    the rule's name, the summary and ``extra``), print "ok"."""
+    if summary is not None:
+        print(f"summary: {dict(summary)}")
+        extra = {"summary": dict(summary), **extra}
+    inputs = list(inputs)
+    for path in outputs:
+        write_sidecar(path, inputs=inputs, config_slice=config, seeds=seeds, started=started, extra={"rule": smk.rule, **extra})
+    print("ok")
+
+
+__all__ = ["capture_path", "finish", "start_log", "write_parquet"]

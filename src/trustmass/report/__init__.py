@@ -1,0 +1,1 @@
+"""The reporting layer: statistics frames, tables, figures and the claims report."""

@@ -1,0 +1,1 @@
+"""Stage: the paper's worked examples recomputed by the library."""
