@@ -1,39 +1,28 @@
-"""Rule certify_manifest: the certification manifest.  Glue only: the science is trustmass.certification.stage."""
+"""Rule certify_manifest: the certification manifest over the headline population.  Glue only: the
+science is trustmass.certification.manifest."""
 
-import sys
-import time
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl
+import polars as pl  # noqa: E402
 
-from trustmass.certification.stage import manifest
-from trustmass.plumbing.provenance import atomic_write, write_sidecar
+from trustmass.certification.manifest import RECORD_COLUMNS, manifest  # noqa: E402
+from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]
-columns = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget", "dropped_mass", "pool_extra", "D",
-           "es_top", "es_pool", "es_bal", "c_hat", "kappa_hat", "kappa_hat_bal"]  # fmt: skip
-records = pl.concat([pl.read_parquet(p, columns=columns) for p in snakemake.input.records])  # noqa: F821
+# the input is the headline population's records (headline families on the headline corpus)
+records = pl.concat([pl.read_parquet(p, columns=RECORD_COLUMNS) for p in snakemake.input.records])  # noqa: F821
 frame = manifest(
     records, per_stratum=cc["per_stratum"], seed=cfg["seed"], budgets=cfg["budgets"]["enumerated"],
     n_shards=cc["n_shards"], primary_docs=cfg["statistics"]["primary_docs"],
 )  # fmt: skip
-with atomic_write(snakemake.output.manifest) as tmp:  # noqa: F821
-    frame.write_parquet(tmp)
+write_parquet(frame, snakemake.output.manifest)  # noqa: F821
 summary = {
     "instances": frame.height,
+    "models": sorted(frame["model"].unique().to_list()),
     "per_budget": dict(frame.group_by("budget").len().sort("budget").iter_rows()),
     "per_shard": dict(frame.group_by("shard").len().sort("shard").iter_rows()),
 }
-print(f"summary: {summary}")
-write_sidecar(
-    snakemake.output.manifest,  # noqa: F821
-    inputs=[*snakemake.input.records, *snakemake.input.code],  # noqa: F821
-    config_slice=cfg,
-    started=started,
-    extra={"rule": snakemake.rule, "summary": summary},  # noqa: F821
-)
-print("ok")
+finish(snakemake, [snakemake.output.manifest], [*snakemake.input.records, *snakemake.input.code], cfg, started, summary)  # noqa: F821

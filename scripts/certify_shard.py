@@ -1,5 +1,5 @@
 """Rule certify_shard: certify the instances of one manifest shard (one output row per instance,
-always).  Glue only: the science is trustmass.certification.stage / trustmass.certification.misocp."""
+always).  Glue only: the science is trustmass.certification.runner / trustmass.certification.misocp."""
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
@@ -7,7 +7,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 import polars as pl
 
-from trustmass.certification.stage import CertificationSettings, certify_rows
+from trustmass.certification.runner import CertificationSettings, certify_rows
 from trustmass.plumbing.rule_io import capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821

@@ -1,4 +1,5 @@
-"""Rule certify_sweep: the cap-widening sweep at s = 32.  Glue only: trustmass.certification.stage."""
+"""Rule certify_sweep: the cap-widening sweep's pools at s = 32 on the headline population (its table
+and claims are sweep_statistics).  Glue only: trustmass.certification.manifest / .runner."""
 
 import sys
 
@@ -6,10 +7,11 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl
+import polars as pl  # noqa: E402
 
-from trustmass.certification import stage as cert
-from trustmass.plumbing.rule_io import capture_path, finish, write_parquet
+from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances  # noqa: E402
+from trustmass.certification.runner import sweep_rows  # noqa: E402
+from trustmass.plumbing.rule_io import capture_path, finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 sw = cfg["certification"]["sweep"]
@@ -18,26 +20,13 @@ if int(sw["budget"]) not in cfg["budgets"]["enumerated"]:
         f"certification.sweep.budget={sw['budget']} is not in budgets.enumerated={cfg['budgets']['enumerated']}: "
         "the sweep widens the enumerated pool of that budget; add it to budgets.enumerated or change the sweep budget"
     )
-out = snakemake.output  # noqa: F821
-columns = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget", "es_top", "es_pool", "pool_extra"]
-records = pl.concat([pl.read_parquet(p, columns=columns) for p in snakemake.input.records])  # noqa: F821
-heads = cert.sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
-inst = cert.sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
+records = pl.concat([pl.read_parquet(p, columns=RECORD_COLUMNS) for p in snakemake.input.records])  # noqa: F821
+heads = sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
+inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
 print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
-
 if inst.height == 0:
     sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
-rows = cert.sweep_rows(inst, sw["extras"], capture_path, workers=snakemake.threads)  # noqa: F821
-table = cert.sweep_table(rows, cfg["labels"]["kappa_threshold"], int(sw["budget"]))
-empty = pl.DataFrame(schema=cert.TABLE7_SCHEMA)
-head = cert.headline(empty, None, table, snakemake.params.models)  # noqa: F821
-write_parquet(rows, out.rows)
-cert.write_table(table, out.csv, out.md, "sweep")
-write_parquet(head, out.headline)
-print(table)
-finish(
-    snakemake,  # noqa: F821
-    [out.rows, out.csv, out.md, out.headline],
-    [*snakemake.input.records, *snakemake.input.code],  # noqa: F821
-    cfg, started, heads=heads.to_dicts(),
-)  # fmt: skip
+rows = sweep_rows(inst, sw["extras"], capture_path, workers=snakemake.threads)  # noqa: F821
+write_parquet(rows, snakemake.output.rows)  # noqa: F821
+finish(snakemake, [snakemake.output.rows], [*snakemake.input.records, *snakemake.input.code], cfg, started,  # noqa: F821
+       {"heads": heads.height, "instances": inst.height, "rows": rows.height}, heads=heads.to_dicts())  # fmt: skip

@@ -8,11 +8,12 @@ import polars as pl
 import pytest
 
 from trustmass.audit import records as au
-from trustmass.report import audit_stats as asum
+from trustmass.report.frames import audit as asum
 from trustmass.capture import shards
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.core.selectors.registry import REGISTRY, SelectorInput, run
-from trustmass.report.ceiling_stats import HEADLINE_SCHEMA, SummarySettings
+from trustmass.report.engine import StatisticsSettings
+from trustmass.report.headline import HEADLINE_SCHEMA
 
 CEIL = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
 AUD = au.AuditSettings(enumerated=(2, 4), native=(8,))
@@ -178,7 +179,7 @@ def synthetic_records(seed=0, docs=4, n=200):
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-SUM = asum.AuditSummarySettings(summary=SummarySettings(bootstrap=50, primary_docs=3))
+SUM = asum.AuditStatisticsSettings(summary=StatisticsSettings(bootstrap=50, primary_docs=3))
 
 
 def test_audit_table_statistics():
@@ -205,14 +206,14 @@ def test_audit_table_statistics():
 
 
 def test_headline_rows_match_the_claims():
-    from trustmass.report.claims_data import claim
+    from trustmass.report.claims.data import claim
 
     frames = asum.summarize(synthetic_records(), SUM, qk_norm={"m": False})
-    h = frames["audit_headline"]
+    h = frames["headline_audit"]
     assert dict(h.schema) == HEADLINE_SCHEMA
     for cid, value in h.select(["claim_id", "value_name"]).unique().iter_rows():
         claim(cid).value(value)  # raises if the claims file lacks it
-    assert {48, 49, 50, 51, 105, 106, 107, 109} <= set(h["claim_id"].to_list())
+    assert {48, 49, 50, 51, 105, 106, 107, 108, 109} <= set(h["claim_id"].to_list())
     tova = h.filter(pl.col("claim_id") == 49)
     assert (tova["estimate"] == 0).all()
     # claim 51 is placed by QK-norm class; claim 109 carries only the frozen-set SnapKV reading
@@ -225,19 +226,30 @@ def test_headline_rows_match_the_claims():
     streaming = table.filter(pl.col("rule") == "streaming_llm")["median_excess"][0]
     assert cf.filter(pl.col("by_value") == "m,sequential,8")["estimate"][0] == pytest.approx(streaming)
     # unknown QK-norm class: no claim-51 row rather than a guess
-    unknown = asum.summarize(synthetic_records(), SUM, qk_norm={"m": None})["audit_headline"]
+    unknown = asum.summarize(synthetic_records(), SUM, qk_norm={"m": None})["headline_audit"]
     assert unknown.filter(pl.col("claim_id") == 51).height == 0
 
 
 def test_fig3_renders(tmp_path):
-    from trustmass.report import figure3
+    from trustmass.report import figures, style, tables
+    from trustmass.report.table_layouts import LAYOUTS
 
     frames = asum.summarize(synthetic_records(), SUM)
     roc = frames["fig3_roc"]
     assert set(roc["rule"].unique()) >= {"snapkv", "recency", asum.CERTIFICATE}
     out = tmp_path / "fig3.png"
-    figure3.save(figure3.plot_fig3(roc, frames["audit_table"]), out)
+    style.save(figures.figure3(roc, frames["audit_table"], band=(0.76, 0.85)), out)
     assert out.stat().st_size > 10_000
-    csv, md = asum.render_table(frames["audit_table"])
-    assert csv.height > 0 and md.startswith("| model")
+    table = tables.write(LAYOUTS["audit_table"], frames["audit_table"], tmp_path / "a.csv", tmp_path / "a.md")
+    assert table.height > 0 and "| model | rule | s |" in (tmp_path / "a.md").read_text()
     assert not math.isnan(roc.filter(pl.col("rule") == "snapkv")["auc"][0])
+
+
+def test_claim_108_is_the_first_native_budget_where_every_audited_rule_clears_070():
+    table = pl.DataFrame(
+        [{"population": "primary", "model": m, "rule": r, "budget": s, "auc": auc, "n": 10, "n_docs": 3, "n_degenerate": 0}
+         for m, per_budget in {"a": {64: 0.6, 128: 0.75, 256: 0.9}, "b": {64: 0.5, 128: 0.6, 256: 0.65}}.items()
+         for s, auc in per_budget.items() for r in ("snapkv", "h2o")]
+    )  # fmt: skip
+    first = asum.first_budget_clearing(table).sort("model")
+    assert first["x"].to_list() == [128.0, math.inf]  # b never clears it within the audited budgets

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from trustmass.certification import stage as C
+from trustmass.certification import runner as R
 from trustmass.bench import certify as bench
 from trustmass.certification.misocp import STATUSES
 
@@ -19,7 +19,7 @@ def test_shard_rows_respect_min_keys(tiny_shard):
     every = bench.shard_rows(tiny_shard)
     assert every and all(r["n_keys"] <= r["query_pos"] + 1 for r in every)
     for r in every[:3]:  # n_keys is the N of the instance load_instance builds
-        inst, _ = C.load_instance(tiny_shard, r["layer"], r["head"], r["kv_head"], r["query_pos"])
+        inst, _ = R.load_instance(tiny_shard, r["layer"], r["head"], r["kv_head"], r["query_pos"])
         assert inst.n_keys == r["n_keys"]
     cut = int(np.median([r["n_keys"] for r in every]))
     some = bench.shard_rows(tiny_shard, min_keys=cut)

@@ -7,7 +7,9 @@ import polars as pl
 import pytest
 from unit.instances import random_instance
 
-from trustmass.certification import stage as C
+from trustmass.certification import manifest as M
+from trustmass.certification import runner as R
+from trustmass.report.frames import certification as F
 from trustmass.core import operator as op
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
@@ -37,28 +39,28 @@ def fake_records(models=("a", "b"), budgets=(4, 8, 16, 32), docs=("0000", "0001"
 
 def test_manifest_stratification_and_determinism():
     rec = fake_records()
-    man = C.manifest(rec, per_stratum=6, seed=0, n_shards=5, primary_docs=3)
+    man = M.manifest(rec, per_stratum=6, seed=0, n_shards=5, primary_docs=3)
     assert man.height == 2 * 4 * 10 * 6  # models x budgets x deciles x per stratum
     counts = man.group_by("model", "budget", "decile").len()
     assert counts.height == 80 and set(counts["len"].to_list()) == {6}
     assert set(man["doc"].unique().to_list()) <= {"0000", "0001", "0002"}  # primary slice only
     assert man["instance"].to_list() == list(range(man.height))
     assert set(man.group_by("shard").len()["len"].to_list()) == {96}
-    assert man.columns == C.MANIFEST_COLUMNS
+    assert man.columns == M.MANIFEST_COLUMNS
     # deciles are ordered in dropped mass within (model, budget)
     g = man.filter((pl.col("model") == "a") & (pl.col("budget") == 8)).group_by("decile").agg(
         pl.col("dropped_mass").min().alias("lo"), pl.col("dropped_mass").max().alias("hi")
     ).sort("decile")
     assert all(h <= lo for h, lo in zip(g["hi"].to_list()[:-1], g["lo"].to_list()[1:]))
-    again = C.manifest(rec.sample(fraction=1.0, shuffle=True, seed=3), per_stratum=6, seed=0, n_shards=5, primary_docs=3)
+    again = M.manifest(rec.sample(fraction=1.0, shuffle=True, seed=3), per_stratum=6, seed=0, n_shards=5, primary_docs=3)
     assert again.equals(man)  # input order does not matter
-    other = C.manifest(rec, per_stratum=6, seed=1, n_shards=5, primary_docs=3)
+    other = M.manifest(rec, per_stratum=6, seed=1, n_shards=5, primary_docs=3)
     assert not other.equals(man)
 
 
 def test_manifest_small_strata_take_everything():
     rec = fake_records(models=("a",), budgets=(4,), docs=("0000",), n_rows=2)  # 6 records -> some deciles empty
-    man = C.manifest(rec, per_stratum=3, seed=0, budgets=(4,))
+    man = M.manifest(rec, per_stratum=3, seed=0, budgets=(4,))
     assert man.height == 6
 
 
@@ -76,12 +78,12 @@ def tiny_capture(tmp_path_factory):
 
 def test_certify_rows_one_row_per_instance(tiny_capture):
     path, records = tiny_capture
-    man = C.manifest(records, per_stratum=1, seed=0, budgets=(2, 4), n_shards=2, primary_docs=None)
+    man = M.manifest(records, per_stratum=1, seed=0, budgets=(2, 4), n_shards=2, primary_docs=None)
     assert man.height == 20
     bogus = man.head(1).with_columns(instance=pl.lit(999, dtype=pl.Int64), query_pos=pl.lit(7, dtype=pl.Int64))
     part = pl.concat([man.filter(pl.col("decile") < 2), bogus])  # 4 real instances + one that cannot be reloaded
-    settings = C.CertificationSettings(time_limit_s=1.0, memory_limit_mb=1000.0)
-    out = C.certify_rows(part, lambda m, c, d: path, settings, workers=1)
+    settings = R.CertificationSettings(time_limit_s=1.0, memory_limit_mb=1000.0)
+    out = R.certify_rows(part, lambda m, c, d: path, settings, workers=1)
     assert out.height == part.height and out["instance"].to_list() == sorted(part["instance"].to_list())
     assert set(out["status"].to_list()) <= set(STATUSES)
     crashed = out.filter(pl.col("instance") == 999).row(0, named=True)
@@ -97,17 +99,17 @@ def test_certify_rows_one_row_per_instance(tiny_capture):
     improved = ok.filter(pl.col("status") == IMPROVED)
     assert (improved["es_cert"] < 0.99 * improved["es_pool"]).all()
     # the table reads it (one row per budget)
-    t7 = C.table7(records, man.filter(pl.col("decile") < 2), out.filter(pl.col("instance") != 999))
+    t7 = F.table7(records, man.filter(pl.col("decile") < 2), out.filter(pl.col("instance") != 999))
     assert t7["n_manifest"].to_list() == [2, 2]
 
 
 def test_timeout_and_memory_give_a_status_row():
     inst = random_instance(3, n=60, d=16)
-    row = C.certify_one(inst, 8, 2, C.CertificationSettings(time_limit_s=0.01))
+    row = R.certify_one(inst, 8, 2, R.CertificationSettings(time_limit_s=0.01))
     assert row["status"] == UNDECIDED and row["es_cert"] <= row["es_pool"] and len(row["best"]) == 8
-    row = C.certify_one(inst, 8, 2, C.CertificationSettings(time_limit_s=5, memory_limit_mb=0.0))
+    row = R.certify_one(inst, 8, 2, R.CertificationSettings(time_limit_s=5, memory_limit_mb=0.0))
     assert row["status"] == UNSOLVED
-    row = C.certify_one(inst, 80, 2, C.CertificationSettings())  # s > N: pool_optimum / certify raise -> a row
+    row = R.certify_one(inst, 80, 2, R.CertificationSettings())  # s > N: pool_optimum / certify raise -> a row
     assert row["status"] in STATUSES and "seconds" in row
 
 
@@ -143,7 +145,7 @@ def test_table7_wilson_and_caps():
         "model": ["m"] * 4000, "corpus": ["c"] * 4000, "doc": [f"{(i // 4) % 20:04d}" for i in range(4000)],
         "budget": [4, 8, 16, 32] * 1000, "c_hat": rng.uniform(0, 0.2, 4000), "kappa_hat_bal": np.where(rng.uniform(size=4000) < 0.9, 1.0, 1.1),
     })  # fmt: skip
-    t7 = C.table7(records, man, cert)
+    t7 = F.table7(records, man, cert)
     assert t7["improved"].to_list() == [0, 2, 8, 36]
     assert t7["n_solved"].to_list() == [240] * 4
     np.testing.assert_allclose(t7["f_hi"].to_numpy(), [0.0158, 0.0299, 0.0644, 0.2007], atol=5e-5)
@@ -153,7 +155,7 @@ def test_table7_wilson_and_caps():
     assert r32["f_hi_unsolved"] == pytest.approx(wilson_upper(41, 245)) and r32["cap_unsolved"] >= r32["cap_f_hi"]
     assert r32["n_unsolved"] == 5 and r32["n_records"] == 1000 and r32["n_docs"] == 20
     # substitution: 36 of 240 improved by 10 % -> c_hat and kappa_hat_bal recomputed
-    sub = C.substitute(man, cert).filter(pl.col("budget") == 32)
+    sub = F.substitute(man, cert).filter(pl.col("budget") == 32)
     imp = sub.filter(pl.col("status") == IMPROVED)
     np.testing.assert_allclose(imp["c_hat_after"].to_numpy(), 1 - 0.9 * imp["es_pool"].to_numpy())
     np.testing.assert_allclose(imp["kappa_hat_bal_after"].to_numpy(), 1 / 0.9)
@@ -164,7 +166,7 @@ def test_table7_wilson_and_caps():
     assert r32["kappa_hat_bal_eq_1"] == pytest.approx(frac)
     assert r32["worst_cell_margin"] == pytest.approx(frac - 0.5 - wilson_upper(36, 240))
     assert r32["median_kappa_hat_bal_cap"] == 1.0
-    head = C.headline(t7, C.substitute(man, cert), None, "m")
+    head = F.headline(t7, F.substitute(man, cert), None, "m")
     assert set(head.columns) >= {"claim_id", "value_name", "by_key", "by_value", "population", "estimate", "low", "high",
                                  "n_instances", "n_docs", "models"}  # fmt: skip
     assert {18, 21, 84, 90, 91, 92, 93, 94, 95} <= set(head["claim_id"].to_list())
@@ -175,7 +177,7 @@ def test_table7_wilson_and_caps():
 
 
 def test_headline_names_are_claim_values():
-    from trustmass.report.claims_data import load_claims
+    from trustmass.report.claims.data import load_claims
 
     claims = load_claims()
     claims = claims if isinstance(claims, dict) else {c.id: c for c in claims}
@@ -185,7 +187,7 @@ def test_headline_names_are_claim_values():
     rows = pl.DataFrame([{"model": "m", "corpus": "c", "doc": "0000", "layer": 0, "head": 0, "kv_head": 0, "query_pos": i,
                           "budget": 32, "extra": e, "es_pool": 0.5, "kappa_hat": 1.2, "c_hat": 0.1, "seconds": 0.0}
                          for i in range(3) for e in (4, 5, 6)])  # fmt: skip
-    head = C.headline(C.table7(rec, man, cert), C.substitute(man, cert), C.sweep_table(rows), "m")
+    head = F.headline(F.table7(rec, man, cert), F.substitute(man, cert), F.sweep_table(rows), "m")
     for cid, name in head.select("claim_id", "value_name").unique().iter_rows():
         assert name in {v.name for v in claims[cid].values}, (cid, name)
 
@@ -202,7 +204,7 @@ def test_sweep_subset_counts_and_table():
             rows.append({"model": "m", "corpus": "c", "doc": "0000", "layer": i, "head": 0, "kv_head": 0, "query_pos": 300,
                          "budget": 32, "extra": e, "es_pool": es_pool, "kappa_hat": 1.2 / es_pool, "c_hat": 1 - es_pool / 1.2,
                          "seconds": 0.0})  # fmt: skip
-    t = C.sweep_table(pl.DataFrame(rows), kappa_threshold=1.25)
+    t = F.sweep_table(pl.DataFrame(rows), kappa_threshold=1.25)
     assert t["subsets"].to_list() == [58_905, 435_897, 2_760_681]
     assert t["label_rate"].to_list() == [0.0, 0.5, 0.5]
     assert t["improved_over_base"].to_list() == [0.0, 0.5, 0.5]
@@ -211,21 +213,21 @@ def test_sweep_subset_counts_and_table():
 
 def test_sweep_heads_span_depth_and_are_seeded():
     rec = fake_records(models=("a",), budgets=(32,), docs=("0000",), n_rows=6)
-    h = C.sweep_heads(rec, 1, seed=0)
+    h = M.sweep_heads(rec, 1, seed=0)
     assert h["layer"].to_list() == [0, 1, 2]
-    assert h.equals(C.sweep_heads(rec, 1, seed=0))
-    assert C.sweep_heads(rec, 2, seed=0).height == 6
+    assert h.equals(M.sweep_heads(rec, 1, seed=0))
+    assert M.sweep_heads(rec, 2, seed=0).height == 6
 
 
 def test_sweep_rows_reproduce_the_record_at_the_record_extra(tiny_capture):
     path, records = tiny_capture
-    heads = C.sweep_heads(records, 1, seed=0)
-    inst = C.sweep_instances(records, heads, budget=4, primary_docs=None)
+    heads = M.sweep_heads(records, 1, seed=0)
+    inst = M.sweep_instances(records, heads, budget=4, primary_docs=None)
     base = int(inst["pool_extra"][0])
-    rows = C.sweep_rows(inst, [base, base + 1], lambda m, c, d: path)
+    rows = R.sweep_rows(inst, [base, base + 1], lambda m, c, d: path)
     assert rows.height == 2 * inst.height
-    chk = rows.filter(pl.col("extra") == base).join(inst.select(*C.IDENTITY, pl.col("es_pool").alias("rec")), on=C.IDENTITY)
+    chk = rows.filter(pl.col("extra") == base).join(inst.select(*M.IDENTITY, pl.col("es_pool").alias("rec")), on=M.IDENTITY)
     np.testing.assert_allclose(chk["es_pool"].to_numpy(), chk["rec"].to_numpy(), rtol=1e-12)
-    wider = rows.filter(pl.col("extra") == base + 1).join(chk.select(*C.IDENTITY, "rec"), on=C.IDENTITY)
+    wider = rows.filter(pl.col("extra") == base + 1).join(chk.select(*M.IDENTITY, "rec"), on=M.IDENTITY)
     assert (wider["es_pool"] <= wider["rec"] * (1 + 1e-12)).all()  # a wider pool never does worse
     assert op is not None

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trustmass.report import claims_data as cd
-from trustmass.report.claims_data import (
+from trustmass.report.claims import data as cd
+from trustmass.report.claims.data import (
     ClaimsFileError,
     claim,
     claims_for_figure_table,
@@ -166,8 +166,10 @@ def test_instance_counts():
 def test_bounds_and_strictness():
     v = claim(18).value("median_c_hat_certified")
     assert v.kind == "upper" and v.strict and v.bounds() == (-math.inf, 0.12)
-    low = claim(105).value("top_mass_label_rate")
-    assert low.kind == "lower" and low.bounds() == (19, math.inf)
+    low = claim(46).value("retrieval_row_share")
+    assert low.kind == "lower" and low.bounds() == (20, math.inf)
+    few = claim(105).value("top_mass_label_rate")  # "as few as 19%": the smallest group
+    assert few.kind == "point" and few.extreme == "min" and few.bounds() == (19, 19)
     assert claim(46).value("retrieval_row_share").role == "bound"
     assert claim(90).value("median_kappa_hat_bal_shift").value == 3e-7
     assert claim(72).value("bf16_score_difference").value == 1.22e-4
@@ -206,7 +208,7 @@ def test_theory_formulas():
     v = claim(81).value("es_nonzero_minimum")
     assert v.kind == "lower" and cd.evaluate_formula(v.formula, N=6) == pytest.approx(2 / 36)
     assert cd.evaluate_formula(claim(80).value("ef_bound").formula, sigma=3.0, s=9) == 1.0
-    assert claim(79).value("es_of_set").by["kept_points"]["{0,1,3}"] == Fraction(1, 6)
+    assert claim(79).value("es_of_set").by["kept_points"]["{0 1 3}"] == Fraction(1, 6)
 
 
 # ----------------------------------------------------------------------------- lookups
@@ -291,11 +293,11 @@ def test_validation_reports_every_problem_at_once():
 def test_load_from_a_path(tmp_path):
     path = tmp_path / "claims.yaml"
     doc = raw_document()
-    doc["schema_version"] = 2
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
-    with pytest.raises(ClaimsFileError, match="schema_version must be 1"):
-        load_claims(path)
     doc["schema_version"] = 1
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ClaimsFileError, match="schema_version must be 2"):
+        load_claims(path)
+    doc["schema_version"] = 2
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
     assert len(load_claims(path)) == 126
 
@@ -341,3 +343,46 @@ def test_text_stage_and_repro_match_the_spec():
         assert s["heading"].startswith(c.section.split(" / ")[-1]) or c.section == s["heading"], c.id
         tail = s["tail"].strip().lstrip(".").strip()
         assert (c.repro_note or "") == (tail[:-1] if tail.startswith("(") and tail.endswith(").") else tail), c.id
+
+
+# ----------------------------------------------------------------------------- kinds, roles, precision
+
+
+def _value_of(doc, cid, name):
+    entry = next(c for c in doc["claims"] if c["id"] == cid)
+    return next(v for v in entry["values"] if v["name"] == name)
+
+
+@pytest.mark.parametrize(
+    "cid,name,change,problem",
+    [
+        (105, "top_mass_label_rate", {"over": []}, "extreme"),
+        (22, "median_pi_hat", {"along": None}, "along"),
+        (24, "median_c_hat_ci95", {"low": None}, "ci_within needs both low and high"),
+        (14, "vote_over_top_mass", {"where": {"group_size": 1, "model": "OLMo-3"}}, "'OLMo-3' has no entry in model_roles"),
+        (79, "es_of_set", {"by": {"kept_points": {"{0,2}": "1/2"}}}, "cannot hold a comma"),
+    ],
+)
+def test_new_value_fields_are_validated(cid, name, change, problem):
+    doc = raw_document()
+    value = _value_of(doc, cid, name)
+    for key, new in change.items():
+        if new is None:
+            value.pop(key, None)
+        else:
+            value[key] = new
+    with pytest.raises(ClaimsFileError, match=problem):
+        cd.parse_claims(doc)
+
+
+def test_model_roles_are_validated_and_one_per_paper_model():
+    doc = raw_document()
+    doc["model_roles"]["twin"] = dict(doc["model_roles"]["reference"])
+    with pytest.raises(ClaimsFileError, match="more than one role"):
+        cd.parse_claims(doc)
+    doc = raw_document()
+    doc["model_roles"]["reference"]["hub_ids"] = "Qwen/Qwen2.5-1.5B"
+    with pytest.raises(ClaimsFileError, match="hub_ids"):
+        cd.parse_claims(doc)
+    roles = cd.model_roles()
+    assert roles["group_size_1"].group_size == 1 and roles["reference"].paper_model == "Qwen2.5-1.5B"

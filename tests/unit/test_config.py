@@ -24,7 +24,7 @@ def test_embedded_default_is_valid_and_unchanged():
 
 
 #: what the default study captures: data, not settings; the schema defaults them to empty
-STUDY_BLOCKS = {"models": {}, "corpora": {}, "study": {"models": [], "corpora": []}}
+STUDY_BLOCKS = {"models": {}, "corpora": {}, "study": {"models": [], "corpora": [], "headline": {"models": [], "corpus": None}}}
 
 
 def test_schema_defaults_are_the_embedded_default():
@@ -164,3 +164,29 @@ def test_config_restates_snapkvs_window_exactly():
     from trustmass.core.selectors.deployed import SnapKV
 
     assert all(snapkv_window(s) == SnapKV().window(s) for s in range(1, 600))
+
+
+def test_the_headline_population_must_be_part_of_the_study():
+    config = copy.deepcopy(DEFAULT)
+    config["study"]["headline"] = {"models": ["olmo"], "corpus": "wikitext"}
+    found = problems(config)
+    assert any("config.study.headline.models: 'olmo' is not in study.models" in p for p in found)
+    assert any("config.study.headline.corpus: 'wikitext' is not in study.corpora" in p for p in found)
+
+
+def test_roles_and_contents_are_checked():
+    from trustmass.report.claims.roles import role_problems
+
+    config = validate_config(DEFAULT, SCHEMA)
+    assert role_problems(config) == []
+    config["models"]["smollm2-135m"]["roles"] = ["referense", "group_size_1"]
+    found = role_problems(config)
+    assert any("unknown role 'referense'" in p for p in found)
+    assert any("role 'group_size_1' needs 1 query head(s) per KV head, but declared is 9/3" in p for p in found)
+    config["models"]["twin"] = {**config["models"]["smollm2-135m"], "roles": ["reference"]}
+    config["models"]["smollm2-135m"]["roles"] = ["reference"]
+    config["study"]["models"] = ["smollm2-135m", "twin"]
+    assert any("already played by 'smollm2-135m'" in p for p in role_problems(config))
+    bad = copy.deepcopy(DEFAULT)
+    bad["corpora"]["stdlib"]["content"] = "poetry"
+    assert any("content" in p for p in problems(bad))

@@ -7,10 +7,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass.report import figures
+from trustmass.report import figures, style
 
-from trustmass.report import tables
-from trustmass.report import ceiling_stats as S
+from trustmass.report import table_layouts, tables
+from trustmass.report.engine import StatisticsSettings
+from trustmass.report.frames import ceiling as S
+from trustmass.report.table_layouts import LAYOUTS
 
 MODELS = ("alpha", "beta")
 LAYERS, HEADS = 4, 3
@@ -49,7 +51,7 @@ def synthetic_records(seed=0):
 
 @pytest.fixture(scope="module")
 def summaries():
-    return S.summarize(synthetic_records(), S.SummarySettings(bootstrap=100))
+    return S.summarize(synthetic_records(), StatisticsSettings(bootstrap=100))
 
 
 # ----------------------------------------------------------------------------- figures
@@ -70,7 +72,7 @@ def test_figure1_panels_bars_and_titles(summaries, tmp_path):
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("ES_pool" in t for t in legend) and any("balancing" in t for t in legend)
     path = tmp_path / "fig1.png"
-    figures.save(fig, path)
+    style.save(fig, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
 
@@ -88,7 +90,7 @@ def test_figure2_one_row_of_two_heatmaps_per_model(summaries, tmp_path):
     titles = " ".join(ax.get_title(loc="left") for ax in images)
     assert all(m in titles for m in MODELS) and "cell-level AUC" in titles and "flat cells" in titles
     assert "all documents" in fig._suptitle.get_text()
-    figures.save(fig, tmp_path / "fig2.png")
+    style.save(fig, tmp_path / "fig2.png")
     assert (tmp_path / "fig2.png").stat().st_size > 10_000
 
 
@@ -101,14 +103,15 @@ def test_figures_without_data_say_so():
 
 
 def test_style_lives_in_one_dict():
-    assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi"} <= set(figures.STYLE)
+    assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi", "rule_colors"} <= set(style.STYLE)
+    assert figures.STYLE is style.STYLE  # one style for every figure
 
 
 # ----------------------------------------------------------------------------- tables
 
 
 def test_table1_layout_and_pooled_row(summaries, tmp_path):
-    table = tables.write("table1", summaries["table1"], tmp_path / "t1.csv", tmp_path / "t1.md")
+    table = tables.write(LAYOUTS["table1"], summaries["table1"], tmp_path / "t1.csv", tmp_path / "t1.md")
     assert table.columns == ["population", "model", "statistic", "s4", "s8", "s64"]
     primary = table.filter(pl.col("population") == "primary")
     assert primary["model"].to_list() == ["alpha"] * 3 + ["beta"] * 3 + ["(pooled)"]
@@ -122,32 +125,32 @@ def test_table1_layout_and_pooled_row(summaries, tmp_path):
 
 
 def test_table2_6_8_columns_and_markdown(summaries, tmp_path):
-    t2 = tables.table2(summaries["table2"])
+    t2 = table_layouts.table2(summaries["table2"])
     assert t2.columns[:4] == ["population", "model", "corpus", "budgets"]
     assert {"label_share", "label_share_low", "auc", "auc_high", "median_kappa_hat"} <= set(t2.columns)
     assert t2.filter(pl.col("population") == "primary")["budgets"].to_list()[:3] == ["pooled", "4", "8"]
-    md2 = tables.markdown("table2", summaries["table2"], kappa_threshold=1.11)
+    md2 = tables.markdown(LAYOUTS["table2"], summaries["table2"], kappa_threshold=1.11)
     assert "share κ̂ > 1.11" in md2 and "[" in md2
-    t6 = tables.table6(summaries["table6"])
+    t6 = table_layouts.table6(summaries["table6"])
     assert t6.height == 2 * len(MODELS) and {"auc", "edge_int_ratio", "rho_depth", "rho_phi_es_pool", "median_kappa_hat_bal"} <= set(t6.columns)
-    t8 = tables.table8(summaries["table8"])
+    t8 = table_layouts.table8(summaries["table8"])
     assert t8.filter(pl.col("population") == "all")["budget"].to_list() == [4, 8, 4, 8]
-    md8 = tables.markdown("table8", summaries["table8"])
+    md8 = tables.markdown(LAYOUTS["table8"], summaries["table8"])
     assert "p99 π̂" in md8 and "vote degrades" in md8
     row = md8.splitlines()[6]
-    assert row.startswith("| alpha | 4 |") and row.count("|") == len(tables.TABLE8_COLUMNS) + 3
+    assert row.startswith("| alpha | 4 |") and row.count("|") == len(table_layouts.TABLE8_COLUMNS) + 3
 
 
 def test_identical_populations_are_written_once(tmp_path):
     three_docs = synthetic_records().filter(pl.col("doc") != "0003")
-    frames = S.summarize(three_docs, S.SummarySettings(bootstrap=0))
-    md = tables.markdown("table6", frames["table6"])
+    frames = S.summarize(three_docs, StatisticsSettings(bootstrap=0))
+    md = tables.markdown(LAYOUTS["table6"], frames["table6"])
     assert tables.SAME_AS_PRIMARY in md and md.count("| alpha |") == 1
 
 
 def test_missing_summary_columns_are_named():
     with pytest.raises(ValueError, match="lacks"):
-        tables.table8(pl.DataFrame({"population": ["all"], "model": ["m"]}))
+        table_layouts.table8(pl.DataFrame({"population": ["all"], "model": ["m"]}))
 
 
 # ----------------------------------------------------------------------------- workflow
@@ -184,11 +187,11 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
     done = wf.run(*REPORT_TARGETS, "--cores", "2", "--configfile", str(config), timeout=900)
     assert done.returncode == 0, done.output
     for name in ["results/figures/fig1_ceiling.png", "results/figures/fig2_map.png", "results/tables/table8_profile.md",
-                 "results/stats/headline.parquet"]:  # fmt: skip
+                 "results/stats/headline_ceiling.parquet"]:  # fmt: skip
         assert (tmp_path / name).is_file(), name
         assert (tmp_path / f"{name}.prov.json").is_file(), name
     prov = (tmp_path / "results/figures/fig1_ceiling.png.prov.json").read_text()
-    assert '"path": "src/trustmass/figures.py"' in prov  # the run used the private copy (paths relative to the workdir)
+    assert '"path": "src/trustmass/report/figures.py"' in prov  # the run used the private copy (paths relative to the workdir)
 
     def planned_after_editing(module, old, new):
         path = package / module
@@ -199,9 +202,11 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
         assert dry.returncode == 0, dry.output
         return set(planned_jobs(dry.output))
 
-    restyled = planned_after_editing("figures.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
-    assert restyled == {"plot_fig1", "plot_fig2", "fig1", "fig2"}
-    rerounded = planned_after_editing("tables.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
-    assert rerounded == {"plot_fig1", "plot_fig2", "fig1", "fig2"} | {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
-    recomputed = planned_after_editing("summaries.py", "REL_TOL = 1e-12", "REL_TOL = 1e-12  # edited")
-    assert "summaries" in recomputed and "ceiling" not in recomputed
+    figure_renders = {"render_fig1", "render_fig2", "fig1", "fig2"}
+    table_renders = {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
+    restyled = planned_after_editing("report/style.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
+    assert restyled == figure_renders
+    rerounded = planned_after_editing("report/table_layouts.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
+    assert rerounded == figure_renders | table_renders
+    recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
+    assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed

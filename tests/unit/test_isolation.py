@@ -7,7 +7,8 @@ import time
 import numpy as np
 import polars as pl
 
-from trustmass.certification import stage as C
+from trustmass.certification import manifest as M
+from trustmass.certification import runner as R
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED
 from trustmass.plumbing.isolation import CRASHED, RAISED, TIMEOUT, isolated_call
 from unit.instances import random_instance
@@ -57,10 +58,10 @@ def test_guard_kills_a_hung_child():
 def test_a_solver_segfault_is_an_unsolved_row(tiny_capture, monkeypatch):  # noqa: F811
     """The certification stage records a crashed SCIP as `unsolved`, and the other rows survive."""
     path, records = tiny_capture
-    man = C.manifest(records, per_stratum=1, seed=0, budgets=(2, 4), n_shards=2, primary_docs=None)
+    man = M.manifest(records, per_stratum=1, seed=0, budgets=(2, 4), n_shards=2, primary_docs=None)
     part = man.filter(pl.col("decile") < 2)
     victim = int(part["instance"][0])
-    real = C.certify
+    real = R.certify
 
     def crashing_certify(inst, s, *args, **kwargs):
         if s == int(part["budget"][0]) and inst.n_keys == crashing_certify.n_keys:
@@ -68,10 +69,10 @@ def test_a_solver_segfault_is_an_unsolved_row(tiny_capture, monkeypatch):  # noq
         return real(inst, s, *args, **kwargs)
 
     first = part.row(0, named=True)
-    inst, _ = C.load_instance(path, first["layer"], first["head"], first["kv_head"], first["query_pos"])
+    inst, _ = R.load_instance(path, first["layer"], first["head"], first["kv_head"], first["query_pos"])
     crashing_certify.n_keys = inst.n_keys
-    monkeypatch.setattr(C, "certify", crashing_certify)
-    out = C.certify_rows(part, lambda m, c, d: path, C.CertificationSettings(time_limit_s=1.0, memory_limit_mb=1000.0))
+    monkeypatch.setattr(R, "certify", crashing_certify)
+    out = R.certify_rows(part, lambda m, c, d: path, R.CertificationSettings(time_limit_s=1.0, memory_limit_mb=1000.0))
     assert out.height == part.height
     crashed = out.filter(pl.col("instance") == victim).row(0, named=True)
     assert crashed["status"] == UNSOLVED and "SIGSEGV" in crashed["message"]
@@ -79,9 +80,9 @@ def test_a_solver_segfault_is_an_unsolved_row(tiny_capture, monkeypatch):  # noq
 
 
 def test_guard_expiry_is_undecided(monkeypatch):
-    monkeypatch.setattr(C.CertificationSettings, "guard_s", property(lambda self: 0.3))
-    monkeypatch.setattr(C, "certify", lambda *a, **k: time.sleep(30))
-    row = C.certify_isolated(random_instance(0, n=12, d=4), 4, 2, C.CertificationSettings())
+    monkeypatch.setattr(R.CertificationSettings, "guard_s", property(lambda self: 0.3))
+    monkeypatch.setattr(R, "certify", lambda *a, **k: time.sleep(30))
+    row = R.certify_isolated(random_instance(0, n=12, d=4), 4, 2, R.CertificationSettings())
     assert row["status"] == UNDECIDED and row["message"].startswith("timeout")
 
 

@@ -171,7 +171,7 @@ def test_resolve_config_merges_mappings_and_replaces_lists(tmp_path):
     extra = tmp_path / "extra.yaml"
     extra.write_text("study: {corpora: [stdlib]}\ndocuments: {n_docs: 7}\ncapture: {rows_per_head: 2}\n", encoding="utf-8")
     config = resolve_config(extra)
-    assert config["study"] == {"models": ["smollm2-135m"], "corpora": ["stdlib"]}  # list replaced, models kept
+    assert config["study"] == {"models": ["smollm2-135m"], "corpora": ["stdlib"], "headline": {"models": [], "corpus": None}}  # list replaced, models kept
     assert config["documents"] == {"doc_tokens": 2048, "n_docs": 7, "bos": "tokenizer-default"}
     assert "smollm2-135m" in config["models"] and config["capture"]["min_position"] == 256
     plan = planned_instances(config)

@@ -56,3 +56,20 @@ def test_every_problem_is_reported_at_once(workflow):
         "unknown key 'kappa' in config.labels",
     )
     assert "3 problems" in output
+
+
+def test_an_unknown_paper_role(workflow):
+    _fails_with(
+        workflow,
+        "models:\n  smollm2-135m:\n    roles: [referense]\n",
+        "config.models.smollm2-135m.roles: unknown role 'referense'",
+        "known: deployment_llama",
+    )
+
+
+def test_a_headline_corpus_outside_the_study(workflow):
+    _fails_with(
+        workflow,
+        "study:\n  headline:\n    corpus: wikitext\n",
+        "config.study.headline.corpus: 'wikitext' is not in study.corpora",
+    )

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import REPO, Workflow, planned_jobs
 
-from trustmass.report.claims_data import claim
+from trustmass.report.claims.data import claim
 from trustmass.plumbing.config import validate_config
 from trustmass.cli.plan import (
     PRIMARY_DOCS,

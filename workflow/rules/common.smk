@@ -32,6 +32,15 @@ except ConfigError as exc:
 config.clear()
 config.update(_resolved_config)
 
+# the paper roles study models take (models.<name>.roles) are the claims file's: check them here,
+# where the claims data may be loaded (trustmass.plumbing.config stays import-light)
+from trustmass.report.claims.roles import role_problems
+from trustmass.report.engine import HeadlinePopulation
+
+_role_problems = role_problems(config)
+if _role_problems:
+    raise WorkflowError("config: " + "; ".join(_role_problems))
+
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
 
@@ -57,3 +66,16 @@ def params_from_config(*paths):
 def prov(path):
     """The provenance sidecar written next to an output."""
     return f"{path}{SIDECAR_SUFFIX}"
+
+
+def headline_documents():
+    """(model, corpus, doc) of every document of the headline population (study.headline: the
+    headline families on the headline corpus).  Figure 1, Table 8, the headline claims, the audit
+    and the certification manifest use it; Table 2 alone compares corpora."""
+    population = HeadlinePopulation.from_config(config)
+    return [(m, c, d) for m, c, d in study_documents() if population.contains(m, c)]
+
+
+def headline_records():
+    """The ceiling record files of the headline population."""
+    return [ceiling_records(*key) for key in headline_documents()]

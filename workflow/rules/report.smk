@@ -1,55 +1,59 @@
-# Stage 4: statistics, figures and tables.  Compute and plot are separate rules: `summaries` reads
-# every ceiling record of the study once and writes small tidy frames (bootstraps included); each
-# figure and table rule reads only its own frame and its own library module, so restyling a plot
-# (trustmass.report.figures.STYLE) or a table (trustmass.report.tables) reruns that rule alone.
+# The reporting layer (trustmass.report): statistics rules turn each stage's records into small
+# frames (results/stats/*.parquet); the figure and table rules are *generated* from the catalog
+# (trustmass.report.catalog.OUTPUTS: frames -> draw function or table layout -> files, caption
+# claims), one `render_<name>` rule each; the claims report reads every headline frame.
 #
-#   results/stats/{fig1,fig2,table1,table2,table6,table8,headline}.parquet   trustmass.report.ceiling_stats
-#   results/figures/fig1_ceiling.png   (the paper's b9_ceiling_sym.png)     trustmass.report.figures
-#   results/figures/fig2_map.png       (the paper's b3_map_sym.png)
-#   results/tables/table{1_native,2_content,6_panel,8_profile}.{csv,md}     trustmass.report.tables
+#   results/stats/{fig1,fig2,table1,table2,table6,table8,headline_ceiling}.parquet   ceiling_statistics
+#   results/stats/{audit_table,fig3_roc,headline_audit}.parquet                      audit_statistics
+#   results/stats/{table7,headline_certification}.parquet + results/certify/certified.parquet
+#   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
+#   results/figures/*.png, results/tables/*.{csv,md}                                 render_<name>
+#   results/claims.md, results/claims.json                                           claims_report
 #
-# Captions (workflow/report/*.rst) quote the paper's own sentences from the claims file, passed as
-# params.paper (never typed in the captions).
+# Compute and render are separate rules everywhere: restyling a figure (trustmass.report.style) or a
+# table layout reruns its render rule only.  Captions (workflow/report/<name>.rst) quote the
+# paper's own sentences from the claims file (params.paper), never typed in.
 #
-# Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
-# study_records.
+# Needs from common.smk: library_code, params_from_config, prov, headline_records,
+# headline_documents, study_records; from capture_common.smk: ceiling_records; from audit.smk:
+# AUDIT; from certification.smk: CERT, certify_shard_outputs; from sources_common.smk: model paths.
 
-from trustmass.report.claims_data import claim as _claim
+import importlib.resources
 
-# the paper's sentences quoted in each caption (RST-escaped)
-PAPER = {
-    name: [f"claim {i}: " + _claim(i).text.replace("*", "\\*").replace("|", "\\|") for i in ids]
-    for name, ids in {
-        "fig1": [2, 24, 25, 28],
-        "fig2": [34],
-        "table1": [31, 32, 33, 96],
-        "table2": [41],
-        "table6": [28, 35, 38, 39, 83],
-        "table8": [11, 12, 13, 22, 23, 27, 38, 88],
-    }.items()
-}
-STATS = "results/stats"
+from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
+from trustmass.report.claims.data import claim as _claim
+
+CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
+#: stages whose results this workflow produces (the rest are "not produced yet")
+PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD"]
+STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
+_STATS_RULES = {r.name: r for r in STATISTICS}
 
 
-rule summaries:
-    """Every statistic behind Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals."""
+def paper_quotes(ids):
+    """The paper's claim texts for a caption (RST-escaped)."""
+    escape = str.maketrans({"*": "\\*", "|": "\\|"})
+    return [f"claim {i}: {_claim(i).text.translate(escape)}" for i in ids]
+
+
+def frames_of(rule_name):
+    """The statistics frames a statistics rule writes, as named outputs (+ their sidecars)."""
+    paths = {name: stats_path(name) for name in _STATS_RULES[rule_name].frames}
+    return {**paths, "prov": [prov(p) for p in paths.values()]}
+
+
+rule ceiling_statistics:
+    """Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals, from the ceiling records."""
     input:
         records=study_records(),
-        code=library_code("trustmass.report.ceiling_stats"),
+        code=library_code(_STATS_RULES["ceiling_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
-        fig1=f"{STATS}/fig1.parquet",
-        fig2=f"{STATS}/fig2.parquet",
-        table1=f"{STATS}/table1.parquet",
-        table2=f"{STATS}/table2.parquet",
-        table6=f"{STATS}/table6.parquet",
-        table8=f"{STATS}/table8.parquet",
-        headline=f"{STATS}/headline.parquet",
-        prov=[prov(f"{STATS}/{name}.parquet") for name in ("fig1", "fig2", "table1", "table2", "table6", "table8", "headline")],
+        **frames_of("ceiling_statistics"),
     params:
-        names=["fig1", "fig2", "table1", "table2", "table6", "table8", "headline"],
-        config=params_from_config("seed", "labels", "statistics"),
+        config=params_from_config(*STATISTICS_CONFIG),
+        content={name: (entry or {}).get("content") for name, entry in config["corpora"].items()},
     log:
-        "logs/report/summaries.log",
+        "logs/report/ceiling_statistics.log",
     threads: 1
     resources:
         mem_mb=4000,
@@ -57,28 +61,66 @@ rule summaries:
     conda:
         "../../envs/trustmass.yaml"
     script:
-        "../../scripts/summaries.py"
+        "../../scripts/ceiling_statistics.py"
 
 
-rule plot_fig1:
-    """Figure 1: the ceiling per model and budget (block, closable cap, balancing mark, whiskers)."""
+rule audit_statistics:
+    """The audit table, Figure 3's ROC points and the audit claims, from the audit records."""
     input:
-        summary=rules.summaries.output.fig1,
-        code=library_code("trustmass.report.figures"),
+        audit=[AUDIT.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
+        sources=sorted({f"resources/models/{m}/config.json" for m, _, _ in headline_documents()}),  # TODO(merge): trustmass_source.json
+        code=library_code(_STATS_RULES["audit_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
-        png=report(
-            "results/figures/fig1_ceiling.png",
-            caption="../report/fig1.rst",
-            category="Figures",
-        ),
-        prov=prov("results/figures/fig1_ceiling.png"),
+        **frames_of("audit_statistics"),
     params:
-        figure="fig1",
-        paper_file="b9_ceiling_sym.png",
-        paper=PAPER["fig1"],
-        config=params_from_config("statistics/figure_population"),
+        config=params_from_config(*STATISTICS_CONFIG),
     log:
-        "logs/report/fig1.log",
+        "logs/report/audit_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/audit_statistics.py"
+
+
+rule certification_statistics:
+    """Substitution, Table 7 and the certification claims, from the manifest, its certification and the records."""
+    input:
+        manifest=f"{CERT}/manifest.parquet",
+        certified=certify_shard_outputs(),
+        records=headline_records(),
+        code=library_code(_STATS_RULES["certification_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        joined=f"{CERT}/certified.parquet",
+        **frames_of("certification_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "budgets/enumerated"),
+    log:
+        "logs/report/certification_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/certification_statistics.py"
+
+
+rule sweep_statistics:
+    """The cap-widening sweep's table and claims, from the sweep rows."""
+    input:
+        rows=f"{CERT}/sweep_rows.parquet",
+        code=library_code(_STATS_RULES["sweep_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("sweep_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "certification/sweep/budget"),
+    log:
+        "logs/report/sweep_statistics.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -86,153 +128,84 @@ rule plot_fig1:
     conda:
         "../../envs/trustmass.yaml"
     script:
-        "../../scripts/figure.py"
+        "../../scripts/sweep_statistics.py"
 
 
-rule plot_fig2:
-    """Figure 2: the map, layer x head heatmaps of median dropped mass and median kappa_hat."""
+rule selfcheck_statistics:
+    """The theory claims (worked examples, EF bound, reduction gap), from the self-check."""
     input:
-        summary=rules.summaries.output.fig2,
-        code=library_code("trustmass.report.figures"),
+        worked="results/selfcheck/worked_examples.json",
+        code=library_code(_STATS_RULES["selfcheck_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
-        png=report(
-            "results/figures/fig2_map.png",
-            caption="../report/fig2.rst",
-            category="Figures",
-        ),
-        prov=prov("results/figures/fig2_map.png"),
+        **frames_of("selfcheck_statistics"),
     params:
-        figure="fig2",
-        paper_file="b3_map_sym.png",
-        paper=PAPER["fig2"],
-        config=params_from_config("statistics/figure_population"),
+        config=params_from_config("seed"),
     log:
-        "logs/report/fig2.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/figure.py"
-
-
-rule render_table1:
-    """Table 1: balancing share through the native budgets, and the remaining 2·D·m̄_s share."""
-    input:
-        summary=rules.summaries.output.table1,
-        code=library_code("trustmass.report.tables"),
-    output:
-        csv=report(
-            "results/tables/table1_native.csv",
-            caption="../report/table1.rst",
-            category="Tables",
-        ),
-        md="results/tables/table1_native.md",
-        prov=prov("results/tables/table1_native.csv"),
-        prov_md=prov("results/tables/table1_native.md"),
-    params:
-        table="table1",
-        paper=PAPER["table1"],
-        config=params_from_config("labels/kappa_threshold"),
-    log:
-        "logs/report/table1.log",
+        "logs/report/selfcheck_statistics.log",
     threads: 1
     resources:
         mem_mb=1000,
-        runtime=10,
+        runtime=5,
     conda:
         "../../envs/trustmass.yaml"
     script:
-        "../../scripts/table.py"
+        "../../scripts/selfcheck_statistics.py"
 
 
-rule render_table2:
-    """Table 2: label share, AUC and median kappa_hat per corpus (prose, code, French)."""
+# ---- every figure and table of the catalog: frames -> files ---------------------------------------
+for _out in OUTPUTS:
+
+    rule:
+        name:
+            f"render_{_out.name}"
+        message:
+            _out.title
+        input:
+            frames=[stats_path(f) for f in _out.frames],
+            code=library_code("trustmass.report.render", _out.module, "trustmass.plumbing.rule_io"),
+        output:
+            **{
+                key: (report(path, caption=f"../report/{_out.caption}.rst", category=_out.category) if i == 0 else path)
+                for i, (key, path) in enumerate(_out.files.items())
+            },
+            prov=[prov(p) for p in _out.files.values()],
+        params:
+            output=_out.name,
+            paper=paper_quotes(_out.claims),
+            paper_file=_out.paper_file,
+            config=params_from_config(*_out.config),
+        log:
+            f"logs/report/{_out.name}.log",
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/render.py"
+
+
+rule claims_report:
+    """Paper value, regenerated value with interval, models and verdict for every claim."""
     input:
-        summary=rules.summaries.output.table2,
-        code=library_code("trustmass.report.tables"),
+        headline=[stats_path(f) for f in HEADLINE_FRAMES],
+        claims=CLAIMS_FILE,
+        code=library_code("trustmass.report.claims.report", "trustmass.report.claims.roles", "trustmass.plumbing.rule_io"),
     output:
-        csv=report(
-            "results/tables/table2_content.csv",
-            caption="../report/table2.rst",
-            category="Tables",
-        ),
-        md="results/tables/table2_content.md",
-        prov=prov("results/tables/table2_content.csv"),
-        prov_md=prov("results/tables/table2_content.md"),
+        md=report("results/claims.md", caption="../report/claims.rst", category="Claims"),
+        json="results/claims.json",
+        prov=[prov("results/claims.md"), prov("results/claims.json")],
     params:
-        table="table2",
-        paper=PAPER["table2"],
-        config=params_from_config("labels/kappa_threshold"),
+        config=params_from_config("study", "models"),
+        stages=PRODUCED_STAGES,
     log:
-        "logs/report/table2.log",
+        "logs/report/claims_report.log",
     threads: 1
     resources:
         mem_mb=1000,
-        runtime=10,
+        runtime=5,
     conda:
         "../../envs/trustmass.yaml"
     script:
-        "../../scripts/table.py"
-
-
-rule render_table6:
-    """Table 6: the panel (AUC at s = 8, edge/int, rho_depth, rho(Phi, ES_pool), kappa_hat_bal)."""
-    input:
-        summary=rules.summaries.output.table6,
-        code=library_code("trustmass.report.tables"),
-    output:
-        csv=report(
-            "results/tables/table6_panel.csv",
-            caption="../report/table6.rst",
-            category="Tables",
-        ),
-        md="results/tables/table6_panel.md",
-        prov=prov("results/tables/table6_panel.csv"),
-        prov_md=prov("results/tables/table6_panel.md"),
-    params:
-        table="table6",
-        paper=PAPER["table6"],
-        config=params_from_config("labels/kappa_threshold"),
-    log:
-        "logs/report/table6.log",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/table.py"
-
-
-rule render_table8:
-    """Table 8: the per-budget profile (kappa_hat, pi_hat, geometric/leverage ratios, group vote)."""
-    input:
-        summary=rules.summaries.output.table8,
-        code=library_code("trustmass.report.tables"),
-    output:
-        csv=report(
-            "results/tables/table8_profile.csv",
-            caption="../report/table8.rst",
-            category="Tables",
-        ),
-        md="results/tables/table8_profile.md",
-        prov=prov("results/tables/table8_profile.csv"),
-        prov_md=prov("results/tables/table8_profile.md"),
-    params:
-        table="table8",
-        paper=PAPER["table8"],
-        config=params_from_config("labels/kappa_threshold"),
-    log:
-        "logs/report/table8.log",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/table.py"
+        "../../scripts/claims_report.py"

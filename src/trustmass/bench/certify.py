@@ -21,7 +21,8 @@ import time
 import numpy as np
 import polars as pl
 
-from trustmass.certification import stage as C
+from trustmass.certification import manifest as M
+from trustmass.certification import runner as R
 from trustmass.certification.misocp import certify
 from trustmass.core.enumeration import extras_for_budget, pool_optimum
 
@@ -100,7 +101,7 @@ def run_shard(
         extra = extras_for_budget(s)
         for i in np.sort(rng.choice(len(candidates), size=min(instances, len(candidates)), replace=False)):
             it = candidates[int(i)]
-            inst, _ = C.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
+            inst, _ = R.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
             where = {"model": meta.get("model"), "doc": meta.get("doc"), **{k: it[k] for k in ("layer", "head", "kv_head", "query_pos")}}
             out.append({**where, **_measure(inst, s, extra, time_limit, memory_limit_mb)})
     return {
@@ -129,7 +130,7 @@ def run(
     cols = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget", "dropped_mass", "pool_extra", "D",
             "es_top", "es_pool", "es_bal", "c_hat", "kappa_hat", "kappa_hat_bal"]  # fmt: skip
     records = pl.concat([pl.read_parquet(p, columns=cols) for p in paths])
-    man = C.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
+    man = M.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
     rng = np.random.default_rng(seed)
     picked = []
     for s in budgets:
@@ -138,7 +139,7 @@ def run(
     out = []
     for it in picked:
         path = os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
-        inst, _ = C.load_instance(path, it["layer"], it["head"], it["kv_head"], it["query_pos"])
+        inst, _ = R.load_instance(path, it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
         where = {"model": it["model"], "decile": it["decile"]}
         out.append({**where, **_measure(inst, s, int(it["pool_extra"]), time_limit, memory_limit_mb)})

@@ -232,6 +232,26 @@ def _cross_field_problems(config: dict) -> list[str]:
             f"fix: add {budget} to budgets.enumerated or remove the override"
         )
     problems += _snapkv_window_problems(config)
+    problems += _headline_problems(config)
+    return problems
+
+
+def _headline_problems(config: dict) -> list[str]:
+    """study.headline names study models and a study corpus."""
+    study = config.get("study", {}) or {}
+    headline = study.get("headline", {}) or {}
+    problems = []
+    for model in headline.get("models") or []:
+        if model not in study.get("models", []):
+            problems.append(
+                f"config.study.headline.models: {model!r} is not in study.models {study.get('models', [])}; "
+                f"fix: add it to study.models or remove it from the headline families"
+            )
+    corpus = headline.get("corpus")
+    if corpus is not None and corpus not in study.get("corpora", []):
+        problems.append(
+            f"config.study.headline.corpus: {corpus!r} is not in study.corpora {study.get('corpora', [])}; fix: name one of them"
+        )
     return problems
 
 

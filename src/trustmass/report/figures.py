@@ -1,9 +1,5 @@
-"""Figures 1 and 2 of the paper, drawn from the summary frames of :mod:`trustmass.report.ceiling_stats`.
-
-Each figure is a pure function ``summary frame -> matplotlib Figure`` (Agg backend, nothing shown);
-:func:`save` writes it atomically.  All styling lives in :data:`STYLE`, so restyling touches one
-place (and, in the workflow, reruns only the plotting rules: this module imports nothing from the
-summaries, whose rule therefore does not depend on it).
+"""The paper's figures, drawn from statistics frames (:mod:`trustmass.report.frames`) in the one style
+(:mod:`trustmass.report.style`).  Each is a pure function ``frames -> matplotlib Figure``.
 
 - :func:`figure1` — the ceiling (paper: ``b9_ceiling_sym.png``): per model a group of bars over the
   enumerated budgets.  The residual is normalised so that top-mass = 1 and dense attention = 0: the
@@ -13,17 +9,21 @@ summaries, whose rule therefore does not depend on it).
 - :func:`figure2` — the map (paper: ``b3_map_sym.png``): per model, layer x head heatmaps of the
   median dropped mass at the map budget (left) and the median ``kappa_hat`` (right), from the same
   records; flat cells and labelled cells are marked.
+- :func:`figure3` — deployed selectors' excess (paper: ``c8_method_headroom.png``, App C): left, ROC
+  curves of dropped mass predicting each rule's label ``es_rule > thr·ES_pool`` at s = 8 on the first
+  model, plus the certificate (top-mass's own ``kappa_hat > thr``); right, AUC pooled over the
+  enumerated budgets per (model, rule) with 95% document-cluster intervals, the paper's band shaded
+  (claim 35, passed in: never typed here), chance dashed.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 
 import matplotlib
 
-matplotlib.use("Agg")
+matplotlib.use("Agg")  # no display: figures are files
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -34,75 +34,12 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from mpl_toolkits.axes_grid1 import make_axes_locatable  # noqa: E402
 
-from trustmass.plumbing.provenance import atomic_write  # noqa: E402
+from trustmass.report.style import STYLE, as_float, empty, population_label, save, select_population  # noqa: E402
 
-__all__ = ["POPULATION_LABELS", "STYLE", "figure1", "figure2", "save"]
+__all__ = ["FIG3_ORDER", "figure1", "figure2", "figure3", "save"]
 
-#: every styling choice of both figures (colours, sizes, fonts, colour maps)
-STYLE: dict = {
-    "rc": {
-        "font.size": 9,
-        "axes.titlesize": 10,
-        "axes.labelsize": 9,
-        "legend.fontsize": 8,
-        "xtick.labelsize": 8,
-        "ytick.labelsize": 8,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "figure.dpi": 100,
-    },
-    "dpi": 200,
-    # Figure 1
-    "fig1_panel_size": (2.6, 2.2),  # inches per model (width) and per panel (height)
-    "fig1_height_ratios": (0.8, 1.6),  # full scale, zoom
-    "fig1_legend_space": 0.115,  # fraction of the figure height below the axes for the legend
-    "remainder_color": "#b8c2cc",
-    "cap_color": "#e0892b",
-    "balancing_color": "#1f3b73",
-    "whisker_color": "#333333",
-    "bar_width": 0.72,
-    "mark_size": 28,
-    "zoom_margin": 0.15,  # fraction of the zoomed span left below the lowest whisker
-    # Figure 2
-    "fig2_cell_inches": 0.24,  # per head (width) and per layer (height), clipped below
-    "fig2_min_panel": (2.4, 3.2),
-    "fig2_colorbar_size": "6%",
-    "mass_cmap": "viridis",
-    "kappa_cmap": "magma_r",
-    "kappa_span": (1.0, 1.5),  # colour range of median kappa_hat; larger values saturate
-    "flat_marker": {"marker": "s", "s": 10, "facecolors": "none", "edgecolors": "#ff3b30", "linewidths": 0.9},
-    "label_marker": {"marker": "o", "s": 6, "color": "#19c2e0", "linewidths": 0},
-}
-
-#: how the populations of the summaries are named in titles
-POPULATION_LABELS = {"primary": "primary slice", "all": "all documents"}
-
-
-def _population_label(population: str, frame: pl.DataFrame) -> str:
-    docs = frame["n_docs"].max() if "n_docs" in frame.columns and frame.height else None
-    label = POPULATION_LABELS.get(population, population)
-    return f"{label}, {docs} documents" if docs is not None else label
-
-
-def _select(frame: pl.DataFrame, population: str, what: str) -> pl.DataFrame:
-    if "population" not in frame.columns:
-        raise ValueError(f"{what}: the summary frame has no population column; fix: pass the output of trustmass.report.ceiling_stats")
-    out = frame.filter(pl.col("population") == population)
-    if out.height == 0 and frame.height:
-        known = sorted(frame["population"].unique().to_list())
-        raise ValueError(f"{what}: no rows for population {population!r}; the frame has {known}")
-    return out
-
-
-def _empty(fig: Figure, text: str) -> Figure:
-    ax = fig.add_subplot(1, 1, 1)
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
-    return fig
-
-
-def _value(x) -> float:
-    return math.nan if x is None else float(x)
+#: the rules of Figure 3, in drawing order
+FIG3_ORDER = ("snapkv", "h2o", "quest", "streaming_llm", "recency", "certificate")
 
 
 # ============================================================================================ Figure 1
@@ -110,13 +47,13 @@ def _value(x) -> float:
 
 def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
     """Figure 1 from the ``fig1`` summary frame (one group of bars per model)."""
-    frame = _select(summary, population, "figure 1").sort(["model", "budget"])
+    frame = select_population(summary, population, "figure 1").sort(["model", "budget"])
     models = frame["model"].unique(maintain_order=True).to_list()
     with plt.rc_context(STYLE["rc"]):
         w, h = STYLE["fig1_panel_size"]
         fig = plt.figure(figsize=(max(4.8, 1.2 + w * max(len(models), 1)), h * sum(STYLE["fig1_height_ratios"]) + 2.0))
         if frame.height == 0:
-            return _empty(fig, "Figure 1: no enumerated-budget records in this population")
+            return empty(fig, "Figure 1: no enumerated-budget records in this population")
         full, zoom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": STYLE["fig1_height_ratios"]})
         ticks, labels, centers = [], [], []
         x0 = 0.0
@@ -130,7 +67,7 @@ def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
                 labels.append(f"s={r['budget']}")
             centers.append((xs.mean(), model))
             x0 = xs[-1] + 1.8
-        lows = [_value(v) for v in frame["median_remainder_low"].to_list() + frame["median_bal_residual_low"].to_list()]
+        lows = [as_float(v) for v in frame["median_remainder_low"].to_list() + frame["median_bal_residual_low"].to_list()]
         lows = [v for v in lows if not math.isnan(v)] or [0.9]
         bottom = min(lows)
         bottom -= STYLE["zoom_margin"] * (1.0 - bottom) + 1e-3
@@ -150,7 +87,7 @@ def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
             Line2D([], [], color=STYLE["balancing_color"], marker="D", ls="", label="median balancing residual es(A_bal) / es(A*_s)"),
             Line2D([], [], color=STYLE["whisker_color"], marker="|", ls="", markersize=9, label="95% document-cluster bootstrap interval"),
         ]
-        fig.suptitle(f"Figure 1 — closable ceiling by budget\n{_population_label(population, frame)}", fontsize=10)
+        fig.suptitle(f"Figure 1 — closable ceiling by budget\n{population_label(population, frame)}", fontsize=10)
         fig.tight_layout(rect=(0, STYLE["fig1_legend_space"], 1, 1))
         fig.legend(handles=handles, loc="lower center", ncol=1, frameon=False)
     return fig
@@ -158,21 +95,21 @@ def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
 
 def _draw_bar(ax, x: float, r: Mapping, annotate: bool) -> None:
     width = STYLE["bar_width"]
-    rem = _value(r["median_remainder"])
+    rem = as_float(r["median_remainder"])
     ax.bar(x, rem, width, color=STYLE["remainder_color"], zorder=1)
     ax.bar(x, 1.0 - rem, width, bottom=rem, color=STYLE["cap_color"], zorder=1)
-    lo, hi = _value(r["median_remainder_low"]), _value(r["median_remainder_high"])
+    lo, hi = as_float(r["median_remainder_low"]), as_float(r["median_remainder_high"])
     if not (math.isnan(lo) or math.isnan(hi)):
         ax.errorbar(x - width / 5, rem, yerr=[[rem - lo], [hi - rem]], fmt="none", ecolor=STYLE["whisker_color"],
                     elinewidth=0.9, capsize=2.5, zorder=3)  # fmt: skip
-    bal = _value(r["median_bal_residual"])
-    blo, bhi = _value(r["median_bal_residual_low"]), _value(r["median_bal_residual_high"])
+    bal = as_float(r["median_bal_residual"])
+    blo, bhi = as_float(r["median_bal_residual_low"]), as_float(r["median_bal_residual_high"])
     if not math.isnan(bal):
         yerr = None if math.isnan(blo) else [[bal - blo], [bhi - bal]]
         ax.errorbar(x + width / 5, bal, yerr=yerr, fmt="D", color=STYLE["balancing_color"], markersize=3.5,
                     elinewidth=0.9, capsize=2.5, zorder=4)  # fmt: skip
     if annotate:
-        c = _value(r["median_c_hat"])
+        c = as_float(r["median_c_hat"])
         ax.annotate(f"ĉ={c:.3f}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7)
 
 
@@ -181,11 +118,11 @@ def _draw_bar(ax, x: float, r: Mapping, annotate: bool) -> None:
 
 def figure2(summary: pl.DataFrame, population: str = "primary") -> Figure:
     """Figure 2 from the ``fig2`` summary frame: one row of two heatmaps per model."""
-    frame = _select(summary, population, "figure 2")
+    frame = select_population(summary, population, "figure 2")
     models = sorted(frame["model"].unique().to_list())
     with plt.rc_context(STYLE["rc"]):
         if not models:
-            return _empty(plt.figure(figsize=(6, 3)), "Figure 2: no records at the map budget in this population")
+            return empty(plt.figure(figsize=(6, 3)), "Figure 2: no records at the map budget in this population")
         grids = {m: _grid(frame.filter(pl.col("model") == m)) for m in models}
         cell = STYLE["fig2_cell_inches"]
         min_w, min_h = STYLE["fig2_min_panel"]
@@ -208,7 +145,7 @@ def figure2(summary: pl.DataFrame, population: str = "primary") -> Figure:
                            f"\n{first['n_cells']} cells, median {rows['n'].median():g} instances per cell", loc="left")  # fmt: skip
             right.set_title(f"{model}: median κ̂\n{first['n_labelled_cells']} cells with median κ̂ ≥ {first['kappa_threshold']:g} (●)"
                             f"\ncell-level AUC(m̄ → label) = {auc_text}", loc="left")  # fmt: skip
-        fig.suptitle(f"Figure 2 — the map, layer × query head; {_population_label(population, frame)}", fontsize=10)
+        fig.suptitle(f"Figure 2 — the map, layer × query head; {population_label(population, frame)}", fontsize=10)
         fig.tight_layout()
     return fig
 
@@ -220,8 +157,8 @@ def _grid(rows: pl.DataFrame) -> dict:
     out.update(flat=np.zeros((layers, heads), dtype=bool), label=np.zeros((layers, heads), dtype=bool))
     for r in rows.iter_rows(named=True):
         i, j = r["layer"], r["head"]
-        out["mass"][i, j] = _value(r["median_dropped_mass"])
-        out["kappa"][i, j] = _value(r["median_kappa_hat"])
+        out["mass"][i, j] = as_float(r["median_dropped_mass"])
+        out["kappa"][i, j] = as_float(r["median_kappa_hat"])
         out["flat"][i, j] = bool(r["flat"])
         out["label"][i, j] = bool(r["label"])
     return out
@@ -243,13 +180,55 @@ def _heatmap(fig: Figure, ax, grid: dict, key: str, norm: Normalize, cmap: str, 
     bar.set_label(bar_label)
 
 
-# ============================================================================================ output
+# ============================================================================================ Figure 3
 
 
-def save(fig: Figure, path: str | os.PathLike) -> None:
-    """Write ``fig`` as PNG atomically (nothing half-written on failure) and close it."""
-    try:
-        with atomic_write(path) as tmp:
-            fig.savefig(tmp, dpi=STYLE["dpi"], format="png", bbox_inches="tight")
-    finally:
-        plt.close(fig)
+def figure3(roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary", band: tuple[float, float] | None = None) -> Figure:
+    """Figure 3 from the ``fig3_roc`` and ``audit_table`` frames; ``band`` is the paper's AUC range of
+    the dropped mass for the headline families (claim 35), shaded for comparison."""
+    with plt.rc_context({**STYLE["rc"], "legend.fontsize": STYLE["fig3_legend_fontsize"]}):
+        fig, (left, right) = plt.subplots(1, 2, figsize=STYLE["fig3_size"], gridspec_kw={"width_ratios": (1, 1.3)})
+        models = sorted(roc["model"].unique().to_list()) if roc.height else []
+        budget = int(roc["budget"][0]) if roc.height else 8
+        if models:
+            first = roc.filter(pl.col("model") == models[0])
+            for rule in FIG3_ORDER:
+                g = first.filter(pl.col("rule") == rule)
+                if g.height == 0 or g["fpr"].is_null().all():
+                    continue
+                auc = g["auc"][0]
+                lab = f"{STYLE['rule_labels'][rule]} (AUC {auc:.2f})" if auc is not None else STYLE["rule_labels"][rule]
+                left.plot(g["fpr"].to_numpy(), g["tpr"].to_numpy(), color=STYLE["rule_colors"][rule], lw=1.2,
+                          ls="--" if rule == "certificate" else "-", label=lab)  # fmt: skip
+            left.set_title(f"ROC of dropped mass for each rule's label, s = {budget}\n{models[0]}")
+        else:
+            left.text(0.5, 0.5, "no ROC data", ha="center", transform=left.transAxes)
+        left.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+        left.set_xlabel("false-positive rate")
+        left.set_ylabel("true-positive rate")
+        left.set_xlim(0, 1)
+        left.set_ylim(0, 1)
+        left.legend(loc="lower right")
+
+        t = table.filter(pl.col("population") == population, pl.col("budget").is_null(), pl.col("rule").is_in(list(FIG3_ORDER)))
+        tmodels = sorted(t["model"].unique().to_list())
+        if band is not None:
+            right.axvspan(*band, color=STYLE["band_color"], zorder=0, label=f"the paper's AUC of m̄_s, headline families: {band[0]:g}–{band[1]:g}")
+        right.axvline(0.5, color="grey", ls="--", lw=0.9, label="chance")
+        rows = [(m, r) for m in tmodels for r in FIG3_ORDER if t.filter(pl.col("model") == m, pl.col("rule") == r).height]
+        for y, (m, r) in enumerate(rows):
+            rec = t.filter(pl.col("model") == m, pl.col("rule") == r).row(0, named=True)
+            if rec["auc"] is None:
+                continue
+            lo = rec["auc"] - rec["auc_low"] if rec["auc_low"] is not None else 0.0
+            hi = rec["auc_high"] - rec["auc"] if rec["auc_high"] is not None else 0.0
+            right.errorbar(rec["auc"], y, xerr=[[lo], [hi]], fmt="o", color=STYLE["rule_colors"][r], ms=4, capsize=2)
+        right.set_yticks(np.arange(len(rows)))
+        right.set_yticklabels([f"{STYLE['rule_labels'][r].split(' (')[0]} · {m}" if len(tmodels) > 1 else STYLE["rule_labels"][r].split(" (")[0] for m, r in rows])
+        right.invert_yaxis()
+        right.set_xlim(0.0, 1.0)
+        right.set_xlabel("AUC of dropped mass (pooled over s ≤ 32), 95% doc-cluster CI")
+        right.set_title("pooled AUC per model")
+        right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)
+        fig.tight_layout()
+    return fig

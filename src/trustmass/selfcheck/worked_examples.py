@@ -8,6 +8,7 @@ shows, next to its results, that the operator it used reproduces the paper's exa
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -124,11 +125,40 @@ def reduction_examples() -> list[dict]:
     return out
 
 
-def worked_examples() -> dict:
-    """Every worked example, with expected vs computed values and an overall verdict."""
+def free_weight_instances(seed: int = 0, n_keys: int = 8, dims: tuple[int, ...] = (1, 2, 3), per_dim: int = 3) -> list[dict]:
+    """EF(s) by brute force over every s-subset (free weights: the hull distance) on seeded random
+    rows, for s = 1 .. d+1, with the row's sigma and D: the quantities of App A's EF(s) <= sigma/sqrt(s)
+    <= D/sqrt(s) and EF(d+1) = 0 (Caratheodory)."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 80]))
+    out = []
+    for d in dims:
+        for _ in range(per_dim):
+            inst = Instance.from_arrays(rng.dirichlet(np.ones(n_keys)), rng.normal(size=(n_keys, d)))
+            for s in range(1, d + 2):
+                best = min(ef(inst, list(kept)) for kept in itertools.combinations(range(n_keys), s))
+                out.append({"N": n_keys, "d": d, "s": s, "sigma": sigma(inst), "D": radius(inst), "ef": float(best)})
+    return out
+
+
+def reduction_gaps() -> list[dict]:
+    """ES(N/2) of the reduction instances whose Partition has no solution (ES > 0), with N."""
+    out = []
+    for u in ((1, 1, 4), (2, 3, 7), (1, 2, 4, 8)):
+        p, v, s = partition_instance(u)
+        inst = Instance.from_arrays([float(x) for x in p], np.array(v, dtype=float))
+        _, argmin = exact_optimum_bruteforce(inst, s)
+        exact = es_squared_rational(p, v, argmin)
+        out.append({"u": list(u), "N": len(p), "es_squared": str(exact), "es": float(np.sqrt(float(exact)))})
+    return out
+
+
+def worked_examples(seed: int = 0) -> dict:
+    """Every worked example, with expected vs computed values and an overall verdict, and the
+    quantities of the theory claims computed on seeded instances (``theory``)."""
     sections = {"example_2_2": example_2_2(), "example_A_2": example_a_2(), "partition_reduction": reduction_examples()}
     return {
         "sections": sections,
         "n_checks": sum(len(v) for v in sections.values()),
         "all_ok": all(c["ok"] for v in sections.values() for c in v),
+        "theory": {"free_weight": free_weight_instances(seed), "reduction_gaps": reduction_gaps()},
     }

@@ -1,4 +1,4 @@
-"""trustmass.report.ceiling_stats on synthetic ceiling records with hand-checkable values."""
+"""trustmass.report.frames.ceiling(_claims) on synthetic ceiling records with hand-checkable values."""
 
 import math
 
@@ -8,11 +8,15 @@ import pytest
 import scipy.stats
 
 from trustmass.core import stats
-from trustmass.report import ceiling_stats as S
-from trustmass.report.claims_data import claim
+from trustmass.report import engine
+from trustmass.report.claims.data import claim
+from trustmass.report.engine import StatisticsSettings
+from trustmass.report.frames import ceiling as S
+from trustmass.report.frames import ceiling_claims as CC
+from trustmass.report.headline import HEADLINE_SCHEMA
 
-FAST = S.SummarySettings(bootstrap=200)
-NO_CI = S.SummarySettings(bootstrap=0)
+FAST = StatisticsSettings(bootstrap=200)
+NO_CI = StatisticsSettings(bootstrap=0)
 
 DEFAULTS = dict(
     model="m", corpus="prose", doc="0000", layer=0, head=0, kv_head=0, group_size=1, query_pos=100, n_keys=300,
@@ -195,7 +199,7 @@ def test_table1_balancing_share_and_mass_share_of_s8():
     assert s64["balancing_beats_10pct_share"] == pytest.approx(1 / 3)
     assert s64["median_mass_share_of_map"] == pytest.approx(0.2)  # ratios 0.1, 0.2, 0.3
     assert only(out, model="m", budget=8)["median_mass_share_of_map"] == 1.0
-    assert only(out, model=S.POOLED, budget=64)["median_mass_share_of_map"] == pytest.approx(0.2)
+    assert only(out, model=engine.POOLED, budget=64)["median_mass_share_of_map"] == pytest.approx(0.2)
     assert not s64["enumerated"]
 
 
@@ -249,14 +253,14 @@ def study_rows():
 
 
 def test_headline_values_exist_in_the_claims_file():
-    for spec in S.HEADLINE:
+    for spec in CC.HEADLINE:
         claim(spec.claim).value(spec.value)  # raises KeyError when the name is not the claim's
-    covered = {spec.claim for spec in S.HEADLINE}
+    covered = {spec.claim for spec in CC.HEADLINE}
     assert {2, 8, 11, 12, 13, 14, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 37, 38} <= covered
 
 
 def test_headline_rows_and_columns():
-    out = S.headline(frame(study_rows()), FAST)
+    out = CC.headline(frame(study_rows()), FAST)
     assert out.columns[:11] == ["claim_id", "value_name", "by_key", "by_value", "population", "estimate", "low", "high",
                                 "n_instances", "n_docs", "models"]  # fmt: skip
     c24 = out.filter((pl.col("claim_id") == 24) & (pl.col("value_name") == "median_c_hat") & (pl.col("population") == "all"))
@@ -285,28 +289,44 @@ def test_summarize_is_fast_and_reuses_frames():
 
     rows = [{**r, "corpus": corpus} for corpus in ("a", "b", "c", "d", "e") for r in study_rows()]
     started = time.perf_counter()
-    frames = S.summarize(frame(rows), S.SummarySettings(bootstrap=1000))
+    frames = S.summarize(frame(rows), StatisticsSettings(bootstrap=1000))
     assert time.perf_counter() - started < 30
-    assert list(frames) == list(S.SUMMARIES)
+    assert list(frames) == list(S.FRAMES)
     for name, schema in (("fig1", S.FIG1_SCHEMA), ("fig2", S.FIG2_SCHEMA), ("table1", S.TABLE1_SCHEMA),
-                         ("table2", S.TABLE2_SCHEMA), ("table6", S.TABLE6_SCHEMA), ("table8", S.TABLE8_SCHEMA),
-                         ("headline", S.HEADLINE_SCHEMA)):  # fmt: skip
+                         ("table2", S.TABLE2_SCHEMA), ("table6", S.TABLE6_SCHEMA), ("table8", S.TABLE8_SCHEMA)):  # fmt: skip
         assert dict(frames[name].schema) == schema, name
+    assert dict(CC.headline(frame(rows), NO_CI, frames=frames).schema) == HEADLINE_SCHEMA
+
+
+def test_the_headline_population_is_one_corpus_and_table2_compares_corpora():
+    rows = [{**r, "corpus": corpus} for corpus in ("prose", "code") for r in study_rows()]
+    population = engine.HeadlinePopulation(models=("a",), corpus="prose")
+    frames = S.summarize(frame(rows), NO_CI, population)
+    assert set(frames["fig1"]["model"]) == {"a"} and set(frames["table8"]["model"]) == {"a"}
+    assert set(frames["table2"]["corpus"]) == {"prose", "code"} and set(frames["table2"]["model"]) == {"a"}
+    pooled = S.summarize(frame(rows), NO_CI)  # no headline population: every model and corpus
+    n_headline = int(frames["fig1"].filter(pl.col("population") == "all")["n"].sum())
+    n_pooled = int(pooled["fig1"].filter(pl.col("population") == "all", pl.col("model") == "a")["n"].sum())
+    assert n_pooled == 2 * n_headline
+    head = CC.headline(frame(rows), NO_CI, population, frames, content={"prose": "prose", "code": "code"})
+    code = head.filter(pl.col("claim_id") == 41, pl.col("value_name") == "median_kappa_hat_code")
+    assert set(code["by_value"].to_list()) == {"a,code,4", "a,code,8"}  # per budget, the code corpus only
+    assert only(head, claim_id=15, value_name="n_instances", population="all")["models"] == "a"
 
 
 def test_bootstrap_mean_matches_the_generic_cluster_bootstrap():
     rng = np.random.default_rng(3)
     x = (rng.random(200) < 0.3).astype(float)
     clusters = rng.integers(0, 7, size=200).astype(str)
-    settings = S.SummarySettings(bootstrap=300, seed=5)
-    low, high = S._bootstrap_mean(x, clusters, settings)
+    settings = StatisticsSettings(bootstrap=300, seed=5)
+    low, high = engine.bootstrap_mean(x, clusters, settings)
     iv = stats.cluster_bootstrap({"x": x}, lambda d: d["x"].mean(), cluster=clusters, B=300, seed=5)
     assert (low, high) == pytest.approx((iv.low, iv.high), abs=1e-12)
 
 
 def test_settings_from_config():
-    s = S.SummarySettings.from_config({"seed": 7, "labels": {"kappa_threshold": 1.2},
+    s = StatisticsSettings.from_config({"seed": 7, "labels": {"kappa_threshold": 1.2},
                                        "statistics": {"bootstrap": 10, "map_budget": 16, "figure_population": "all"}})  # fmt: skip
     assert (s.seed, s.kappa_threshold, s.bootstrap, s.map_budget, s.primary_docs) == (7, 1.2, 10, 16, 3)
     with pytest.raises(ValueError, match="unknown keys"):
-        S.SummarySettings.from_config({"statistics": {"bootstrapp": 10}})
+        StatisticsSettings.from_config({"statistics": {"bootstrapp": 10}})

@@ -1,233 +1,82 @@
-"""The paper's own numbers (spec/paper.md §9, claims 1-126), read from ``data/claims.yaml``.
-
-The pipeline never computes *from* these numbers: every statistic is computed from records, and the
-claims report compares it with the value stated here.  This module loads the file, checks its
-structure (ids 1..126 unique and complete, known stage/repro/kind/unit/population codes, low <= high,
-exact fractions equal to their decimal values, ...) and offers lookups::
-
-    from trustmass.report.claims_data import claim, claims_for_stage
-    claim(24).value("median_c_hat").low          # 0.021
-    [c.id for c in claims_for_stage("CERT")]     # [18, 19, 20, 21, 84, 90, 91, 92, 93, 94, 101]
-
-Problems are collected (all of them) and raised as one :class:`ClaimsFileError` whose lines name the
-claim, the field and the fix.
-"""
+"""Validation of the claims document (``data/claims.yaml``) into :mod:`trustmass.report.claims.model`
+objects: every problem is collected (all of them) and raised as one :class:`ClaimsFileError` whose
+lines name the claim, the field and the fix."""
 
 from __future__ import annotations
 
-import ast
 import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
-__all__ = [
-    "CLAIM_COUNT",
-    "FIGURES_TABLES",
-    "KINDS",
-    "POPULATIONS",
-    "REPRO_CODES",
-    "ROLES",
-    "SECTIONS",
-    "STAGES",
-    "UNITS",
-    "Claim",
-    "ClaimsFileError",
-    "Value",
-    "claim",
-    "claims_for_figure_table",
-    "claims_for_repro",
-    "claims_for_stage",
-    "load_claims",
-]
-
-CLAIM_COUNT = 126
-SCHEMA_VERSION = 1
-
-#: stage codes of spec §9
-STAGES = ("THY", "CAP", "INST", "CERT", "AUD", "STAT", "LOSS", "PROBE", "CURV", "TASK", "DEP", "BYTES", "RETR", "TIME")
-#: reproducibility codes of spec §9
-REPRO_CODES = ("T", "S", "S~", "G", "B", "H")
-#: how a value is stated: a number, a range low-high, a bound (< / <= / up to: upper; >= / as few as:
-#: lower), an integer count, or k out of n (``value`` of ``of``)
-KINDS = ("point", "range", "upper", "lower", "count", "ratio")
-UNITS = ("fraction", "percent", "nats", "points", "x", "count", "ms", "seconds", "billions", "none")
-#: which records a claim is computed on: the 3-doc primary slice, the 20-doc full records, the 960
-#: certification manifest, the cap-widening head subset, the content run (Table 2), the
-#: task-structured contexts (§2.7), held-out loss documents, the deployment benchmarks; ``unstated``
-#: where the paper does not say (spec §11.3), ``not_applicable`` for theory/configuration/timing
-POPULATIONS = (
-    "primary_3doc",
-    "all_docs",
-    "manifest",
-    "depth_subset",
-    "content_run",
-    "task_contexts",
-    "heldout_docs",
-    "benchmarks",
-    "unstated",
-    "not_applicable",
+from trustmass.report.claims.model import (
+    CLAIM_COUNT,
+    DIRECTIONS,
+    EXTREMES,
+    FIGURES_TABLES,
+    KINDS,
+    POPULATIONS,
+    REPRO_CODES,
+    ROLES,
+    SCHEMA_VERSION,
+    SECTIONS,
+    STAGES,
+    UNITS,
+    ByEntry,
+    Claim,
+    ClaimsFileError,
+    ModelRole,
+    Value,
+    formula_problem,
 )
-#: ``result``: a measured quantity; ``bound``: a pre-registered ceiling/floor or design constraint;
-#: ``parameter``: a protocol setting the claim states (cap size, document count, ...)
-ROLES = ("result", "bound", "parameter")
-SECTIONS = ("Abstract / §1", "§2.1", "§2.2", "§2.3", "§2.4", "§4", "App A", "App B", "App C", "App D", "App E")
-FIGURES_TABLES = tuple(f"Fig {i}" for i in range(1, 5)) + tuple(f"Table {i}" for i in range(1, 9))
-#: names a theory ``formula`` may use
-FORMULA_NAMES = frozenset({"N", "d", "s", "sigma", "D", "sqrt"})
 
+__all__ = ["ClaimsDocument", "parse_claims", "parse_document"]
+
+_TOP_KEYS = ("schema_version", "source", "model_roles", "claims")
 _CLAIM_KEYS_REQUIRED = ("id", "section", "stage", "repro", "text", "values", "statistic", "population", "figure_table", "spec_refs")
 _CLAIM_KEYS_OPTIONAL = ("repro_note", "note")
 _VALUE_KEYS_REQUIRED = ("name", "kind", "unit")
 _VALUE_KEYS_OPTIONAL = (
     "value", "exact", "formula", "of", "low", "high", "strict", "by", "where", "over",
-    "role", "approx", "inferred", "source", "note",
-)
+    "role", "approx", "inferred", "extreme", "direction", "along", "source", "note",
+)  # fmt: skip
+_ROLE_KEYS_REQUIRED = ("paper_model", "hub_ids", "plays")
+_ROLE_KEYS_OPTIONAL = ("group_size",)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 _FRACTION = re.compile(r"^-?\d+/\d+$")
-
-DEFAULT_PATH = "data/claims.yaml"
-
-
-class ClaimsFileError(ValueError):
-    """The claims file is malformed; ``problems`` holds one line per problem."""
-
-    def __init__(self, problems: list[str], path: Path | str | None = None):
-        self.problems = list(problems)
-        self.path = path
-        where = f"{path}: " if path is not None else ""
-        head = f"{where}invalid claims file ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"
-        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
-
-
-Number = float | int
-ByEntry = Number | tuple[float, float]
+#: kinds stated by low/high (or by with [low, high] pairs)
+_INTERVAL_KINDS = ("range", "ci_within")
 
 
 @dataclass(frozen=True)
-class Value:
-    """One machine-checkable quantity a claim states (see the header of ``data/claims.yaml``)."""
+class ClaimsDocument:
+    """The validated claims file: the 126 claims and the model roles they refer to."""
 
-    name: str
-    kind: str
-    unit: str
-    value: Number | None = None
-    low: Number | None = None
-    high: Number | None = None
-    of: int | None = None
-    exact: Fraction | None = None
-    formula: str | None = None
-    strict: bool = False
-    by: Mapping[str, Mapping[Any, ByEntry]] = field(default_factory=lambda: MappingProxyType({}))
-    where: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    over: tuple[str, ...] = ()
-    role: str = "result"
-    approx: bool = False
-    inferred: bool = False
-    source: str | None = None
-    note: str | None = None
-
-    def bounds(self) -> tuple[float, float]:
-        """The stated interval of the overall value: range (low, high); upper (-inf, value);
-        lower (value, inf); point/count/ratio (value, value).  NaNs where only ``by`` or a formula
-        is stated."""
-        nan = math.nan
-        if self.kind == "range":
-            return (float(self.low), float(self.high)) if self.low is not None else (nan, nan)
-        if self.value is None:
-            return (nan, nan)
-        v = float(self.value)
-        if self.kind == "upper":
-            return (-math.inf, v)
-        if self.kind == "lower":
-            return (v, math.inf)
-        return (v, v)
-
-    def by_dimension(self) -> str | None:
-        """The single dimension the value is broken down by, or None."""
-        return next(iter(self.by), None)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One numbered claim of spec §9."""
-
-    id: int
-    section: str
-    stage: tuple[str, ...]
-    repro: tuple[str, ...]
-    text: str
-    values: tuple[Value, ...]
-    statistic: str
-    population: str
-    figure_table: tuple[str, ...]
-    spec_refs: tuple[str, ...]
-    repro_note: str | None = None
-    note: str | None = None
-
-    def value(self, name: str) -> Value:
-        for v in self.values:
-            if v.name == name:
-                return v
-        known = [v.name for v in self.values]
-        raise KeyError(f"claim {self.id} has no value {name!r}; it has {known}")
-
-    @property
-    def flags(self) -> tuple[str, ...]:
-        """Spec tags ([A], [R], [D], [C]) mentioned in the note, repro note or value notes."""
-        texts = [self.note or "", self.repro_note or ""] + [v.note or "" for v in self.values]
-        joined = " ".join(texts)
-        return tuple(tag for tag in ("A", "R", "D", "C") if f"[{tag}]" in joined)
-
-
-# ----------------------------------------------------------------------------------- loading
-
-
-def load_claims(path: Path | str | None = None) -> list[Claim]:
-    """All 126 claims in order, validated.  ``path`` defaults to the packaged ``data/claims.yaml``."""
-    if path is None:
-        return list(_packaged_claims())
-    return list(_load(Path(path)))
-
-
-@lru_cache(maxsize=1)
-def _packaged_claims() -> tuple[Claim, ...]:
-    resource = resources.files("trustmass").joinpath(DEFAULT_PATH)
-    with resources.as_file(resource) as path:
-        return _load(Path(path))
-
-
-def _load(path: Path) -> tuple[Claim, ...]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ClaimsFileError([f"cannot read the file ({exc}); fix: check the path"], path) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ClaimsFileError([f"not valid YAML: {exc}"], path) from exc
-    return parse_claims(data, path)
+    claims: tuple[Claim, ...]
+    model_roles: tuple[ModelRole, ...]
 
 
 def parse_claims(data: Any, path: Path | str | None = None) -> tuple[Claim, ...]:
-    """Validate the loaded YAML document and build the claims; raise :class:`ClaimsFileError`."""
+    """The claims of a loaded YAML document (see :func:`parse_document`)."""
+    return parse_document(data, path).claims
+
+
+def parse_document(data: Any, path: Path | str | None = None) -> ClaimsDocument:
+    """Validate the loaded YAML document and build claims and roles; raise :class:`ClaimsFileError`."""
     problems: list[str] = []
     if not isinstance(data, Mapping):
         raise ClaimsFileError([f"top level must be a mapping with schema_version and claims, got {type(data).__name__}"], path)
     if data.get("schema_version") != SCHEMA_VERSION:
         problems.append(f"schema_version must be {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
     for key in data:
-        if key not in ("schema_version", "source", "claims"):
-            problems.append(_unknown(key, "top level", ("schema_version", "source", "claims")))
+        if key not in _TOP_KEYS:
+            problems.append(_unknown(key, "top level", _TOP_KEYS))
+    roles = _parse_roles(data.get("model_roles"), problems)
     raw = data.get("claims")
     if not isinstance(raw, list):
         problems.append("claims: must be a list of claims")
@@ -253,9 +102,57 @@ def parse_claims(data: Any, path: Path | str | None = None) -> tuple[Claim, ...]
         problems.append(f"claim ids out of range 1..{CLAIM_COUNT}: {extra}")
     if not missing and not extra and len(ids) == CLAIM_COUNT and ids != list(range(1, CLAIM_COUNT + 1)):
         problems.append("claims must be listed in id order 1..126")
+    _check_paper_models(claims, roles, problems)
     if problems:
         raise ClaimsFileError(problems, path)
-    return tuple(claims)
+    return ClaimsDocument(tuple(claims), tuple(roles))
+
+
+def _parse_roles(raw: Any, problems: list[str]) -> list[ModelRole]:
+    if not (isinstance(raw, Mapping) and raw):
+        problems.append("model_roles: must map role names to {paper_model, hub_ids, plays}, e.g. reference: {paper_model: Qwen2.5-1.5B, ...}")
+        return []
+    roles = []
+    for name, entry in raw.items():
+        where = f"model_roles.{name}"
+        if not (isinstance(name, str) and _SNAKE.match(name)):
+            problems.append(f"{where}: role names are snake_case")
+            continue
+        if not isinstance(entry, Mapping):
+            problems.append(f"{where}: must be a mapping with {', '.join(_ROLE_KEYS_REQUIRED)}")
+            continue
+        n_before = len(problems)
+        _check_keys(entry, where, _ROLE_KEYS_REQUIRED, _ROLE_KEYS_OPTIONAL, problems)
+        hub_ids = entry.get("hub_ids")
+        if not (isinstance(hub_ids, list) and all(isinstance(h, str) and "/" in h for h in hub_ids)):
+            problems.append(f"{where}.hub_ids: a list of hub ids such as [Qwen/Qwen2.5-1.5B] (may be empty)")
+        size = entry.get("group_size")
+        if size is not None and not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+            problems.append(f"{where}.group_size: a positive integer (query heads per KV head)")
+        for key in ("paper_model", "plays"):
+            if not (isinstance(entry.get(key), str) and entry.get(key).strip()):
+                problems.append(f"{where}.{key}: must be non-empty text")
+        if len(problems) == n_before:
+            roles.append(ModelRole(name, entry["paper_model"], tuple(hub_ids), entry["plays"], size))
+    models = [r.paper_model for r in roles]
+    for m in sorted({m for m in models if models.count(m) > 1}):
+        problems.append(f"model_roles: paper model {m!r} has more than one role; fix: one role per paper model")
+    return roles
+
+
+def _check_paper_models(claims: Iterable[Claim], roles: Iterable[ModelRole], problems: list[str]) -> None:
+    """Every paper model a value is stated for (``where: {model: ...}``, ``by: {model: ...}``) has a role,
+    so that a run can judge it on the model that plays that role."""
+    known = {r.paper_model for r in roles}
+    for c in claims:
+        for v in c.values:
+            named = list(v.by.get("model", {})) if "model" in v.by else []
+            where = v.where.get("model")
+            if where is not None:
+                named += list(where) if isinstance(where, tuple) else [where]
+            for m in named:
+                if m not in known:
+                    problems.append(f"claim {c.id} ({v.name}): paper model {m!r} has no entry in model_roles; fix: add a role for it")
 
 
 def _check_keys(entry: Mapping, where: str, required, optional, problems: list[str]) -> None:
@@ -392,18 +289,18 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}.of: only for kind ratio, a positive integer (k of n)")
 
     # which numbers each kind takes
-    if kind == "range":
+    if kind in _INTERVAL_KINDS:
         if has_value or has_formula:
-            problems.append(f"{where}: a range takes low/high (or by with [low, high] pairs), not value/formula")
+            problems.append(f"{where}: a {kind} takes low/high (or by with [low, high] pairs), not value/formula")
         if has_range and not ("low" in raw and "high" in raw):
-            problems.append(f"{where}: a range needs both low and high")
+            problems.append(f"{where}: a {kind} needs both low and high")
         if not has_range and not has_by:
-            problems.append(f"{where}: a range needs low/high or by")
+            problems.append(f"{where}: a {kind} needs low/high or by")
         if "low" in raw and "high" in raw and _is_number(raw["low"]) and _is_number(raw["high"]) and raw["low"] > raw["high"]:
             problems.append(f"{where}: low {raw['low']} > high {raw['high']}; fix: swap them")
     elif kind in KINDS:
         if has_range:
-            problems.append(f"{where}: low/high belong to kind range only")
+            problems.append(f"{where}: low/high belong to kinds range and ci_within only")
         if not (has_value or has_formula or has_by):
             problems.append(f"{where}: kind {kind} needs value, formula or by")
         if kind in ("count", "ratio") and has_value and not (isinstance(raw["value"], int) and raw["value"] >= 0):
@@ -417,6 +314,15 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
             problems.append(f"{where}: a {kind} cannot be a formula")
     if "strict" in raw and kind not in ("upper", "lower"):
         problems.append(f"{where}.strict: only for kind upper or lower")
+    extreme, direction, along = raw.get("extreme"), raw.get("direction"), raw.get("along")
+    if extreme is not None and (extreme not in EXTREMES or kind != "point" or not raw.get("over")):
+        problems.append(f"{where}.extreme: {extreme!r} must be one of {', '.join(EXTREMES)}, on a point value with `over` (the groups it is the extreme of)")
+    if direction is not None and direction not in DIRECTIONS:
+        problems.append(f"{where}.direction: {direction!r} unknown; allowed: {', '.join(DIRECTIONS)}")
+    if (direction in ("increasing", "decreasing")) != (along is not None):
+        problems.append(f"{where}.along: needed exactly with direction increasing/decreasing (the dimension, e.g. budget)")
+    if along is not None and not (isinstance(along, str) and _SNAKE.match(along)):
+        problems.append(f"{where}.along: a snake_case dimension, e.g. budget")
 
     exact = None
     if "exact" in raw:
@@ -474,6 +380,9 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         role=role,
         approx=raw.get("approx", False),
         inferred=raw.get("inferred", False),
+        extreme=extreme,
+        direction=direction,
+        along=along,
         source=raw.get("source"),
         note=raw.get("note"),
     )
@@ -493,7 +402,9 @@ def _parse_by(raw: Any, kind: Any, of: Any, unit: Any, where: str, problems: lis
     out: dict[Any, ByEntry] = {}
     for key, entry in table.items():
         at = f"{where}.{dim}[{key!r}]"
-        if kind == "range" and not _is_number(entry):
+        if "," in str(key):
+            problems.append(f"{at}: a group key cannot hold a comma (headline rows join group values with commas); fix: use spaces")
+        if kind in _INTERVAL_KINDS and not _is_number(entry):
             # a range is stated per group as [low, high]; a number is a group's point value inside it
             if not (isinstance(entry, list) and len(entry) == 2 and all(_is_number(e) for e in entry)):
                 problems.append(f"{at}: a range entry is [low, high] or a number")
@@ -521,58 +432,6 @@ def _parse_by(raw: Any, kind: Any, of: Any, unit: Any, where: str, problems: lis
 
 
 def _check_formula(formula: Any, where: str, problems: list[str]) -> None:
-    if not isinstance(formula, str):
-        problems.append(f"{where}: must be a Python expression in {sorted(FORMULA_NAMES)}")
-        return
-    try:
-        tree = ast.parse(formula, mode="eval")
-    except SyntaxError:
-        problems.append(f"{where}: {formula!r} is not a valid expression")
-        return
-    allowed_nodes = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load, ast.Constant,
-                     ast.operator, ast.unaryop)
-    for node in ast.walk(tree):
-        if not isinstance(node, allowed_nodes):
-            problems.append(f"{where}: {formula!r} uses {type(node).__name__}; only arithmetic and sqrt()")
-            return
-        if isinstance(node, ast.Name) and node.id not in FORMULA_NAMES:
-            problems.append(f"{where}: unknown name {node.id!r}; allowed: {sorted(FORMULA_NAMES)}")
-
-
-def evaluate_formula(formula: str, **names: float) -> float:
-    """Evaluate a value's ``formula`` (already validated) for given N, d, s, sigma, D."""
-    tree = ast.parse(formula, mode="eval")
-    env = {"sqrt": math.sqrt, **names}
-    return float(eval(compile(tree, "<formula>", "eval"), {"__builtins__": {}}, env))  # the AST was validated: arithmetic and sqrt only
-
-
-# ----------------------------------------------------------------------------------- lookups
-
-
-def claim(claim_id: int) -> Claim:
-    """The claim with this §9 number."""
-    claims = _packaged_claims()
-    if not (isinstance(claim_id, int) and 1 <= claim_id <= len(claims)):
-        raise KeyError(f"no claim {claim_id!r}; claims are numbered 1..{len(claims)}")
-    return claims[claim_id - 1]
-
-
-def claims_for_stage(stage: str) -> list[Claim]:
-    """Claims whose stage codes include ``stage`` (e.g. 'CERT'), in id order."""
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; allowed: {', '.join(STAGES)}")
-    return [c for c in _packaged_claims() if stage in c.stage]
-
-
-def claims_for_repro(code: str) -> list[Claim]:
-    """Claims whose reproducibility codes include ``code`` (e.g. 'S'), in id order."""
-    if code not in REPRO_CODES:
-        raise ValueError(f"unknown reproducibility code {code!r}; allowed: {', '.join(REPRO_CODES)}")
-    return [c for c in _packaged_claims() if code in c.repro]
-
-
-def claims_for_figure_table(name: str) -> list[Claim]:
-    """Claims reported in a figure or table ('Fig 1' .. 'Fig 4', 'Table 1' .. 'Table 8')."""
-    if name not in FIGURES_TABLES:
-        raise ValueError(f"unknown figure/table {name!r}; allowed: {', '.join(FIGURES_TABLES)}")
-    return [c for c in _packaged_claims() if name in c.figure_table]
+    problem = formula_problem(formula)
+    if problem:
+        problems.append(f"{where}: {problem}")

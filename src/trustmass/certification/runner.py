@@ -1,0 +1,217 @@
+"""Certification runs (paper spec §3.2, §3.4): every manifest instance certified over all its keys,
+and the cap-widening sweep's pools.  Orchestration over :mod:`trustmass.certification.misocp`.
+
+* :func:`certify_rows` -- one output row per manifest instance, always: the instance is reloaded
+  from its capture shard, the ES_pool argmin recomputed (the incumbent), and `certify` run.  A
+  time limit gives ``undecided``; memory, a crash or any exception gives ``unsolved`` (with the
+  message), never a missing row.
+* :func:`sweep_rows` -- ES_pool of every sweep instance at every extra-key setting.
+
+The manifest is :mod:`trustmass.certification.manifest`; substitution, Table 7 and the sweep table
+are statistics (:mod:`trustmass.report.frames.certification`).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from trustmass.certification.manifest import IDENTITY
+from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
+from trustmass.core import operator as op
+
+__all__ = ["CERTIFIED_SCHEMA", "CertificationSettings", "certify_rows", "load_instance", "sweep_rows"]
+
+CERTIFIED_SCHEMA = {
+    "instance": pl.Int64, "status": pl.Utf8, "es_pool": pl.Float64, "es_pool_record": pl.Float64,
+    "es_cert": pl.Float64, "lower_bound": pl.Float64, "improvement": pl.Float64, "best": pl.List(pl.Int64),
+    "n_keys": pl.Int64, "seconds": pl.Float64, "enumeration_seconds": pl.Float64, "n_solves": pl.Int64,
+    "solve_outcomes": pl.Utf8, "max_solve_seconds": pl.Float64, "message": pl.Utf8,
+    "mass_floor": pl.Float64, "low_mass_bound": pl.Float64,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CertificationSettings:
+    per_stratum: int = 1  # certification.per_stratum
+    n_shards: int = 2  # certification.n_shards
+    time_limit_s: float = 10.0  # certification.time_limit_s (per solve)
+    memory_limit_mb: float = 2000.0  # certification.memory_limit_mb
+    max_solves: int = 64  # certification.max_solves
+    primary_docs: int = 3  # statistics.primary_docs
+    seed: int = 0
+    isolate: bool = True  # each instance in a forked child: a solver crash is an `unsolved` row
+
+    @property
+    def guard_s(self) -> float:
+        """Wall-clock guard per isolated instance: every solve at its limit, twice over, plus a minute."""
+        return 2.0 * self.max_solves * self.time_limit_s + 60.0
+
+
+# ======================================================================================= certify
+
+
+def load_instance(shard_path: str, layer: int, head: int, kv_head: int, query_pos: int, _cache: dict | None = None):
+    """(instance, positions of its keys) of one captured row, exactly as the ceiling stage built it."""
+    from trustmass.ceiling.records import Row, instance_of
+    from trustmass.capture.shards import read_layer
+
+    key = (shard_path, layer)
+    if _cache is not None and key in _cache:
+        t = _cache[key]
+    else:
+        t = {k: v.numpy() for k, v in read_layer(shard_path, layer, ["positions", "p", "values", "keys"]).items()}
+        if _cache is not None:
+            _cache.clear()  # one layer at a time is enough (the manifest is sorted per shard/layer)
+            _cache[key] = t
+    positions = t["positions"][kv_head].tolist()
+    if query_pos not in positions:
+        raise KeyError(f"query position {query_pos} not captured for layer {layer} kv head {kv_head}")
+    r = positions.index(query_pos)
+    row = Row(t["p"][head, r, : query_pos + 1], t["values"][kv_head, : query_pos + 1], t["keys"][kv_head, : query_pos + 1], None)
+    inst, positive, _, _ = instance_of(row)
+    return inst, positive
+
+
+def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSettings) -> dict:
+    """Certify one instance; never raises (an exception becomes status ``unsolved``)."""
+    from trustmass.core.enumeration import pool_optimum
+
+    out = {"n_keys": inst.n_keys}
+    start = time.perf_counter()
+    try:
+        po = pool_optimum(inst, s, extra)
+        out["enumeration_seconds"] = time.perf_counter() - start
+        out["es_pool"] = po.es_pool
+        cert = certify(
+            inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
+            memory_limit_mb=settings.memory_limit_mb, seed=settings.seed, max_solves=settings.max_solves,
+            isolate_solves=settings.isolate,
+        )  # fmt: skip
+        out.update(
+            status=cert.status, es_cert=cert.es_cert, lower_bound=cert.lower_bound, improvement=cert.improvement,
+            best=np.asarray(cert.best, dtype=np.int64), seconds=cert.seconds, n_solves=cert.n_solves,
+            solve_outcomes=",".join(r.outcome for r in cert.solves), max_solve_seconds=cert.max_solve_seconds,
+            message="; ".join(sorted({r.message for r in cert.solves if r.message}))[:500],
+            mass_floor=cert.mass_floor, low_mass_bound=cert.low_mass_bound,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 -- a crash is a recorded status, never a missing row
+        out.update(status=UNSOLVED, message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[:2000])
+    out["seconds"] = out.get("seconds", time.perf_counter() - start)
+    return out
+
+
+def certify_isolated(inst: op.Instance, s: int, extra: int, settings: CertificationSettings) -> dict:
+    """``certify_one`` in a forked child when ``settings.isolate``: a crash in SCIP (segfault, abort,
+    OOM kill) becomes status ``unsolved`` and a guard expiry status ``undecided``, with the reason."""
+    if not settings.isolate:
+        return certify_one(inst, s, extra, settings)
+    from trustmass.plumbing.isolation import TIMEOUT, isolated_call
+
+    start = time.perf_counter()
+    outcome = isolated_call(certify_one, (inst, s, extra, settings), timeout_s=settings.guard_s)
+    if outcome.ok:
+        return outcome.value
+    status = UNDECIDED if outcome.reason == TIMEOUT else UNSOLVED
+    return {"n_keys": inst.n_keys, "status": status, "message": f"{outcome.reason}: {outcome.message}"[:2000],
+            "seconds": time.perf_counter() - start}  # fmt: skip
+
+
+def _certify_group(args) -> list[dict]:
+    shard_path, items, settings = args
+    cache: dict = {}
+    rows = []
+    for item in items:
+        rec = {"instance": item["instance"], "es_pool_record": item["es_pool"]}
+        try:
+            inst, positive = load_instance(shard_path, item["layer"], item["head"], item["kv_head"], item["query_pos"], cache)
+        except Exception as exc:  # noqa: BLE001
+            rec.update(status=UNSOLVED, message=f"reload failed: {type(exc).__name__}: {exc}", seconds=0.0)
+            rows.append(rec)
+            continue
+        res = certify_isolated(inst, int(item["budget"]), int(item["pool_extra"]), settings)
+        if res.get("best") is not None:
+            res["best"] = positive[res["best"]].astype(np.int64).tolist()  # key positions in the document
+        rec.update(res)
+        rows.append(rec)
+    return rows
+
+
+def certify_rows(manifest_part: pl.DataFrame, shard_of, settings: CertificationSettings, workers: int = 1) -> pl.DataFrame:
+    """One row per manifest instance (CERTIFIED_SCHEMA); ``shard_of(model, corpus, doc)`` -> capture path.
+
+    ``best`` holds the kept keys' positions in the document (j <= query_pos), ascending.
+    """
+    groups = []
+    for (model, corpus, doc), g in manifest_part.sort(["model", "corpus", "doc", "layer", "instance"]).group_by(
+        ["model", "corpus", "doc"], maintain_order=True
+    ):
+        path = shard_of(model, corpus, doc)
+        items = g.to_dicts()
+        if workers > 1:  # spread the instances of one document over the workers
+            for w in range(workers):
+                if items[w::workers]:
+                    groups.append((path, items[w::workers], settings))
+        else:
+            groups.append((path, items, settings))
+    if workers > 1 and len(groups) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            parts = list(pool.map(_certify_group, groups))
+    else:
+        parts = [_certify_group(g) for g in groups]
+    rows = {r["instance"]: r for part in parts for r in part}
+    missing = set(manifest_part["instance"].to_list()) - set(rows)
+    for i in missing:  # cannot happen short of a bug; still a row, never a gap
+        rows[i] = {"instance": i, "status": UNSOLVED, "message": "no result"}
+    ordered = [{k: rows[i].get(k) for k in CERTIFIED_SCHEMA} for i in sorted(rows)]
+    return pl.DataFrame(ordered, schema=CERTIFIED_SCHEMA)
+
+
+# ============================================================================== cap-widening sweep
+
+
+def _sweep_group(args) -> list[dict]:
+    from trustmass.core.enumeration import pool_optimum
+
+    shard_path, items, extras = args
+    cache: dict = {}
+    out = []
+    for it in items:
+        inst, _ = load_instance(shard_path, it["layer"], it["head"], it["kv_head"], it["query_pos"], cache)
+        s, D = int(it["budget"]), op.radius(inst)
+        for e in extras:
+            t0 = time.perf_counter()
+            po = pool_optimum(inst, s, int(e))
+            out.append({
+                **{k: it[k] for k in IDENTITY}, "extra": int(e), "n_subsets": int(po.n_subsets), "es_top": it["es_top"],
+                "es_pool": po.es_pool, "kappa_hat": op.ratio_kappa(it["es_top"], po.es_pool, D),
+                "c_hat": op.closable_share(it["es_top"], po.es_pool, D), "seconds": time.perf_counter() - t0,
+            })  # fmt: skip
+    return out
+
+
+def sweep_rows(instances: pl.DataFrame, extras: Sequence[int], shard_of, workers: int = 1) -> pl.DataFrame:
+    """ES_pool at every extra-key setting for every sweep instance (one row per instance and e)."""
+    groups = []
+    for (model, corpus, doc), g in instances.group_by(["model", "corpus", "doc"], maintain_order=True):
+        items = g.sort(["layer", "head", "query_pos"]).to_dicts()
+        for w in range(max(workers, 1)):
+            if items[w :: max(workers, 1)]:
+                groups.append((shard_of(model, corpus, doc), items[w :: max(workers, 1)], tuple(extras)))
+    if workers > 1 and len(groups) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            parts = list(pool.map(_sweep_group, groups))
+    else:
+        parts = [_sweep_group(g) for g in groups]
+    return pl.DataFrame([r for p in parts for r in p]).sort([*IDENTITY, "extra"])
+
+

@@ -1,0 +1,129 @@
+"""The map from every figure and table of the study to what makes it: its statistics frames, its draw
+function or table layout, its files, its caption and the paper's claims quoted there.
+
+The workflow's render rules and named targets are generated from :data:`OUTPUTS`
+(``workflow/rules/report.smk``), and the statistics rules write the frames named in
+:data:`STATISTICS`; nothing about a figure is written twice.  To add a figure: a statistics function
+that writes its frame (``trustmass.report.frames``), a draw function (``trustmass.report.figures``)
+and one :class:`Output` here (README, "Extending").
+
+This module is deliberately light (strings only, no plotting or statistics imports), so that every
+rule may read it without depending on the code that draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["HEADLINE_FRAMES", "OUTPUTS", "STATISTICS", "STATS_DIR", "Output", "PaperValue", "StatisticsRule", "output", "stats_path"]
+
+STATS_DIR = "results/stats"
+
+
+def stats_path(frame: str) -> str:
+    """Where a statistics frame is written."""
+    return f"{STATS_DIR}/{frame}.parquet"
+
+
+@dataclass(frozen=True)
+class StatisticsRule:
+    """A rule that turns a stage's records into statistics frames (the compute half of a figure)."""
+
+    name: str
+    module: str  # the library module whose functions compute the frames
+    frames: tuple[str, ...]  # results/stats/<frame>.parquet, headline frames included
+    doc: str
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """A number of the paper a drawing shows for comparison (read from the claims file, never typed)."""
+
+    claim: int
+    value: str
+    by: tuple[str, str] | None = None  # (dimension, key) of a per-group entry
+
+
+@dataclass(frozen=True)
+class Output:
+    """One figure or table: frames in, files out."""
+
+    name: str  # the named target (``snakemake fig1``)
+    kind: str  # "figure" | "table"
+    title: str
+    frames: tuple[str, ...]  # statistics frames, in the order the draw function takes them
+    draw: str  # figures: "module:function"; tables: a layout name of trustmass.report.table_layouts
+    path: str  # the PNG, or the CSV (the Markdown sits beside it)
+    caption: str  # workflow/report/<caption>.rst
+    claims: tuple[int, ...]  # the paper's sentences quoted in the caption
+    paper_file: str | None = None  # the paper's own figure file
+    paper_values: Mapping[str, PaperValue] = field(default_factory=dict)  # extra keyword arguments of the draw function
+    config: tuple[str, ...] = ("statistics/figure_population", "labels/kappa_threshold")
+
+    @property
+    def module(self) -> str:
+        return self.draw.split(":")[0] if self.kind == "figure" else "trustmass.report.table_layouts"
+
+    @property
+    def files(self) -> dict[str, str]:
+        if self.kind == "figure":
+            return {"png": self.path}
+        return {"csv": self.path, "md": self.path.removesuffix(".csv") + ".md"}
+
+    @property
+    def category(self) -> str:
+        return "Figures" if self.kind == "figure" else "Tables"
+
+
+STATISTICS: tuple[StatisticsRule, ...] = (
+    StatisticsRule("ceiling_statistics", "trustmass.report.frames.ceiling_claims",
+                   ("fig1", "fig2", "table1", "table2", "table6", "table8", "headline_ceiling"),
+                   "Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals, from the ceiling records"),
+    StatisticsRule("audit_statistics", "trustmass.report.frames.audit", ("audit_table", "fig3_roc", "headline_audit"),
+                   "The audit table, Figure 3's ROC points and the audit claims, from the audit records"),
+    StatisticsRule("certification_statistics", "trustmass.report.frames.certification", ("table7", "headline_certification"),
+                   "Substitution, Table 7 and the certification claims, from the manifest, its certification and the records"),
+    StatisticsRule("sweep_statistics", "trustmass.report.frames.certification", ("sweep", "headline_sweep"),
+                   "The cap-widening sweep's table and claims, from the sweep rows"),
+    StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
+                   "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
+)  # fmt: skip
+
+#: every headline frame the claims report reads
+HEADLINE_FRAMES = tuple(f for rule in STATISTICS for f in rule.frames if f.startswith("headline_"))
+
+_FIGURES = "results/figures"
+_TABLES = "results/tables"
+
+OUTPUTS: tuple[Output, ...] = (
+    Output("fig1", "figure", "Figure 1: the ceiling per model and budget", ("fig1",), "trustmass.report.figures:figure1",
+           f"{_FIGURES}/fig1_ceiling.png", "fig1", (2, 24, 25, 28), "b9_ceiling_sym.png"),
+    Output("fig2", "figure", "Figure 2: the map, layer x head", ("fig2",), "trustmass.report.figures:figure2",
+           f"{_FIGURES}/fig2_map.png", "fig2", (34,), "b3_map_sym.png"),
+    Output("fig3", "figure", "Figure 3: deployed selectors' excess over ES_pool and its predictability", ("fig3_roc", "audit_table"),
+           "trustmass.report.figures:figure3", f"{_FIGURES}/fig3_method_headroom.png", "fig3", (35, 48, 105, 106),
+           "c8_method_headroom.png", {"band": PaperValue(35, "auc_dropped_mass", ("family_set", "headline"))}),
+    Output("table1", "table", "Table 1: native budget, balancing share through s = 256", ("table1",), "table1",
+           f"{_TABLES}/table1_native.csv", "table1", (31, 32, 33, 96)),
+    Output("table2", "table", "Table 2: content diversity (prose, code, French)", ("table2",), "table2",
+           f"{_TABLES}/table2_content.csv", "table2", (41,)),
+    Output("table6", "table", "Table 6: the panel (AUC, edge/int, rho_depth, rho(Phi, ES_pool), kappa_hat_bal)", ("table6",), "table6",
+           f"{_TABLES}/table6_panel.csv", "table6", (28, 35, 38, 39, 83)),
+    Output("table7", "table", "Table 7: certification substitution (Wilson-95 f_hi, distribution-free median caps)", ("table7",),
+           "table7", f"{_TABLES}/table7_certification.csv", "table7", (18, 21, 84, 90, 91, 92, 93, 94, 95)),
+    Output("table8", "table", "Table 8: per-budget profile", ("table8",), "table8",
+           f"{_TABLES}/table8_profile.csv", "table8", (11, 12, 13, 22, 23, 27, 38, 88)),
+    Output("sweep", "table", "The cap-widening sweep at s = 32 (e = 4, 5, 6 extra keys)", ("sweep",), "sweep",
+           f"{_TABLES}/sweep_cap_widening.csv", "sweep", (18, 19, 20)),
+    Output("audit_table", "table", "The selector audit table (median excess, share above 1.11 ES_pool, AUC, Spearman)",
+           ("audit_table",), "audit_table", f"{_TABLES}/audit_table.csv", "audit_table", (48, 49, 50, 51, 105, 106, 107, 108, 109)),
+)  # fmt: skip
+
+
+def output(name: str) -> Output:
+    """The figure or table named ``name``."""
+    for out in OUTPUTS:
+        if out.name == name:
+            return out
+    raise KeyError(f"no figure or table {name!r}; known: {', '.join(o.name for o in OUTPUTS)}")

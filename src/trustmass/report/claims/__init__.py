@@ -1,0 +1,1 @@
+"""The paper's claims (``data/claims.yaml``), the verdict for each kind of claim, and the claims report."""

@@ -1,0 +1,242 @@
+"""Statistics of the certification stage (spec §3.2, §3.5-3.6, Table 7): substitution of the
+certified optima, Table 7, the cap-widening sweep's table, and the claims they regenerate.
+
+* :func:`substitute` -- the manifest joined with its certification, paired before/after statistics;
+* :func:`table7` -- per budget: improved count, solved n, Wilson-95 f_hi, the full-records median
+  c_hat and its distribution-free caps (at f_hi, and with the unsolved counted as improved), the
+  paired manifest medians before/after substitution, the optimum-beats-balancing shares and the
+  kappa_hat_bal = 1 share with its worst (model, budget) margin;
+* :func:`sweep_table` -- per extra-key setting: subsets, label rate, median c_hat and its shift;
+* :func:`headline` -- claims 18-21, 84, 90-95 and 101 in the one headline schema.
+
+The records and the manifest are the study's headline population (headline families on the
+headline corpus); ``n_docs`` counts documents (corpus, doc), as the paper's "20 docs".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import polars as pl
+
+from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, UNDECIDED, UNSOLVED, WITHIN_1PCT
+from trustmass.certification.manifest import IDENTITY
+from trustmass.core import operator as op
+from trustmass.core import stats
+from trustmass.core.operator import REL_TOL
+from trustmass.report.engine import GroupStatistics, StatisticsSettings, with_document_columns
+from trustmass.report.headline import headline_frame, row
+
+__all__ = ["FRAMES_SWEEP", "FRAMES_TABLE7", "SWEEP_SCHEMA", "TABLE7_SCHEMA", "headline", "substitute", "sweep_table", "table7"]
+
+#: the statistics frames of Table 7 and of the sweep, in the order their rules write them
+FRAMES_TABLE7 = ("table7", "headline_certification")
+FRAMES_SWEEP = ("sweep", "headline_sweep")
+#: "materially better" / "beats by more than 1 %"
+MATERIAL = 0.01
+
+
+def substitute(man: pl.DataFrame, certified: pl.DataFrame) -> pl.DataFrame:
+    """The manifest joined with its certification, with paired before/after statistics.
+
+    Where the status is ``improved`` the solver's subset replaces the ES_pool argmin: ES_opt =
+    es_cert, and c_hat, kappa_hat_bal are recomputed from the record's es_top / es_bal (degenerate
+    rules of spec §1.2); elsewhere they are unchanged.
+    """
+    f = man.join(certified.drop("es_pool"), on="instance", how="left")
+    after_es, c_after, kb_after = [], [], []
+    for r in f.select("status", "es_pool", "es_cert", "es_top", "es_bal", "D", "c_hat", "kappa_hat_bal").iter_rows(named=True):
+        if r["status"] == IMPROVED and r["es_cert"] is not None:
+            es_opt = r["es_cert"]
+            c_after.append(op.closable_share(r["es_top"], es_opt, r["D"]))
+            kb_after.append(op.ratio_kappa(r["es_bal"], es_opt, r["D"]))
+        else:
+            es_opt = r["es_pool"]
+            c_after.append(r["c_hat"])
+            kb_after.append(r["kappa_hat_bal"])
+        after_es.append(es_opt)
+    return f.with_columns(
+        es_opt_after=pl.Series(after_es, dtype=pl.Float64),
+        c_hat_after=pl.Series(c_after, dtype=pl.Float64),
+        kappa_hat_bal_after=pl.Series(kb_after, dtype=pl.Float64),
+    ).with_columns(
+        beats_bal_before=pl.col("es_bal") > (1 + MATERIAL) * pl.col("es_pool"),
+        beats_bal_after=pl.col("es_bal") > (1 + MATERIAL) * pl.col("es_opt_after"),
+    )
+
+
+def _med(x) -> float:
+    a = np.asarray([v for v in x if v is not None and not (isinstance(v, float) and math.isnan(v))], dtype=np.float64)
+    return stats.median(a) if a.size else math.nan
+
+
+def _is_one(x: pl.Expr) -> pl.Expr:
+    return (x - 1.0).abs() <= REL_TOL
+
+
+TABLE7_SCHEMA = {
+    "budget": pl.Int64, "n_manifest": pl.Int64, "n_solved": pl.Int64, "n_unsolved": pl.Int64, "n_undecided": pl.Int64,
+    "n_confirmed": pl.Int64, "n_within_1pct": pl.Int64, "improved": pl.Int64, "f_hi": pl.Float64,
+    "n_records": pl.Int64, "n_docs": pl.Int64, "median_c_hat": pl.Float64, "cap_f_hi": pl.Float64,
+    "f_hi_unsolved": pl.Float64, "cap_unsolved": pl.Float64,
+    "manifest_median_c_hat_before": pl.Float64, "manifest_median_c_hat_after": pl.Float64,
+    "manifest_median_kappa_hat_bal_before": pl.Float64, "manifest_median_kappa_hat_bal_after": pl.Float64,
+    "beats_bal_before": pl.Float64, "beats_bal_after": pl.Float64,
+    "median_improvement": pl.Float64, "max_improvement": pl.Float64,
+    "kappa_hat_bal_eq_1": pl.Float64, "worst_cell_margin": pl.Float64, "median_kappa_hat_bal_cap": pl.Float64,
+    "median_seconds": pl.Float64, "max_seconds": pl.Float64,
+}  # fmt: skip
+
+
+def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) -> pl.DataFrame:
+    """Table 7 per budget (spec §3.6); ``records`` are the full ceiling records (every document)."""
+    sub = substitute(man, certified)
+    rows = []
+    for s in sorted(sub["budget"].unique().to_list()):
+        g = sub.filter(pl.col("budget") == s)
+        status = g["status"].to_list()
+        n_unsolved = sum(st == UNSOLVED for st in status)
+        n_solved = len(status) - n_unsolved
+        k = sum(st == IMPROVED for st in status)
+        f_hi = stats.wilson_upper(k, n_solved) if n_solved else math.nan
+        f_hi_u = stats.wilson_upper(k + n_unsolved, len(status)) if status else math.nan
+        full = records.filter((pl.col("budget") == s) & pl.col("c_hat").is_not_null() & pl.col("c_hat").is_not_nan())
+        c = full["c_hat"].to_numpy()
+        kb = full.filter(pl.col("kappa_hat_bal").is_not_null() & pl.col("kappa_hat_bal").is_not_nan())
+        cells = kb.group_by("model").agg(_is_one(pl.col("kappa_hat_bal")).mean().alias("frac"))
+        imp = g.filter(pl.col("status") == IMPROVED)["improvement"].to_numpy()
+        rows.append({
+            "budget": s, "n_manifest": g.height, "n_solved": n_solved, "n_unsolved": n_unsolved,
+            "n_undecided": sum(st == UNDECIDED for st in status), "n_confirmed": sum(st == CONFIRMED_OPTIMAL for st in status),
+            "n_within_1pct": sum(st == WITHIN_1PCT for st in status), "improved": k, "f_hi": f_hi,
+            "n_records": full.height, "n_docs": full.select("corpus", "doc").n_unique(),
+            "median_c_hat": stats.median(c) if c.size else math.nan,
+            "cap_f_hi": stats.median_cap(c, f_hi) if c.size and not math.isnan(f_hi) else math.nan,
+            "f_hi_unsolved": f_hi_u,
+            "cap_unsolved": stats.median_cap(c, f_hi_u) if c.size and not math.isnan(f_hi_u) else math.nan,
+            "manifest_median_c_hat_before": _med(g["c_hat"].to_list()),
+            "manifest_median_c_hat_after": _med(g["c_hat_after"].to_list()),
+            "manifest_median_kappa_hat_bal_before": _med(g["kappa_hat_bal"].to_list()),
+            "manifest_median_kappa_hat_bal_after": _med(g["kappa_hat_bal_after"].to_list()),
+            "beats_bal_before": float(g["beats_bal_before"].mean()) if g.height else math.nan,
+            "beats_bal_after": float(g["beats_bal_after"].mean()) if g.height else math.nan,
+            "median_improvement": stats.median(imp) if imp.size else math.nan,
+            "max_improvement": float(imp.max()) if imp.size else math.nan,
+            "kappa_hat_bal_eq_1": float(kb.select(_is_one(pl.col("kappa_hat_bal")).mean()).item()) if kb.height else math.nan,
+            "worst_cell_margin": float((cells["frac"] - 0.5 - f_hi).min()) if cells.height and not math.isnan(f_hi) else math.nan,
+            "median_kappa_hat_bal_cap": stats.median_cap(kb["kappa_hat_bal"].to_numpy(), f_hi) if kb.height and not math.isnan(f_hi) else math.nan,
+            "median_seconds": _med(g["seconds"].to_list()), "max_seconds": float(g["seconds"].max() or math.nan),
+        })  # fmt: skip
+    return pl.DataFrame(rows, schema=TABLE7_SCHEMA)
+
+
+
+SWEEP_SCHEMA = {
+    "extra": pl.Int64, "subsets": pl.Int64, "n": pl.Int64, "label_rate": pl.Float64, "median_c_hat": pl.Float64,
+    "median_gap_shift": pl.Float64, "median_gap_shift_rel": pl.Float64, "improved_over_base": pl.Float64,
+    "median_seconds": pl.Float64,
+}  # fmt: skip
+
+
+def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int = 32) -> pl.DataFrame:
+    """Per e: subsets C(s+e, s), fraction kappa_hat > threshold, median c_hat and its shift from the smallest e."""
+    extras = sorted(rows["extra"].unique().to_list())
+    base = rows.filter(pl.col("extra") == extras[0]).select(*IDENTITY, pl.col("es_pool").alias("_base"))
+    base_med = _med(rows.filter(pl.col("extra") == extras[0])["c_hat"].to_list())
+    out = []
+    for e in extras:
+        g = rows.filter(pl.col("extra") == e).join(base, on=IDENTITY, how="left")
+        med = _med(g["c_hat"].to_list())
+        out.append({
+            "extra": e, "subsets": math.comb(budget + e, budget), "n": g.height,
+            "label_rate": float((g["kappa_hat"] > kappa_threshold).mean()), "median_c_hat": med,
+            "median_gap_shift": med - base_med, "median_gap_shift_rel": (med - base_med) / base_med if base_med else math.nan,
+            "improved_over_base": float((g["es_pool"] < (1 - 1e-12) * g["_base"]).mean()),
+            "median_seconds": _med(g["seconds"].to_list()),
+        })  # fmt: skip
+    return pl.DataFrame(out, schema=SWEEP_SCHEMA)
+
+
+# ================================================================================ tables, headline
+
+
+#: the claims report reads populations "primary" / "all": the manifest and the sweep are drawn from
+#: the primary slice, the Table 7 medians and caps read every document's records
+_POPULATION = {"manifest": "primary", "depth_subset": "primary", "all_docs": "all"}
+
+
+def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettings) -> list[dict]:
+    """Claim 101, per model: AUC of the dropped mass for the label recomputed against the certified
+    optimum (kappa_hat after substitution > threshold), over the manifest."""
+    f = certified_manifest.filter(pl.col("status") != UNSOLVED)
+    kappa_after = [op.ratio_kappa(t, e, d) for t, e, d in zip(f["es_top"], f["es_opt_after"], f["D"])]
+    f = with_document_columns(f, settings.primary_docs).with_columns(
+        kappa_after=pl.Series(kappa_after, dtype=pl.Float64), degenerate=pl.lit(False)
+    ).with_columns(label_after=pl.col("kappa_after") > settings.kappa_threshold)
+    st = GroupStatistics(settings)
+    out = []
+    for (model,), g in sorted(f.group_by(["model"]), key=lambda kg: kg[0]):
+        auc = st.auc(g, "dropped_mass", "label_after", "auc", ci=False)
+        if auc["auc"] is not None:
+            out.append(row(101, "auc_certified_label", auc["auc"], "primary", by={"model": model}, n_instances=g.height,
+                           n_docs=g["cluster"].n_unique(), models=model, source="certified manifest: relabelled AUC"))  # fmt: skip
+    return out
+
+
+def headline(
+    t7: pl.DataFrame,
+    certified_manifest: pl.DataFrame | None,
+    sweep: pl.DataFrame | None,
+    models: str,
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> pl.DataFrame:
+    """Claims-report rows for claims 18-21, 84, 90-95, 101 (estimates as fractions; percent scaling is the report's)."""
+    out: list[dict] = []
+
+    def add(cid, name, est, n=None, by: Mapping | None = None, population="manifest", n_docs=None, source="table7"):
+        out.append(row(cid, name, est, _POPULATION[population], by=by, n_instances=n, n_docs=n_docs, models=models,
+                       source=f"{source}:{population}"))  # fmt: skip
+
+    for r in t7.iter_rows(named=True):
+        s = r["budget"]
+        add(18, "median_c_hat_certified", r["cap_f_hi"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
+        add(90, "median_c_hat_shift", r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"], r["n_manifest"], {"budget": s})
+        add(90, "median_kappa_hat_bal_shift", r["manifest_median_kappa_hat_bal_after"] - r["manifest_median_kappa_hat_bal_before"],
+            r["n_manifest"], {"budget": s})  # fmt: skip
+        add(91, "n_improvements", r["improved"], r["n_solved"], {"budget": s})
+        if s == 32:
+            add(90, "median_c_hat_s32", r["manifest_median_c_hat_before"], r["n_manifest"], {"substitution": "before"})
+            add(90, "median_c_hat_s32", r["manifest_median_c_hat_after"], r["n_manifest"], {"substitution": "after"})
+            add(92, "optimum_beats_balancing_share", r["beats_bal_before"], r["n_manifest"], {"substitution": "before"})
+            add(92, "optimum_beats_balancing_share", r["beats_bal_after"], r["n_manifest"], {"substitution": "after"})
+            add(93, "median_c_hat_cap", r["cap_f_hi"], r["n_records"], None, "all_docs", r["n_docs"])
+        else:
+            add(92, "optimum_beats_balancing_share_elsewhere", r["beats_bal_after"], r["n_manifest"], {"budget": s})
+        add(94, "kappa_hat_bal_eq_1_share", r["kappa_hat_bal_eq_1"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
+        add(94, "median_kappa_hat_bal_cap", r["median_kappa_hat_bal_cap"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
+        add(95, "n_instances_per_budget", r["n_records"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
+    if t7.height:
+        add(94, "worst_cell_margin", t7["worst_cell_margin"].min(), int(t7["n_records"].sum()), population="all_docs")
+        add(95, "n_docs", t7["n_docs"].max(), population="all_docs")
+    if certified_manifest is not None and certified_manifest.height:
+        st = certified_manifest["status"]
+        solved = int((st != UNSOLVED).sum())
+        add(21, "confirmed_optimal_share", (st == CONFIRMED_OPTIMAL).sum() / solved if solved else None, solved)
+        add(21, "improved_share", (st == IMPROVED).sum() / solved if solved else None, solved)
+        imp = certified_manifest.filter(st == IMPROVED)["improvement"].to_numpy()
+        add(91, "n_improvements", int((st == IMPROVED).sum()), solved)
+        add(91, "median_improvement", stats.median(imp) if imp.size else None, int(imp.size))
+        add(91, "max_improvement", float(imp.max()) if imp.size else None, int(imp.size))
+        add(84, "n_unsolved", int((st == UNSOLVED).sum()), certified_manifest.height)
+        add(84, "largest_improvement", float(imp.max()) if imp.size else None, int(imp.size))
+        out.extend(_relabelled_auc(certified_manifest, settings))
+    if sweep is not None and sweep.height:
+        for r in sweep.iter_rows(named=True):
+            add(20, "label_rate", r["label_rate"], r["n"], {"pool_extra": r["extra"]}, "depth_subset", source="sweep")
+        last = sweep.row(-1, named=True)
+        add(19, "median_gap_change", abs(last["median_gap_shift_rel"]), last["n"], {"budget": 32}, "depth_subset", source="sweep")
+        add(19, "extra_keys", last["extra"], last["n"], population="depth_subset", source="sweep")
+        add(19, "enumeration_cap_widened", last["subsets"], population="depth_subset", source="sweep")
+    return headline_frame(out)
