@@ -14,7 +14,13 @@ rule capture:
     input:
         model="resources/models/{model}/config.json",
         documents=lambda wc: documents_path(wc.model, wc.corpus),
-        code=library_code("trustmass.capture.prefill", "trustmass.capture.shards", "trustmass.kernels"),
+        code=library_code(
+            "trustmass.capture.prefill",
+            "trustmass.capture.shards",
+            "trustmass.kernels",
+            "trustmass.sources.documents",
+            "trustmass.sources.models",
+        ),
     output:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         report="results/capture/{model}/{corpus}/{doc}.validation.parquet",
