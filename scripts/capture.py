@@ -63,7 +63,7 @@ digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
 summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
 write_sidecar(
     snakemake.output.shard,  # noqa: F821
-    inputs=[snakemake.input.model, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
+    inputs=[snakemake.input.model, snakemake.input.source, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
     config_slice={"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
     seeds={"seed": snakemake.params.seed},  # noqa: F821
     started=started,

@@ -36,7 +36,7 @@ write_sidecar(
     extra={
         "rule": snakemake.rule,  # noqa: F821
         "source": record["source"],
-        "record": str(out_dir / "trustmass_source.json"),
+        "record": snakemake.output.source,  # noqa: F821
         "packages": record.get("packages"),
         "gguf_sha256": (record.get("gguf") or {}).get("sha256"),
         "files": record["files"],

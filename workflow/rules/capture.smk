@@ -6,13 +6,14 @@
 #   results/capture/{model}/{corpus}/{doc}.validation.parquet   per-row deviations
 #
 # Needs from common.smk: library_code, params_from_config, prov; from sources_common.smk:
-# documents_path, model_entry; from capture_common.smk: capture_shard.
+# documents_path, model_entry, model_source_record; from capture_common.smk: capture_shard.
 
 
 rule capture:
     """Sampled attention rows and side statistics of one document, validated row by row."""
     input:
         model="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
         documents=lambda wc: documents_path(wc.model, wc.corpus),
         code=library_code(
             "trustmass.capture.prefill",

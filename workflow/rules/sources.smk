@@ -2,7 +2,8 @@
 # corpora (a Debian package, the Python stdlib, local text files, an HF dataset) and documents (each
 # corpus tokenized once per model tokenizer, cut into n_docs x doc_tokens ids).
 #
-#   resources/models/{model}/config.json            + the rest of the HF folder, trustmass_source.json
+#   resources/models/{model}/config.json            + the rest of the HF folder
+#   resources/models/{model}/trustmass_source.json  its origin, load dtype and shapes (model_source_record)
 #   resources/corpora/{corpus}/corpus.txt           + corpus.json (inputs, package, hashes)
 #   resources/documents/{model}/{corpus}.safetensors + {corpus}.json (one entry per document)
 #
@@ -23,6 +24,7 @@ rule prepare_model:
         code=library_code("trustmass.sources.models"),
     output:
         config="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
         prov=prov("resources/models/{model}/config.json"),
     params:
         spec=model_params,
