@@ -4,20 +4,20 @@ Glue only: the capture lives in trustmass.capture.prefill, shard writing in trus
 format is trustmass.contracts.shards), model loading in trustmass.sources.models.
 """
 
-import json
-import sys
-import time
-from pathlib import Path
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
 from trustmass.capture import prefill as cap  # noqa: E402
 from trustmass.capture import shards  # noqa: E402
-from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
+from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
 from trustmass.sources.models import load_prepared_model, resolve_device, source_record  # noqa: E402
 from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
@@ -61,21 +61,18 @@ print(f"captured in {time.time() - t0:.1f} s; max |sum p v - own output| = {resu
 
 digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
 summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
-write_sidecar(
-    snakemake.output.shard,  # noqa: F821
-    inputs=[snakemake.input.model, snakemake.input.source, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
-    config_slice={"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.shard],  # noqa: F821
+    [snakemake.input.model, snakemake.input.source, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
+    {"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+    started,
     seeds={"seed": snakemake.params.seed},  # noqa: F821
-    started=started,
-    extra={
-        "rule": snakemake.rule,  # noqa: F821
-        "shard_sha256": digest,
-        "validation": summary,
-        "document": manifest["documents"][index],
-        "model_shapes": shapes,
-        "model_source": source_record(model_dir),
-        "device": device,
-        "capture_seconds": time.time() - t0,
-    },
+    shard_sha256=digest,
+    validation=summary,
+    document=manifest["documents"][index],
+    model_shapes=shapes,
+    model_source=source_record(model_dir),
+    device=device,
+    capture_seconds=time.time() - t0,
 )
-print("ok")

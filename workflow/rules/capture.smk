@@ -21,6 +21,7 @@ rule capture:
             "trustmass.kernels",
             "trustmass.sources.documents",
             "trustmass.sources.models",
+            "trustmass.plumbing.rule_io",
         ),
     output:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),

@@ -21,7 +21,7 @@ localrules:
 rule prepare_model:
     """A model as a plain Hugging Face folder (packaged GGUF converted; local/hub folders linked)."""
     input:
-        code=library_code("trustmass.sources.models"),
+        code=library_code("trustmass.sources.models", "trustmass.plumbing.rule_io"),
     output:
         config="resources/models/{model}/config.json",
         source=model_source_record("{model}"),
@@ -46,7 +46,7 @@ rule prepare_model:
 rule prepare_corpus:
     """A corpus as one UTF-8 text file with a record of every input and its hash."""
     input:
-        code=library_code("trustmass.sources.corpora"),
+        code=library_code("trustmass.sources.corpora", "trustmass.plumbing.rule_io"),
     output:
         txt="resources/corpora/{corpus}/corpus.txt",
         json="resources/corpora/{corpus}/corpus.json",
@@ -73,7 +73,7 @@ rule tokenize_documents:
     input:
         model="resources/models/{model}/config.json",
         corpus="resources/corpora/{corpus}/corpus.txt",
-        code=library_code("trustmass.sources.documents"),
+        code=library_code("trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
         ids="resources/documents/{model}/{corpus}.safetensors",
         manifest="resources/documents/{model}/{corpus}.json",
