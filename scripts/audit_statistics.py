@@ -23,9 +23,7 @@ print(f"{records.height} audit records from {len(files)} files; {settings}")
 # QK-norm per model, from the shapes the model preparation recorded (trustmass_source.json)
 qk_norm = {}
 for record in snakemake.input.sources:  # noqa: F821
-    path = Path(record)
-    path = path if path.name == "trustmass_source.json" else path.parent / "trustmass_source.json"
-    qk_norm[path.parent.name] = json.loads(path.read_text()).get("shapes", {}).get("qk_norm")
+    qk_norm[Path(record).parent.name] = json.loads(Path(record).read_text()).get("shapes", {}).get("qk_norm")
 print(f"qk_norm per model: {qk_norm}")
 frames = summarize(records, settings, qk_norm, population)
 for name in FRAMES:

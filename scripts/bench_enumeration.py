@@ -3,19 +3,18 @@
 Glue only: the benchmark lives in trustmass.bench.enumeration (also `make bench`).
 """
 
-import os
-import sys
-import time
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
+
+import os  # noqa: E402
 
 # Snakemake sets OMP/OpenBLAS/MKL threads to the rule's threads; numba reads its own variable.
 os.environ.setdefault("NUMBA_NUM_THREADS", str(snakemake.threads))  # noqa: F821
 
 from trustmass.bench.enumeration import run  # noqa: E402
-from trustmass.plumbing.provenance import write_json, write_sidecar  # noqa: E402
+from trustmass.plumbing.provenance import write_json  # noqa: E402
+from trustmass.plumbing.rule_io import finish  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 print(f"benchmark settings: {cfg}")
@@ -29,12 +28,12 @@ result = run(
     max_extra=cfg["enumeration"]["max_extra"],
 )
 write_json(snakemake.output.json, result)  # noqa: F821
-write_sidecar(
-    snakemake.output.json,  # noqa: F821
-    inputs=snakemake.input.code,  # noqa: F821
-    config_slice=cfg,
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.json],  # noqa: F821
+    snakemake.input.code,  # noqa: F821
+    cfg,
+    started,
     seeds={"seed": cfg["seed"]},
-    started=started,
-    extra={"rule": snakemake.rule, "threads": snakemake.threads},  # noqa: F821
+    threads=snakemake.threads,  # noqa: F821
 )
-print("ok")

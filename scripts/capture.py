@@ -1,23 +1,25 @@
 """Rule capture: one prefill of one document, sampled rows + side statistics, validated.
 
-Glue only: the capture lives in trustmass.capture.prefill, the shard format in trustmass.capture.shards.
+Glue only: the capture lives in trustmass.capture.prefill, shard writing in trustmass.capture.shards (the
+format is trustmass.contracts.shards), model loading in trustmass.sources.models.
 """
 
-import json
-import sys
-import time
-from pathlib import Path
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
 from trustmass.capture import prefill as cap  # noqa: E402
 from trustmass.capture import shards  # noqa: E402
-from trustmass.plumbing.provenance import write_sidecar  # noqa: E402
+from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
+from trustmass.sources.models import load_prepared_model, resolve_device, source_record  # noqa: E402
 from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
 
 model_name, corpus, doc = (snakemake.wildcards.model, snakemake.wildcards.corpus, snakemake.wildcards.doc)  # noqa: F821
@@ -28,9 +30,7 @@ shapes = model_shapes(model_dir)
 if snakemake.params.declared:  # noqa: F821
     check_declared_shape(shapes, snakemake.params.declared, name=model_name)  # noqa: F821
 
-device = settings.pop("device", "auto")
-if device == "auto":
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+device = resolve_device(settings.pop("device", "auto"))
 torch.set_num_threads(snakemake.threads)  # noqa: F821
 torch.use_deterministic_algorithms(True, warn_only=True)
 torch.manual_seed(snakemake.params.seed)  # noqa: F821
@@ -53,40 +53,26 @@ options = cap.CaptureOptions(
 print(f"capture {model_name}/{corpus}/{doc} ({doc_id}): {ids.shape[1]} tokens on {device}; {options}")
 print(f"shapes: {json.dumps(shapes)}")
 
-cap.register()
-from transformers import AutoModelForCausalLM  # noqa: E402
-from transformers.utils import logging as hf_logging  # noqa: E402
-
-hf_logging.disable_progress_bar()  # keep the job log readable
-
-source_note = model_dir / "trustmass_source.json"  # prepare_model records the configured dtype there
-load_dtype = json.loads(source_note.read_text()).get("dtype", "auto") if source_note.exists() else "auto"
-model = AutoModelForCausalLM.from_pretrained(
-    model_dir,
-    attn_implementation=cap.ATTENTION_NAME,
-    dtype="auto" if load_dtype == "auto" else getattr(torch, load_dtype),
-).to(device).eval()
+cap.register()  # the capture attention function, under the name cap.ATTENTION_NAME
+model = load_prepared_model(model_dir, cap.ATTENTION_NAME, device)
 t0 = time.time()
 result = cap.capture_document(model, torch.as_tensor(ids[index]), model_name, doc_id, options)
 print(f"captured in {time.time() - t0:.1f} s; max |sum p v - own output| = {result.max_abs_deviation:.3g}")
 
 digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
 summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
-write_sidecar(
-    snakemake.output.shard,  # noqa: F821
-    inputs=[snakemake.input.model, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
-    config_slice={"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+finish(
+    snakemake,  # noqa: F821
+    [snakemake.output.shard],  # noqa: F821
+    [snakemake.input.model, snakemake.input.source, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
+    {"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+    started,
     seeds={"seed": snakemake.params.seed},  # noqa: F821
-    started=started,
-    extra={
-        "rule": snakemake.rule,  # noqa: F821
-        "shard_sha256": digest,
-        "validation": summary,
-        "document": manifest["documents"][index],
-        "model_shapes": shapes,
-        "model_source": json.loads(source_note.read_text()) if source_note.exists() else None,
-        "device": device,
-        "capture_seconds": time.time() - t0,
-    },
+    shard_sha256=digest,
+    validation=summary,
+    document=manifest["documents"][index],
+    model_shapes=shapes,
+    model_source=source_record(model_dir),
+    device=device,
+    capture_seconds=time.time() - t0,
 )
-print("ok")

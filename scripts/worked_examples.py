@@ -3,15 +3,15 @@
 Glue only: the examples and their expected values live in trustmass.selfcheck.worked_examples.
 """
 
-import json
-import sys
-import time
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
-started = time.time()
-log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected by the script directive)
-sys.stdout = sys.stderr = log
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-from trustmass.plumbing.provenance import write_json, write_sidecar  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+
+from trustmass.plumbing.provenance import write_json  # noqa: E402
+from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.selfcheck.worked_examples import worked_examples  # noqa: E402
 
 
@@ -40,12 +40,4 @@ if failed or result.get("all_ok", True) is not True:
     sys.exit(f"worked_examples: {len(failed)} of {len(checks)} checks disagree with the paper (listed above)")
 
 write_json(snakemake.output.json, result)  # noqa: F821
-write_sidecar(
-    snakemake.output.json,  # noqa: F821
-    inputs=snakemake.input.code,  # noqa: F821
-    config_slice={},
-    seeds=None,
-    started=started,
-    extra={"rule": snakemake.rule, "checks": len(checks)},  # noqa: F821
-)
-print("ok")
+finish(snakemake, [snakemake.output.json], snakemake.input.code, {}, started, checks=len(checks))  # noqa: F821

@@ -5,6 +5,7 @@ import torch
 
 from trustmass.capture import prefill as cap
 from trustmass.capture import shards
+from trustmass.contracts.shards import layer_prefix, read_metadata
 from capture.tiny_models import tiny_model
 
 N_TOKENS = 48
@@ -124,7 +125,7 @@ def test_shard_is_bit_reproducible(tmp_path):
         c = run_capture("llama", ids)
         digests.append(shards.write_shard(c, tmp_path / f"{name}.safetensors"))
     assert digests[0] == digests[1]
-    meta = shards.read_metadata(tmp_path / "a.safetensors")
+    meta = read_metadata(tmp_path / "a.safetensors")
     assert meta["n_tokens"] == N_TOKENS and meta["model"] == "tiny-llama"
     report = shards.write_validation_report(c, tmp_path / "a.validation.parquet")
     assert report["rows"] == 24 and report["max_abs_dev"] < 1e-5
@@ -153,5 +154,5 @@ def test_bf16_model_rows_match_eager_bf16():
 
 
 def shards_layer(c, layer):
-    prefix = f"layer{layer:03d}."
+    prefix = layer_prefix(layer)
     return {k[len(prefix) :]: v for k, v in c.tensors.items() if k.startswith(prefix)}

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from trustmass.audit import records as au
+from trustmass.contracts import shards
 from trustmass.report.frames import audit as asum
-from trustmass.capture import shards
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.core.selectors.registry import REGISTRY, SelectorInput, run
 from trustmass.report.engine import StatisticsSettings
@@ -65,7 +65,7 @@ def test_excess_at_least_one_inside_the_pool(tiny):
 def test_in_pool_computed_everywhere_agrees(tiny):
     """Without the ES_pool shortcut every enumerated record gets in_pool; the theorem holds on all."""
     path, ceiling, audit = tiny
-    t = {k: v.numpy() for k, v in shards.read_layer(path, 1).items()}
+    t = shards.read_layer(path, 1)
     full = pl.DataFrame(au.layer_audit(t, AUD), infer_schema_length=None).with_columns(
         layer=pl.lit(1), model=pl.lit("tiny"), corpus=pl.lit("words"), doc=pl.lit("0000")
     )
@@ -103,7 +103,7 @@ def test_accountings_coincide_where_the_frozen_set_is_the_per_query_set(tiny):
 def test_cache_faithful_set_is_frozen_at_the_eviction_row(tiny):
     """es_cf of a later row is the error of the set the rule chose at tau, scored on the later row."""
     path, _, audit = tiny
-    t = {k: v.numpy() for k, v in shards.read_layer(path, 0).items()}
+    t = shards.read_layer(path, 0)
     head = 1
     kv = head // (t["p"].shape[0] // t["values"].shape[0])
     order = np.argsort(t["positions"][kv])

@@ -263,3 +263,13 @@ def test_imported_modules_resolve_relative_imports(tmp_path):
     assert {"trustmass.core.operator", "trustmass.bench.simplex", "trustmass.bench.selectors.balancing",
             "trustmass.core.enumeration", "trustmass.core.enumeration.pool_optimum"} <= found
     assert "numpy" not in found
+
+
+@pytest.mark.parametrize(
+    "reader", ["trustmass.ceiling.records", "trustmass.audit.records", "trustmass.certification.stage", "trustmass.bench.certify"]
+)
+def test_stages_reading_shards_depend_on_the_contract_not_on_capture(reader):
+    """Editing the capture code or a kernel must not rerun every ceiling, audit and certification job."""
+    files = library_sources(reader, relative_to=None)
+    assert any(f.endswith("src/trustmass/contracts/shards.py") for f in files)
+    assert [f for f in files if "/trustmass/capture/" in f or "/kernels/" in f] == []

@@ -163,6 +163,61 @@ def test_packaged_rejects_a_mismatched_declared_shape(packaged_tiny, tmp_path):
     assert not (tmp_path / "tiny-local").exists()
 
 
+# ---- loading a prepared folder ------------------------------------------------------------------------
+
+
+def test_a_prepared_folder_loads_as_prepared(packaged_tiny):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out, _, _ = packaged_tiny
+    model = M.load_prepared_model(out, "eager", device="cpu")
+    assert model.config._attn_implementation == "eager" and not model.training
+    assert next(model.parameters()).dtype == torch.float32 and next(model.parameters()).device.type == "cpu"
+    ids = torch.tensor([[5, 9, 40, 260, 261]])
+    plain = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager")
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, plain(ids).logits)
+
+
+@pytest.fixture()
+def saved_fp32(tmp_path):
+    """A tiny from-config Llama saved in float32 and its state dict."""
+    from capture.tiny_models import tiny_model
+
+    model = tiny_model("llama", "eager")
+    model.save_pretrained(tmp_path)
+    return tmp_path, model.state_dict()
+
+
+def test_the_recorded_dtype_is_the_load_dtype(saved_fp32):
+    import torch
+
+    folder, weights = saved_fp32
+    (folder / M.SOURCE_RECORD).write_text(json.dumps({"source": "local", "dtype": "bfloat16"}))
+    model = M.load_prepared_model(folder, "sdpa")
+    assert model.config._attn_implementation == "sdpa"
+    name = "model.layers.0.self_attn.q_proj.weight"
+    loaded = model.state_dict()[name]
+    assert loaded.dtype == torch.bfloat16 and torch.equal(loaded, weights[name].to(torch.bfloat16))
+
+
+def test_loading_needs_the_source_record_and_a_known_dtype(saved_fp32):
+    folder, _ = saved_fp32
+    with pytest.raises(SourceError, match=f"has no {M.SOURCE_RECORD}; prepare it with the prepare_model rule"):
+        M.load_prepared_model(folder, "eager")
+    (folder / M.SOURCE_RECORD).write_text(json.dumps({"dtype": "float8"}))
+    with pytest.raises(SourceError, match=r"trustmass_source.json: dtype 'float8' is not one of auto, float32"):
+        M.load_prepared_model(folder, "eager")
+
+
+def test_auto_device_is_the_gpu_when_there_is_one():
+    import torch
+
+    assert M.resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert M.resolve_device("cpu") == "cpu" and M.resolve_device("cuda:1") == "cuda:1"
+
+
 # ---- tokenizers from GGUF metadata ------------------------------------------------------------------
 
 

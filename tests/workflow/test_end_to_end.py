@@ -98,7 +98,7 @@ def test_sidecars_describe_their_outputs(tiny_run):
 
 
 def test_capture_shards_are_validated_and_traceable(tiny_run):
-    from trustmass.capture import shards
+    from trustmass.contracts import shards
 
     wf, _, _ = tiny_run
     for name in SHARDS:

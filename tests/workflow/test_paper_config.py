@@ -347,6 +347,6 @@ def test_capture_checks_the_declared_shape_before_any_compute():
     code = [line for line in source.splitlines() if not line.lstrip().startswith(("#", "from ", "import "))]
     text = "\n".join(code)
     check = text.index("check_declared_shape(")
-    for later in ("load_documents(", "from_pretrained(", "capture_document(", "write_shard("):
+    for later in ("load_documents(", "load_prepared_model(", "capture_document(", "write_shard("):
         assert check < text.index(later), f"scripts/capture.py calls {later} before check_declared_shape"
     assert "snakemake.params.declared" in text[:check]

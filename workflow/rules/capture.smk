@@ -6,15 +6,23 @@
 #   results/capture/{model}/{corpus}/{doc}.validation.parquet   per-row deviations
 #
 # Needs from common.smk: library_code, params_from_config, prov; from sources_common.smk:
-# documents_path, model_entry; from capture_common.smk: capture_shard.
+# documents_path, model_entry, model_source_record; from capture_common.smk: capture_shard.
 
 
 rule capture:
     """Sampled attention rows and side statistics of one document, validated row by row."""
     input:
         model="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
         documents=lambda wc: documents_path(wc.model, wc.corpus),
-        code=library_code("trustmass.capture.prefill", "trustmass.capture.shards", "trustmass.kernels"),
+        code=library_code(
+            "trustmass.capture.prefill",
+            "trustmass.capture.shards",
+            "trustmass.kernels",
+            "trustmass.sources.documents",
+            "trustmass.sources.models",
+            "trustmass.plumbing.rule_io",
+        ),
     output:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         report="results/capture/{model}/{corpus}/{doc}.validation.parquet",

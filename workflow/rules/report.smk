@@ -68,7 +68,7 @@ rule audit_statistics:
     """The audit table, Figure 3's ROC points and the audit claims, from the audit records."""
     input:
         audit=[AUDIT.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
-        sources=sorted({f"resources/models/{m}/config.json" for m, _, _ in headline_documents()}),  # TODO(merge): trustmass_source.json
+        sources=sorted({model_source_record(m) for m, _, _ in headline_documents()}),
         code=library_code(_STATS_RULES["audit_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("audit_statistics"),

@@ -5,7 +5,7 @@
 rule worked_examples:
     """Example 2.2, Example A.2 and the Partition reduction, recomputed: expected vs computed."""
     input:
-        code=library_code("trustmass.selfcheck.worked_examples"),
+        code=library_code("trustmass.selfcheck.worked_examples", "trustmass.plumbing.rule_io"),
     output:
         json=report(
             "results/selfcheck/worked_examples.json",
@@ -28,7 +28,7 @@ rule worked_examples:
 rule bench_enumeration:
     """Subsets per second of the exhaustive ES_pool search vs vectorised numpy, single core."""
     input:
-        code=library_code("trustmass.bench.enumeration"),
+        code=library_code("trustmass.bench.enumeration", "trustmass.plumbing.rule_io"),
     output:
         json=report(
             "results/bench/enumeration.json",

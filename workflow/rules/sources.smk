@@ -2,7 +2,8 @@
 # corpora (a Debian package, the Python stdlib, local text files, an HF dataset) and documents (each
 # corpus tokenized once per model tokenizer, cut into n_docs x doc_tokens ids).
 #
-#   resources/models/{model}/config.json            + the rest of the HF folder, trustmass_source.json
+#   resources/models/{model}/config.json            + the rest of the HF folder
+#   resources/models/{model}/trustmass_source.json  its origin, load dtype and shapes (model_source_record)
 #   resources/corpora/{corpus}/corpus.txt           + corpus.json (inputs, package, hashes)
 #   resources/documents/{model}/{corpus}.safetensors + {corpus}.json (one entry per document)
 #
@@ -20,9 +21,10 @@ localrules:
 rule prepare_model:
     """A model as a plain Hugging Face folder (packaged GGUF converted; local/hub folders linked)."""
     input:
-        code=library_code("trustmass.sources.models"),
+        code=library_code("trustmass.sources.models", "trustmass.plumbing.rule_io"),
     output:
         config="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
         prov=prov("resources/models/{model}/config.json"),
     params:
         spec=model_params,
@@ -44,7 +46,7 @@ rule prepare_model:
 rule prepare_corpus:
     """A corpus as one UTF-8 text file with a record of every input and its hash."""
     input:
-        code=library_code("trustmass.sources.corpora"),
+        code=library_code("trustmass.sources.corpora", "trustmass.plumbing.rule_io"),
     output:
         txt="resources/corpora/{corpus}/corpus.txt",
         json="resources/corpora/{corpus}/corpus.json",
@@ -71,7 +73,7 @@ rule tokenize_documents:
     input:
         model="resources/models/{model}/config.json",
         corpus="resources/corpora/{corpus}/corpus.txt",
-        code=library_code("trustmass.sources.documents"),
+        code=library_code("trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
         ids="resources/documents/{model}/{corpus}.safetensors",
         manifest="resources/documents/{model}/{corpus}.json",

@@ -3,6 +3,8 @@
 
 from snakemake.exceptions import WorkflowError
 
+from trustmass.sources.models import SOURCE_RECORD
+
 _SOURCE_NAME = "[A-Za-z0-9][A-Za-z0-9._-]*"
 
 
@@ -24,6 +26,12 @@ def model_entry(wildcards):
 def model_params(wildcards):
     """What prepare_model reads: the entry without `mem_mb` and `documents` (they must not rerun a conversion)."""
     return {k: v for k, v in model_entry(wildcards).items() if k not in ("mem_mb", "documents")}
+
+
+def model_source_record(model):
+    """The trustmass_source.json prepare_model writes beside a model's config.json: where the model came
+    from, its load dtype and its shapes (QK-norm, ...).  Take it as an input to read any of these."""
+    return f"resources/models/{model}/{SOURCE_RECORD}"
 
 
 def corpus_entry(wildcards):

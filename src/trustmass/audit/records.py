@@ -237,10 +237,10 @@ def layer_audit(t: dict, settings: AuditSettings, es_pool: Mapping | None = None
 
 
 def _layer_job(args) -> list[dict]:
-    from trustmass.capture.shards import read_layer
+    from trustmass.contracts.shards import read_layer
 
     shard_path, layer, settings, es_pool = args
-    t = {k: v.numpy() for k, v in read_layer(shard_path, layer).items()}
+    t = read_layer(shard_path, layer)
     recs = layer_audit(t, settings, es_pool)
     for rec in recs:
         rec["layer"] = layer
@@ -289,7 +289,7 @@ def join_ceiling(audit: pl.DataFrame, ceiling: pl.DataFrame, settings: AuditSett
 
 def shard_audit(shard_path: str, ceiling: pl.DataFrame, model: str, corpus: str, doc: str, settings: AuditSettings, workers: int = 1) -> pl.DataFrame:
     """All audit records of one capture shard, joined to its ceiling records (:data:`COLUMNS`)."""
-    from trustmass.capture.shards import read_metadata
+    from trustmass.contracts.shards import read_metadata
 
     layers = sorted(int(k) for k in read_metadata(shard_path)["layers"])
     pools: dict = {layer: {} for layer in layers}

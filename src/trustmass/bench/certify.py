@@ -62,11 +62,11 @@ def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
 
     ``n_keys`` counts the row's positive-mass keys, the N of the instance `load_instance` builds.
     """
-    from trustmass.capture.shards import read_layer, read_metadata
+    from trustmass.contracts.shards import read_layer, read_metadata
 
     rows = []
     for layer in sorted(int(k) for k in read_metadata(shard)["layers"]):
-        t = {k: v.numpy() for k, v in read_layer(shard, layer, ["positions", "p"]).items()}
+        t = read_layer(shard, layer, ["positions", "p"])
         n_q, n_kv = t["p"].shape[0], t["positions"].shape[0]
         group = n_q // n_kv
         for h in range(n_q):
@@ -88,7 +88,7 @@ def run_shard(
     budgets=(4, 8, 16, 32),
 ) -> dict:
     """The benchmark on rows of one capture shard (see the module docstring)."""
-    from trustmass.capture.shards import read_metadata
+    from trustmass.contracts.shards import read_metadata
 
     meta = read_metadata(shard)
     candidates = shard_rows(shard, min_keys)

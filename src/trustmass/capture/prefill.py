@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 
 from trustmass import kernels
+from trustmass.contracts.shards import tensor_name
 
 ATTENTION_NAME = "trustmass_capture"
 SNAPKV_WINDOWS = (2, 4, 8, 16, 32)
@@ -94,19 +94,17 @@ class _Session:
         values32 = v.float()
         recomputed = torch.einsum("hrn,hnd->hrd", p, values32.index_select(0, kv_of_head.to(v.device)))
         dev = (recomputed - own).abs()
-        prefix = f"layer{layer:03d}."
-        self.tensors.update(
-            {
-                prefix + "positions": torch.from_numpy(kv_positions),
-                prefix + "p": p.cpu(),
-                prefix + "acc_mass": acc.cpu(),
-                prefix + "window_sums": wsum.cpu(),
-                prefix + "keys": k.float().cpu(),
-                prefix + "values": values32.cpu(),
-                prefix + "query": q.float().gather(1, rows).cpu(),
-                prefix + "output": own.cpu(),
-            }
-        )
+        fields = {
+            "positions": torch.from_numpy(kv_positions),
+            "p": p.cpu(),
+            "acc_mass": acc.cpu(),
+            "window_sums": wsum.cpu(),
+            "keys": k.float().cpu(),
+            "values": values32.cpu(),
+            "query": q.float().gather(1, rows).cpu(),
+            "output": own.cpu(),
+        }
+        self.tensors.update({tensor_name(layer, field): tensor for field, tensor in fields.items()})
         self.layers[layer] = {"group_size": group, "window": window, "softcap": softcap, "scaling": float(scaling)}
         max_dev, mean_dev = dev.amax(-1).cpu(), dev.mean(-1).cpu()
         for h in range(n_q):
@@ -174,7 +172,7 @@ def _base_model(model):
 
 @dataclass
 class Capture:
-    tensors: dict  # name -> tensor, see design.md "Capture shard"
+    tensors: dict  # name -> tensor, named and shaped as trustmass.contracts.shards describes
     metadata: dict  # JSON-serialisable description (no timestamps: shards are bit-reproducible)
     deviations: list  # (layer, head, kv_head, position, max_abs_dev, mean_abs_dev)
 
@@ -216,8 +214,3 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
             f"head output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
         )
     return capture
-
-
-def shard_metadata(capture: Capture) -> dict[str, str]:
-    """safetensors header metadata (string values only)."""
-    return {"trustmass": json.dumps(capture.metadata, sort_keys=True)}

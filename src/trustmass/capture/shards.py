@@ -1,8 +1,8 @@
-"""Capture shards on disk: one safetensors file per (model, document) plus a validation report.
+"""Writing capture shards: one safetensors file per (model, document) plus a validation report.
 
-Tensors are named ``layerLLL.<field>`` (see `trustmass.capture.prefill`); the header metadata carries the
-capture description as JSON.  Files are written atomically, and nothing time-dependent goes into
-them, so a re-capture reproduces the shard bit for bit.
+The format (tensor names, header, report columns) is the contract in :mod:`trustmass.contracts.shards`,
+which also reads shards, without torch.  Files are written atomically, and nothing time-dependent
+goes into them, so a re-capture reproduces the shard bit for bit.
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ import json
 from pathlib import Path
 
 import polars as pl
-from safetensors import safe_open
 from safetensors.torch import save_file
 
-from trustmass.capture.prefill import Capture, shard_metadata
+from trustmass.capture.prefill import Capture
+from trustmass.contracts.shards import DEVIATION_COLUMNS, METADATA_KEY
 from trustmass.plumbing.provenance import atomic_write, sha256_path
 
-DEVIATION_COLUMNS = ["layer", "head", "kv_head", "query_pos", "max_abs_dev", "mean_abs_dev"]
+
+def shard_metadata(capture: Capture) -> dict[str, str]:
+    """safetensors header metadata (string values only)."""
+    return {METADATA_KEY: json.dumps(capture.metadata, sort_keys=True)}
 
 
 def write_shard(capture: Capture, path: str | Path) -> str:
@@ -43,18 +46,3 @@ def write_validation_report(capture: Capture, path: str | Path) -> dict:
         "mean_abs_dev": float(frame["mean_abs_dev"].mean()),
         "threshold": capture.metadata["options"]["max_abs_deviation"],
     }
-
-
-def read_metadata(path: str | Path) -> dict:
-    with safe_open(str(path), framework="pt") as fh:
-        return json.loads(fh.metadata()["trustmass"])
-
-
-def read_layer(path: str | Path, layer: int, fields=None) -> dict:
-    """The tensors of one layer (all fields, or the named ones)."""
-    prefix = f"layer{layer:03d}."
-    with safe_open(str(path), framework="pt") as fh:
-        names = [k for k in fh.keys() if k.startswith(prefix)]
-        if fields is not None:
-            names = [prefix + f for f in fields]
-        return {name[len(prefix) :]: fh.get_tensor(name) for name in names}

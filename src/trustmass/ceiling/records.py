@@ -134,9 +134,9 @@ def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
 
 def layer_records(shard_path: str, layer: int, settings: CeilingSettings) -> list[dict]:
     """Records of every (query head, sampled row, budget) of one layer of a capture shard."""
-    from trustmass.capture.shards import read_layer
+    from trustmass.contracts.shards import read_layer
 
-    t = {k: v.numpy() for k, v in read_layer(shard_path, layer, ["positions", "p", "values", "keys"]).items()}
+    t = read_layer(shard_path, layer, ["positions", "p", "values", "keys"])
     n_q, n_kv = t["p"].shape[0], t["values"].shape[0]
     group = n_q // n_kv
     out = []
@@ -154,7 +154,7 @@ def layer_records(shard_path: str, layer: int, settings: CeilingSettings) -> lis
 
 def shard_records(shard_path: str, model: str, corpus: str, doc: str, settings: CeilingSettings, workers: int = 1) -> pl.DataFrame:
     """All records of one capture shard as a polars frame (COLUMNS, then DIAGNOSTICS)."""
-    from trustmass.capture.shards import read_metadata
+    from trustmass.contracts.shards import read_metadata
 
     layers = sorted(int(k) for k in read_metadata(shard_path)["layers"])
     if workers > 1:

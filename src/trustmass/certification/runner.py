@@ -59,13 +59,13 @@ class CertificationSettings:
 def load_instance(shard_path: str, layer: int, head: int, kv_head: int, query_pos: int, _cache: dict | None = None):
     """(instance, positions of its keys) of one captured row, exactly as the ceiling stage built it."""
     from trustmass.ceiling.records import Row, instance_of
-    from trustmass.capture.shards import read_layer
+    from trustmass.contracts.shards import read_layer
 
     key = (shard_path, layer)
     if _cache is not None and key in _cache:
         t = _cache[key]
     else:
-        t = {k: v.numpy() for k, v in read_layer(shard_path, layer, ["positions", "p", "values", "keys"]).items()}
+        t = read_layer(shard_path, layer, ["positions", "p", "values", "keys"])
         if _cache is not None:
             _cache.clear()  # one layer at a time is enough (the manifest is sorted per shard/layer)
             _cache[key] = t

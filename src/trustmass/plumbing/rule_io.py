@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from trustmass.plumbing.provenance import atomic_write, write_sidecar
@@ -19,6 +20,20 @@ def start_log(smk) -> float:
     started = time.time()
     sys.stdout = sys.stderr = open(smk.log[0], "w", buffering=1)  # noqa: SIM115 -- lives as long as the job
     return started
+
+
+@contextmanager
+def clean_exit_on(*errors: type[BaseException], job: str) -> Iterator[None]:
+    """End the job cleanly on an expected error raised in the block: bad input whose message already
+    names the file or field and the fix.  The message goes to the log and, prefixed with ``job``, to
+    the terminal (where snakemake shows a failing job's stderr), and the job exits with status 1
+    without a traceback.  Any other error propagates as usual."""
+    try:
+        yield
+    except errors as exc:
+        print(f"error: {exc}")
+        print(f"{job}: {exc}", file=sys.__stderr__)
+        sys.exit(1)
 
 
 def write_parquet(frame, path: str | os.PathLike) -> None:
@@ -53,4 +68,4 @@ def finish(
     print("ok")
 
 
-__all__ = ["capture_path", "finish", "start_log", "write_parquet"]
+__all__ = ["capture_path", "clean_exit_on", "finish", "start_log", "write_parquet"]

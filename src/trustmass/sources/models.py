@@ -50,8 +50,10 @@ __all__ = [
     "fetch_wheel",
     "gguf_summary",
     "hub_snapshot",
+    "load_prepared_model",
     "model_shapes",
     "prepare_model",
+    "resolve_device",
     "source_record",
 ]
 
@@ -365,6 +367,20 @@ def gguf_summary(path: Path) -> dict:
 
 
 @contextmanager
+def _no_progress_bars():
+    """transformers' per-file and per-tensor bars would flood a rule's log."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+@contextmanager
 def _quiet_offline():
     """Loading a local GGUF must never reach for the network."""
     old = os.environ.get("HF_HUB_OFFLINE")
@@ -388,15 +404,12 @@ def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = 
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     from trustmass.sources.gguf_tokenizer import tokenizer_from_gguf
 
     torch_dtype = getattr(torch, dtype)
     folder, fname = str(gguf_file.parent), gguf_file.name
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # per-tensor bars would flood the rule's log
-    try:
+    with _no_progress_bars():
         with _quiet_offline():
             t0 = time.time()
             tokenizer, tok_report = tokenizer_from_gguf(gguf_file)
@@ -435,9 +448,6 @@ def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = 
             with torch.no_grad():
                 logits = reloaded(ids).logits.float()
             log(f"  reloaded and checked: {time.time() - t3:.1f} s")
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     _normalise_permissions(out)
     diff = float((logits - reference).abs().max())
     if not torch.isfinite(logits).all() or diff > 1e-3 * max(1.0, float(reference.abs().max())):
@@ -572,3 +582,40 @@ def source_record(model_dir: str | os.PathLike) -> dict:
         raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
     return json.loads(path.read_text(encoding="utf-8"))
 
+
+# --------------------------------------------------------------------------------------------------
+# loading a prepared folder (capture, and later the loss and deployment stages)
+
+
+def resolve_device(requested: str = "auto") -> str:
+    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; any other name is returned as given."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, device: str = "cpu"):
+    """The causal LM of a folder prepared by :func:`prepare_model`, in eval mode on ``device``.
+
+    The weights load in the dtype the folder's ``trustmass_source.json`` records (the configured
+    one).  ``attn_implementation`` names the transformers attention function the forward runs
+    ("sdpa", "eager", or one the caller registered first, such as the capture's).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = source_record(model_dir).get("dtype", "auto")
+    if dtype != "auto" and dtype not in DTYPES:
+        raise SourceError(
+            f"{Path(model_dir) / SOURCE_RECORD}: dtype {dtype!r} is not one of auto, {', '.join(DTYPES)}; "
+            "prepare the model again (the prepare_model rule writes this record)"
+        )
+    with _no_progress_bars():
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir,
+            attn_implementation=attn_implementation,
+            dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+        )
+    return model.to(device).eval()
