@@ -11,7 +11,9 @@ from trustmass.audit import records as au
 from trustmass.report import audit_stats as asum
 from trustmass.capture import shards
 from trustmass.ceiling.records import CeilingSettings, shard_records
-from trustmass.core.selectors.registry import REGISTRY, SelectorInput, run
+from trustmass.core.selectors.contract import run
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.report.ceiling_stats import HEADLINE_SCHEMA, SummarySettings
 
 CEIL = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)

@@ -67,7 +67,9 @@ import polars as pl
 from trustmass.core import operator as op
 from trustmass.core.enumeration import budget_settings, candidate_pool, extras_for_budget
 from trustmass.core.selectors.deployed import TovaIdentityError
-from trustmass.core.selectors.registry import AUDITED, REGISTRY, SNAPKV_WINDOWS, SelectorInput, run
+from trustmass.core.selectors.contract import run
+from trustmass.core.selectors.registry import AUDITED, REGISTRY
+from trustmass.core.selectors.selector_input import SNAPKV_WINDOWS, SelectorInput
 
 #: the rules scored (TOVA is asserted equal to top-mass, not scored)
 AUDIT_RULES = (

@@ -35,14 +35,13 @@ All of these read only what a captured prefill row provides; none reads the dens
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from trustmass.core.operator import descending_order, top_k
-
-if TYPE_CHECKING:  # runtime import would be circular (the registry imports this module)
-    from trustmass.core.selectors.registry import SelectorInput
+from trustmass.core.selectors.contract import TokenRule
+from trustmass.core.selectors.selector_input import SelectorInput
 
 
 def _all(n: int) -> np.ndarray:
@@ -158,16 +157,6 @@ def select_units(
     if remaining > 0:
         kept[top_k(token_score, remaining, exclude=kept)] = True
     return np.flatnonzero(kept)
-
-
-class TokenRule:
-    """The contract most rules share: tokens, chosen per row from prefill evidence, any budget.
-    Subclasses declare their ``evidence`` (and override the rest where they differ)."""
-
-    unit: ClassVar[str] = "token"
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
 
 
 # ---------------------------------------------------------------------------------------------

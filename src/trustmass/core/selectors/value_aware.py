@@ -32,7 +32,7 @@ value-aware ``b = max(2, s/4)`` (as Quest's pages); block-select ``W = s/2`` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -44,9 +44,7 @@ from trustmass.core.selectors.deployed import (
     recent,
     select_units,
 )
-
-if TYPE_CHECKING:
-    from trustmass.core.selectors.registry import SelectorInput
+from trustmass.core.selectors.selector_input import SelectorInput
 
 #: the 002 variants: the block scalar each ranks by
 VALUE_AWARE_SCORES = ("mass", "nolev", "mii")
