@@ -8,7 +8,6 @@ The rules live in their own modules and declare their contracts there
 from __future__ import annotations
 
 from trustmass.core.selectors.ceiling_rules import Balancing, GeometricRule, GroupVote, Leverage, TopMass
-from trustmass.core.selectors.contract import contract
 from trustmass.core.selectors.deployed import H2O, TOVA, Quest, Recency, SnapKV, StreamingLLM
 from trustmass.core.selectors.value_aware import BlockSelect, ValueAwareBlocks
 
@@ -37,21 +36,3 @@ REGISTRY: dict = {
 #: the four rules the audit scores against ES_pool (TOVA is top-mass; Figure 3's mass rules)
 AUDITED = ("snapkv", "h2o", "quest", "streaming_llm")
 
-
-def table() -> list[dict]:
-    """The registry's contracts as rows (for the report and docs)."""
-    rows = []
-    for name, rule in REGISTRY.items():
-        c = contract(rule)
-        rows.append(
-            {
-                "name": name,
-                "rule": repr(rule),
-                "unit": c.unit,
-                "evidence": ",".join(sorted(c.evidence)) or "-",
-                "scope": c.scope,
-                "reads_dense_output": c.reads_dense_output,
-                "min_budget": c.min_budget,
-            }
-        )
-    return rows
