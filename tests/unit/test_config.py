@@ -159,8 +159,14 @@ def test_stage_settings_from_the_default_config():
     assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.extra(32) == audit.extra(32) == 5
 
 
-def test_config_restates_snapkvs_window_exactly():
-    from trustmass.plumbing.config import snapkv_window
+def test_snapkv_window_has_one_definition(monkeypatch):
+    """The config check and the audit's SnapKV both read core.windows when they run: change the rule
+    there and both follow (a restated formula in either would not)."""
+    from trustmass.core import windows
     from trustmass.core.selectors.deployed import SnapKV
 
-    assert all(snapkv_window(s) == SnapKV().window(s) for s in range(1, 600))
+    monkeypatch.setattr(windows, "snapkv_window", lambda budget, max_window=32: 3)
+    assert SnapKV().window(64) == 3
+    [line] = problems({"capture": {"windows": [2, 4, 8, 16, 32]}})
+    assert "the SnapKV window(s) 3 (budget 4/8/16/32/64/128/256)" in line
+    assert "(window = max(1, min(32, s/2)))" in line

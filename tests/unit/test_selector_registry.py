@@ -15,7 +15,8 @@ from trustmass.core.selectors import contract as C
 from trustmass.core.selectors import registry as R
 from trustmass.core.selectors.contract import contract, run
 from trustmass.core.selectors.registry import REGISTRY
-from trustmass.core.selectors.selector_input import SNAPKV_WINDOWS, SelectorInput
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_WINDOWS
 
 BUDGETS = (4, 8, 16, 32, 64)
 SIZES = (10, 45, 130)  # below, between and above the budgets

@@ -69,7 +69,8 @@ from trustmass.core.enumeration import budget_settings, candidate_pool, extras_f
 from trustmass.core.selectors.deployed import TovaIdentityError
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import AUDITED, REGISTRY
-from trustmass.core.selectors.selector_input import SNAPKV_WINDOWS, SelectorInput
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_WINDOWS
 
 #: the rules scored (TOVA is asserted equal to top-mass, not scored)
 AUDIT_RULES = (

@@ -11,7 +11,7 @@ Ties follow the project's rule everywhere: descending score, then ascending posi
 
 Configurations at budget ``s`` (``s/2`` is ``s // 2``):
 
-* **SnapKV**: observation window ``w = max(1, min(32, s/2))``; vote ``sc_j = sum_{t=i-w+1..i}
+* **SnapKV**: observation window ``w = max(1, min(32, s/2))`` (``core.windows``); vote ``sc_j = sum_{t=i-w+1..i}
   P[t, j]`` for ``j <= i - w`` (the captured window sums; ``w = 1`` is the row itself); 1-D max
   pooling over the prefix, kernel 7, stride 1, same padding (padding never wins: -inf, as
   ``torch.max_pool1d``); keep the ``w`` window keys plus the top ``s - w`` pooled keys.
@@ -39,9 +39,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from trustmass.core import windows
 from trustmass.core.operator import descending_order, top_k
 from trustmass.core.selectors.contract import TokenRule
 from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_MAX_WINDOW
 
 
 def _all(n: int) -> np.ndarray:
@@ -168,14 +170,14 @@ def select_units(
 class SnapKV(TokenRule):
     """SnapKV with the audit's window max(1, min(max_window, s/2)), kernel 7, max pooling."""
 
-    max_window: int = 32
+    max_window: int = SNAPKV_MAX_WINDOW
     kernel: int = 7
     pooling: str = "max"  # "max" (the paper's audit) | "avg" (SnapKV's other pooling; 002, 000)
 
     evidence: ClassVar[frozenset] = frozenset({"window"})
 
     def window(self, budget: int) -> int:
-        return max(1, min(self.max_window, int(budget) // 2))
+        return windows.snapkv_window(budget, self.max_window)
 
     def pooled_scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """Pooled vote over the prefix keys 0..i-w (length n - w)."""

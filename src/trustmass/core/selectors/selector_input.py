@@ -15,14 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from trustmass.core.operator import Instance
-
-SNAPKV_WINDOWS = (
-    2,
-    4,
-    8,
-    16,
-    32,
-)  # capture.SNAPKV_WINDOWS (not imported: capture needs torch)
+from trustmass.core.windows import SNAPKV_WINDOWS
 
 
 @dataclass(frozen=True, eq=False)
