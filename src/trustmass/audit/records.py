@@ -101,7 +101,6 @@ CF_READING = {
 }
 #: ceiling columns joined to every audit record
 CEILING_JOIN = ("dropped_mass", "D", "es_top", "es_pool", "es_bal", "kappa_hat", "enumerated")
-REL_TOL = 1e-12
 KEYS = ("layer", "head", "query_pos", "budget")
 
 COLUMNS = [
@@ -265,7 +264,7 @@ def join_ceiling(audit: pl.DataFrame, ceiling: pl.DataFrame, settings: AuditSett
     thr = settings.kappa_threshold
 
     def ratio(num: str, den: str) -> pl.Expr:
-        scale = pl.col("D").abs() * REL_TOL  # operator.is_zero's scale
+        scale = pl.col("D").abs() * op.REL_TOL  # operator.is_zero's scale
         return (
             pl.when(pl.col(num).is_null() | pl.col(den).is_null())
             .then(None)
