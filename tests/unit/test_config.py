@@ -150,13 +150,15 @@ def test_capture_windows_must_cover_snapkv_at_every_budget():
 def test_stage_settings_from_the_default_config():
     from trustmass.audit.records import AuditSettings
     from trustmass.ceiling.records import CeilingSettings
+    from trustmass.core.enumeration import PoolRule
 
     config = validate_config({}, SCHEMA)
     assert CeilingSettings.from_config(config) == CeilingSettings()
     assert AuditSettings.from_config(config) == AuditSettings()
     custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
     ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
-    assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.extra(32) == audit.extra(32) == 5
+    assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.pool.extra(32) == audit.pool.extra(32) == 5
+    assert ceiling.pool == audit.pool == PoolRule.from_config(custom)  # one pool rule, read by both stages
 
 
 def test_snapkv_window_has_one_definition(monkeypatch):

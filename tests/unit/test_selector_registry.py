@@ -219,7 +219,7 @@ def test_balancing_wrapper_matches_ceiling_convention():
     x = INPUTS[CASES[2]][0]
     inst = x.instance
     for s in BUDGETS:
-        extra = settings.extra(s) if s in settings.enumerated else settings.native_extra
+        extra = settings.pool.extra(s) if s in settings.enumerated else settings.native_extra
         want = balancing(inst, s, candidate_pool(inst, s, extra)).kept
         assert np.array_equal(run(REGISTRY["balancing"], x, s), want)
         assert op.es(inst, want) <= op.es(inst, op.top_mass(inst, s)) * (1 + 1e-12)

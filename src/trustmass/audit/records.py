@@ -59,13 +59,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
-from trustmass.core.enumeration import budget_settings, candidate_pool, extras_for_budget
+from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool
 from trustmass.core.selectors.deployed import TovaIdentityError
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import AUDITED, REGISTRY
@@ -114,9 +114,7 @@ COLUMNS = [
 class AuditSettings:
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native: tuple[int, ...] = (64, 128, 256)
-    subset_cap: int = 200_000
-    max_extra: int = 24
-    extra_override: dict = field(default_factory=dict)
+    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets (the ceiling's C_s)
     kappa_threshold: float = 1.11
     rules: tuple[str, ...] = AUDIT_RULES
     windows: tuple[int, ...] = SNAPKV_WINDOWS
@@ -129,9 +127,6 @@ class AuditSettings:
             kappa_threshold=float(cfg["labels"]["kappa_threshold"]),
             windows=tuple(cfg["capture"]["windows"]),
         )
-
-    def extra(self, s: int) -> int:
-        return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))
 
     @property
     def budgets(self) -> tuple[int, ...]:
@@ -184,7 +179,7 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
                 in_pool = True
             elif enumerated and (es_pool is None or s not in es_pool or not es_rule >= es_pool[s] * (1 - 1e-9)):
                 if pool is None:
-                    pool = set(candidate_pool(inst, min(s, inst.n_keys), settings.extra(s)).tolist())
+                    pool = set(candidate_pool(inst, min(s, inst.n_keys), settings.pool.extra(s)).tolist())
                 in_pool = bool(idx.size == min(s, inst.n_keys) and set(idx.tolist()) <= pool)
             out.append(
                 {

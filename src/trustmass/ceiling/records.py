@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
-from trustmass.core.enumeration import budget_settings, candidate_pool, extras_for_budget, pool_optimum
+from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool, pool_optimum
 from trustmass.core.operator import Instance
 from trustmass.core.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
 
@@ -41,9 +41,7 @@ DIAGNOSTICS = [
 class CeilingSettings:
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native: tuple[int, ...] = (64, 128, 256)
-    subset_cap: int = 200_000
-    max_extra: int = 24
-    extra_override: dict = field(default_factory=dict)  # budget -> e
+    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets
     verify_top: int = 2
     native_extra: int = 4  # balancing's candidate extras at native budgets
     ridge: float = 1e-3
@@ -57,9 +55,6 @@ class CeilingSettings:
             native_extra=cfg["balancing"]["native_extra"],
             ridge=cfg["leverage"]["ridge"],
         )
-
-    def extra(self, s: int) -> int:
-        return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))
 
 
 @dataclass(frozen=True)
@@ -104,7 +99,7 @@ def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
             bound_var=op.variance_bound(inst, top),
         )
         enumerated = s in settings.enumerated
-        extra = settings.extra(s) if enumerated else settings.native_extra
+        extra = settings.pool.extra(s) if enumerated else settings.native_extra
         pool = candidate_pool(inst, s, extra)
         rec.update(enumerated=enumerated, pool_extra=extra, pool_is_row=bool(pool.shape[0] == inst.n_keys))
         if enumerated:

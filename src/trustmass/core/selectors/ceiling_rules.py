@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from trustmass.core.enumeration import candidate_pool, extras_for_budget
+from trustmass.core.enumeration import PoolRule, candidate_pool
 from trustmass.core.operator import descending_order
 from trustmass.core.selectors.balancing import balancing
 from trustmass.core.selectors.contract import TokenRule
@@ -40,16 +40,13 @@ class Balancing(TokenRule):
 
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native_extra: int = 4
-    subset_cap: int = 200_000
-    max_extra: int = 24
+    pool: PoolRule = PoolRule()
 
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
     reads_dense_output: ClassVar[bool] = True
 
     def extra(self, budget: int) -> int:
-        if budget in self.enumerated:
-            return extras_for_budget(budget, self.subset_cap, self.max_extra)
-        return self.native_extra
+        return self.pool.extra(budget) if budget in self.enumerated else self.native_extra
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         inst, s = x.instance, min(int(budget), x.instance.n_keys)
