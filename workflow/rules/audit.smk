@@ -1,7 +1,7 @@
 # Stage 5: the selector audit (spec §5, App C; issue 6).  One job per capture shard scores every
-# audited rule (trustmass.audit.records.AUDIT_RULES) on every (layer, head, sampled row, budget), per query
-# and cache-faithful, joined row by row to that shard's ceiling records; then the statistics, the
-# audit table and Figure 3.
+# rule whose contract declares an audit role (trustmass.core.selectors.registry.audit_rules()) on
+# every (layer, head, sampled row, budget), per query and cache-faithful, joined row by row to that
+# shard's ceiling records; then the statistics, the audit table and Figure 3.
 #
 #   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
 #   results/stats/{audit_table,fig3_roc,audit_headline}.parquet   trustmass.report.audit_stats

@@ -28,6 +28,8 @@ class TopMass(TokenRule):
     """A*_s: the s largest masses (descending mass, ties to the smaller position)."""
 
     evidence: ClassVar[frozenset] = frozenset({"mass"})
+    audit_role: ClassVar[str] = "scored"  # the audit's reference: its excess is kappa_hat
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return np.sort(descending_order(np.asarray(x.p, dtype=np.float64))[: int(budget)])

@@ -175,6 +175,8 @@ class SnapKV(TokenRule):
     pooling: str = "max"  # "max" (the paper's audit) | "avg" (SnapKV's other pooling; 002, 000)
 
     evidence: ClassVar[frozenset] = frozenset({"window"})
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def window(self, budget: int) -> int:
         return windows.snapkv_window(budget, self.max_window)
@@ -205,6 +207,8 @@ class H2O(TokenRule):
     recent_fraction: float = 0.5
 
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
@@ -230,10 +234,16 @@ class Quest:
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
     scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = False
+    cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects pages per query
 
     @property
     def min_budget(self) -> int:
         return 1 if self.page is None else self.page
+
+    @property
+    def audit_role(self) -> str:
+        """The paper audits the token-scaled pages; fixed pages (page 16) are scored alongside."""
+        return "audited" if self.page is None else "scored"
 
     def page_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.page is None else self.page
@@ -261,6 +271,8 @@ class StreamingLLM(TokenRule):
     max_sinks: int = 4
 
     evidence: ClassVar[frozenset] = frozenset()
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
@@ -282,7 +294,7 @@ class TOVA(TokenRule):
     """TOVA, per query: evict the lowest-attention key until s remain.  Equals top-mass (asserted)."""
 
     evidence: ClassVar[frozenset] = frozenset({"mass"})
-    scored: ClassVar[bool] = False  # the audit does not score TOVA separately (it is top-mass)
+    # no audit role: the audit runs TOVA only to assert it equals top-mass, and does not score it
 
     @staticmethod
     def evict(p: np.ndarray, budget: int) -> np.ndarray:
@@ -310,6 +322,8 @@ class Recency(TokenRule):
     """Positional control (spec §5 [C]): the s most recent keys."""
 
     evidence: ClassVar[frozenset] = frozenset()
+    audit_role: ClassVar[str] = "control"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return recent(x.n_keys, _budget(budget))

@@ -92,6 +92,8 @@ class ValueAwareBlocks:
 
     unit: ClassVar[str] = "block"
     scope: ClassVar[str] = "per_row"
+    audit_role: ClassVar[str] = "scored"
+    cache_faithful: ClassVar[str] = "frozen_prefill"  # evicts to its blocks at the eviction time
 
     @property
     def evidence(self) -> frozenset:
@@ -141,6 +143,8 @@ class BlockSelect:
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
     scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = False
+    audit_role: ClassVar[str] = "scored"
+    cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects blocks per query
 
     @property
     def min_budget(self) -> int:
