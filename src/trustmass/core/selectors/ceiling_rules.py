@@ -38,7 +38,8 @@ class TopMass(TokenRule):
 @dataclass(frozen=True)
 class Balancing(TokenRule):
     """Balancing swaps from A*_s inside the candidate pool C_s, with the ceiling's convention:
-    e(s) extras at the enumerated budgets (24/12/6/4 at 4/8/16/32), `native_extra` elsewhere."""
+    e(s) extras at the enumerated budgets (``pool``: 24/12/6/4 at 4/8/16/32 by default),
+    `native_extra` elsewhere."""
 
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native_extra: int = 4

@@ -1,7 +1,8 @@
 """The deployed selectors the paper audits, exactly as configured (paper spec §5, App C).
 
-Every rule is a small frozen dataclass with a declared contract (class attributes ``unit``,
-``evidence``, ``scope``, ``reads_dense_output``, ``min_budget``) and
+Every rule is a small frozen dataclass with a declared contract (``selectors.contract``: class
+attributes ``unit``, ``evidence``, ``scope``, ``reads_dense_output``, ``min_budget``, and its part in
+the audit, ``audit_role`` and ``cache_faithful``) and
 
     select(x: SelectorInput, budget: int) -> np.ndarray   # key positions, ascending
 
