@@ -1,7 +1,7 @@
 """Rule capture: one prefill of one document, sampled rows + side statistics, validated.
 
 Glue only: the capture lives in trustmass.capture.prefill, shard writing in trustmass.capture.shards (the
-format is trustmass.contracts.shards), model loading in trustmass.sources.models.
+format is trustmass.contracts.shards), model loading in trustmass.sources.loading.
 """
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
@@ -19,7 +19,7 @@ from trustmass.capture import prefill as cap  # noqa: E402
 from trustmass.capture import shards  # noqa: E402
 from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
-from trustmass.sources.models import load_prepared_model, resolve_device, source_record  # noqa: E402
+from trustmass.sources.loading import load_prepared_model, resolve_device, source_record  # noqa: E402
 from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
 
 model_name, corpus, doc = (snakemake.wildcards.model, snakemake.wildcards.corpus, snakemake.wildcards.doc)  # noqa: F821

@@ -73,7 +73,7 @@ import sys
 from trustmass.contracts.shards import read_layer, read_metadata
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.audit.records import AuditSettings, shard_audit
-from trustmass.certification.stage import load_instance
+from trustmass.certification.runner import load_instance
 from trustmass.bench.certify import shard_rows
 
 path = sys.argv[1]

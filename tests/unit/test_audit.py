@@ -11,7 +11,9 @@ from trustmass.audit import records as au
 from trustmass.contracts import shards
 from trustmass.report.frames import audit as asum
 from trustmass.ceiling.records import CeilingSettings, shard_records
-from trustmass.core.selectors.registry import REGISTRY, SelectorInput, run
+from trustmass.core.selectors.contract import run
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.headline import HEADLINE_SCHEMA
 

@@ -38,7 +38,7 @@ def test_records_are_consistent(seed):
         assert rec["es_bal"] <= rec["es_top"] * (1 + 1e-12)
         assert rec["es_vote"] == pytest.approx(rec["es_top"])  # the vote of a single row is its top-mass set
         if rec["enumerated"]:
-            e = SETTINGS.extra(s)
+            e = SETTINGS.pool.extra(s)
             assert rec["es_pool"] == pytest.approx(en.pool_optimum(inst, s, e).es_pool)
             assert rec["es_pool"] <= rec["es_bal"] * (1 + 1e-12)
             assert rec["kappa_hat"] >= 1.0 and rec["kappa_hat_bal"] >= 1.0

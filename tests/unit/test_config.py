@@ -150,20 +150,28 @@ def test_capture_windows_must_cover_snapkv_at_every_budget():
 def test_stage_settings_from_the_default_config():
     from trustmass.audit.records import AuditSettings
     from trustmass.ceiling.records import CeilingSettings
+    from trustmass.core.enumeration import PoolRule
 
     config = validate_config({}, SCHEMA)
     assert CeilingSettings.from_config(config) == CeilingSettings()
     assert AuditSettings.from_config(config) == AuditSettings()
     custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
     ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
-    assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.extra(32) == audit.extra(32) == 5
+    assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.pool.extra(32) == audit.pool.extra(32) == 5
+    assert ceiling.pool == audit.pool == PoolRule.from_config(custom)  # one pool rule, read by both stages
 
 
-def test_config_restates_snapkvs_window_exactly():
-    from trustmass.plumbing.config import snapkv_window
+def test_snapkv_window_has_one_definition(monkeypatch):
+    """The config check and the audit's SnapKV both read core.windows when they run: change the rule
+    there and both follow (a restated formula in either would not)."""
+    from trustmass.core import windows
     from trustmass.core.selectors.deployed import SnapKV
 
-    assert all(snapkv_window(s) == SnapKV().window(s) for s in range(1, 600))
+    monkeypatch.setattr(windows, "snapkv_window", lambda budget, max_window=32: 3)
+    assert SnapKV().window(64) == 3
+    [line] = problems({"capture": {"windows": [2, 4, 8, 16, 32]}})
+    assert "the SnapKV window(s) 3 (budget 4/8/16/32/64/128/256)" in line
+    assert "(window = max(1, min(32, s/2)))" in line
 
 
 def test_the_headline_population_must_be_part_of_the_study():

@@ -5,6 +5,7 @@ import pytest
 from unit.instances import random_cases, random_instance
 
 from trustmass.core import operator as op
+from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.deployed import (
     H2O,
     TOVA,
@@ -17,7 +18,7 @@ from trustmass.core.selectors.deployed import (
     max_pool_same,
     select_units,
 )
-from trustmass.core.selectors.registry import SelectorInput, run
+from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.core.selectors.value_aware import (
     BlockSelect,
     ValueAwareBlocks,

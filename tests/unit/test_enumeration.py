@@ -30,6 +30,31 @@ def test_cap_rule_errors():
         en.extras_for_budget(0)
 
 
+@pytest.mark.parametrize("override", [{}, {8: 5, 32: 6}])
+def test_pool_rule_is_the_cap_rule_with_the_configs_overrides(override):
+    """PoolRule.from_config equals the formula the ceiling and the audit each wrote before
+    (override.get(s, extras_for_budget(s, subset_cap, max_extra))) at the default config's budgets."""
+    from conftest import REPO
+
+    from trustmass.plumbing.config import validate_config
+
+    cfg = validate_config({"enumeration": {"extra_override": override}}, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    rule = en.PoolRule.from_config(cfg)
+    cap, most = cfg["enumeration"]["subset_cap"], cfg["enumeration"]["max_extra"]
+    budgets = [*cfg["budgets"]["enumerated"], *cfg["budgets"]["native"]]
+    assert [rule.extra(s) for s in budgets] == [override.get(s, en.extras_for_budget(s, cap, most)) for s in budgets]
+    assert [rule.extra(s) for s in cfg["budgets"]["enumerated"]] == [24, 5 if override else 12, 6, 6 if override else 4]
+    assert rule == en.PoolRule(extra_override=override) and hash(rule) == hash(en.PoolRule(extra_override=override))
+
+
+def test_pool_rule_reads_the_cap_and_the_largest_extra():
+    assert en.PoolRule(subset_cap=5_000_000).extra(32) == 6  # the 25x cap-widening sweep
+    assert en.PoolRule(max_extra=3).extra(4) == 3
+    assert en.PoolRule(extra_override={4: 2}).extra_override == ((4, 2),)
+    with pytest.raises(ValueError, match="subset_cap"):
+        en.PoolRule(subset_cap=5).extra(8)
+
+
 def test_candidate_pool_definition():
     inst = random_instance(4, n=40, d=8)
     for s, e in [(4, 6), (8, 3), (1, 0), (10, 12)]:

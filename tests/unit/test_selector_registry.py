@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 
 from trustmass.core import operator as op
+from trustmass.core.selectors import contract as C
 from trustmass.core.selectors import registry as R
-from trustmass.core.selectors.registry import REGISTRY, SelectorInput, contract, run
+from trustmass.core.selectors.contract import contract, run
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_WINDOWS
 
 BUDGETS = (4, 8, 16, 32, 64)
 SIZES = (10, 45, 130)  # below, between and above the budgets
@@ -40,7 +44,7 @@ def captured_group(seed: int, n: int, d: int = 4, d_k: int = 6, g: int = GROUP) 
     rows = np.stack([P[-1] for P in Ps])
     out = []
     for h, P in enumerate(Ps):
-        window_sums = np.stack([P[max(0, n - w) :].sum(axis=0) for w in R.SNAPKV_WINDOWS])
+        window_sums = np.stack([P[max(0, n - w) :].sum(axis=0) for w in SNAPKV_WINDOWS])
         out.append(
             SelectorInput(
                 p=P[-1],
@@ -124,8 +128,7 @@ def test_registry_contracts_are_valid():
         c = contract(rule)
         with pytest.raises(dataclasses.FrozenInstanceError):
             rule.__setattr__("zzz", 1)
-        assert c.unit in R.UNITS and c.scope in R.SCOPES and c.evidence <= R.EVIDENCE, name
-    assert {r["name"] for r in R.table()} == set(REGISTRY)
+        assert c.unit in C.UNITS and c.scope in C.SCOPES and c.evidence <= C.EVIDENCE, name
     assert all(name in REGISTRY for name in R.AUDITED)
 
 
@@ -160,7 +163,7 @@ def test_matrix(name):
             if c.scope == "per_row":
                 assert "group_rows" not in seen, f"{name} is per_row but read the group's rows"
             # undeclared evidence cannot change the set (values change => mu changes, too)
-            for kind in sorted(R.EVIDENCE - c.evidence):
+            for kind in sorted(C.EVIDENCE - c.evidence):
                 other = with_field(x, **replacement(x, kind, rng))
                 assert np.array_equal(run(rule, other, s), kept), f"{name} changed with undeclared {kind}"
             if c.scope == "per_row":  # other rows of the group do not matter
@@ -216,7 +219,7 @@ def test_balancing_wrapper_matches_ceiling_convention():
     x = INPUTS[CASES[2]][0]
     inst = x.instance
     for s in BUDGETS:
-        extra = settings.extra(s) if s in settings.enumerated else settings.native_extra
+        extra = settings.pool.extra(s) if s in settings.enumerated else settings.native_extra
         want = balancing(inst, s, candidate_pool(inst, s, extra)).kept
         assert np.array_equal(run(REGISTRY["balancing"], x, s), want)
         assert op.es(inst, want) <= op.es(inst, op.top_mass(inst, s)) * (1 + 1e-12)
@@ -262,6 +265,6 @@ def test_selector_input_validation_and_from_layer():
 
 def test_windows_match_capture():
     pytest.importorskip("torch")
-    from trustmass.capture.prefill import SNAPKV_WINDOWS
+    from trustmass.capture.prefill import SNAPKV_WINDOWS as CAPTURED
 
-    assert R.SNAPKV_WINDOWS == tuple(SNAPKV_WINDOWS)
+    assert SNAPKV_WINDOWS == tuple(CAPTURED)

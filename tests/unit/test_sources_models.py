@@ -12,6 +12,7 @@ pytest.importorskip("gguf")
 from sources_fixtures import make_wheel, sha256, spm_reference, tiny_llama_gguf, tiny_spm_gguf  # noqa: E402
 
 from trustmass.sources import SourceError  # noqa: E402
+from trustmass.sources import loading as L  # noqa: E402
 from trustmass.sources import models as M  # noqa: E402
 from trustmass.sources.gguf_tokenizer import tokenizer_from_gguf  # noqa: E402
 
@@ -171,7 +172,7 @@ def test_a_prepared_folder_loads_as_prepared(packaged_tiny):
     from transformers import AutoModelForCausalLM
 
     out, _, _ = packaged_tiny
-    model = M.load_prepared_model(out, "eager", device="cpu")
+    model = L.load_prepared_model(out, "eager", device="cpu")
     assert model.config._attn_implementation == "eager" and not model.training
     assert next(model.parameters()).dtype == torch.float32 and next(model.parameters()).device.type == "cpu"
     ids = torch.tensor([[5, 9, 40, 260, 261]])
@@ -195,7 +196,7 @@ def test_the_recorded_dtype_is_the_load_dtype(saved_fp32):
 
     folder, weights = saved_fp32
     (folder / M.SOURCE_RECORD).write_text(json.dumps({"source": "local", "dtype": "bfloat16"}))
-    model = M.load_prepared_model(folder, "sdpa")
+    model = L.load_prepared_model(folder, "sdpa")
     assert model.config._attn_implementation == "sdpa"
     name = "model.layers.0.self_attn.q_proj.weight"
     loaded = model.state_dict()[name]
@@ -205,17 +206,17 @@ def test_the_recorded_dtype_is_the_load_dtype(saved_fp32):
 def test_loading_needs_the_source_record_and_a_known_dtype(saved_fp32):
     folder, _ = saved_fp32
     with pytest.raises(SourceError, match=f"has no {M.SOURCE_RECORD}; prepare it with the prepare_model rule"):
-        M.load_prepared_model(folder, "eager")
+        L.load_prepared_model(folder, "eager")
     (folder / M.SOURCE_RECORD).write_text(json.dumps({"dtype": "float8"}))
     with pytest.raises(SourceError, match=r"trustmass_source.json: dtype 'float8' is not one of auto, float32"):
-        M.load_prepared_model(folder, "eager")
+        L.load_prepared_model(folder, "eager")
 
 
 def test_auto_device_is_the_gpu_when_there_is_one():
     import torch
 
-    assert M.resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert M.resolve_device("cpu") == "cpu" and M.resolve_device("cuda:1") == "cuda:1"
+    assert L.resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert L.resolve_device("cpu") == "cpu" and L.resolve_device("cuda:1") == "cuda:1"
 
 
 # ---- tokenizers from GGUF metadata ------------------------------------------------------------------

@@ -1,7 +1,8 @@
 # Stage 6: the selector audit (spec §5, App C).  One job per capture shard of the headline
-# population scores every audited rule (trustmass.audit.records) on every (layer, head, sampled row,
-# budget), per query and cache-faithful, joined row by row to that shard's ceiling records.  Its
-# statistics, the audit table and Figure 3 are the reporting layer's (report.smk).
+# population scores every rule whose contract declares an audit role
+# (trustmass.core.selectors.registry.audit_rules()) on every (layer, head, sampled row, budget), per
+# query and cache-faithful, joined row by row to that shard's ceiling records.  Its statistics, the
+# audit table and Figure 3 are the reporting layer's (report.smk).
 #
 #   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
 #

@@ -20,7 +20,7 @@ rule capture:
             "trustmass.capture.shards",
             "trustmass.kernels",
             "trustmass.sources.documents",
-            "trustmass.sources.models",
+            "trustmass.sources.loading",
             "trustmass.plumbing.rule_io",
         ),
     output:

@@ -2,10 +2,11 @@
 
 Records (one frame per capture shard, joined row by row to that shard's ceiling records)
 ----------------------------------------------------------------------------------------
-One record per (layer, query head, sampled row, budget, rule) for every rule of :data:`AUDIT_RULES`:
-the four audited deployed rules (``registry.AUDITED``: SnapKV, H2O, Quest, StreamingLLM), Quest's
-page-16 configuration (s >= 16), the positional control (``recency``, the s most recent keys), the
-value-aware block rules of 002 (mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
+One record per (layer, query head, sampled row, budget, rule) for every rule that declares an audit
+role in its contract (``registry.audit_rules()``): the four audited deployed rules
+(``registry.AUDITED``: SnapKV, H2O, Quest, StreamingLLM), Quest's page-16 configuration (s >= 16),
+the positional control (``recency``, the s most recent keys), the value-aware block rules of 002
+(mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
 TOVA is not scored: at every (row, budget) its eviction is run and asserted equal to top-mass
 (``TovaIdentityError`` otherwise); the mismatch count is carried by the top-mass records
 (``tova_mismatch``, always False when the run finishes).
@@ -15,7 +16,8 @@ float64.  A rule's kept positions with zero mass carry no mass and cannot change
 dropped before scoring (``n_kept_zero`` counts them).  Columns:
 
 * ``es_rule``: the forced-weight error of the rule's per-query set (the rule re-chooses at every row);
-* ``es_cf``: the cache-faithful error (below); ``cf_reading`` names the reading;
+* ``es_cf``: the cache-faithful error (below); ``cf_reading`` names the reading, as the rule's
+  contract declares it (``cache_faithful``);
 * joined from the ceiling record of the same (layer, head, query_pos, budget): ``dropped_mass``
   (top-mass's), ``D``, ``es_top``, ``es_pool``, ``es_bal``, ``kappa_hat``, ``enumerated``;
 * ``excess = es_rule / ES_pool`` and ``excess_cf = es_cf / ES_pool`` at the enumerated budgets
@@ -65,40 +67,16 @@ import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
-from trustmass.core.enumeration import budget_settings, candidate_pool, extras_for_budget
+from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool
+from trustmass.core.selectors.contract import contract, run
 from trustmass.core.selectors.deployed import TovaIdentityError
-from trustmass.core.selectors.registry import AUDITED, REGISTRY, SNAPKV_WINDOWS, SelectorInput, run
+from trustmass.core.selectors.registry import REGISTRY, audit_rules
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_WINDOWS
 
-#: the rules scored (TOVA is asserted equal to top-mass, not scored)
-AUDIT_RULES = (
-    *AUDITED,
-    "quest_page16",
-    "recency",
-    "value_aware_mass",
-    "value_aware_nolev",
-    "value_aware_mii",
-    "block_select",
-    "top_mass",
-)
-#: Figure 3's rules: the deployed mass rules and the positional control
-FIG3_RULES = (*AUDITED, "recency")
-#: cache-faithful reading per rule (module docstring)
-CF_READING = {
-    "snapkv": "frozen_prefill",
-    "h2o": "frozen_prefill",
-    "streaming_llm": "frozen_prefill",
-    "recency": "frozen_prefill",
-    "top_mass": "frozen_prefill",
-    "value_aware_mass": "frozen_prefill",
-    "value_aware_nolev": "frozen_prefill",
-    "value_aware_mii": "frozen_prefill",
-    "quest": "no_eviction",
-    "quest_page16": "no_eviction",
-    "block_select": "no_eviction",
-}
+# AUDITED and FIG3_RULES are derived in the registry from the contracts; report.audit_stats reads them here
 #: ceiling columns joined to every audit record
 CEILING_JOIN = ("dropped_mass", "D", "es_top", "es_pool", "es_bal", "kappa_hat", "enumerated")
-REL_TOL = 1e-12
 KEYS = ("layer", "head", "query_pos", "budget")
 
 COLUMNS = [
@@ -112,12 +90,20 @@ COLUMNS = [
 class AuditSettings:
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native: tuple[int, ...] = (64, 128, 256)
-    subset_cap: int = 200_000
-    max_extra: int = 24
-    extra_override: dict = field(default_factory=dict)
+    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets (the ceiling's C_s)
     kappa_threshold: float = 1.11
-    rules: tuple[str, ...] = AUDIT_RULES
+    rules: tuple[str, ...] = field(default_factory=audit_rules)  # every rule with an audit role
     windows: tuple[int, ...] = SNAPKV_WINDOWS
+
+    def __post_init__(self):
+        for name in self.rules:
+            if name not in REGISTRY:
+                raise ValueError(f"AuditSettings.rules: no rule {name!r}; fix: use registered names, e.g. {audit_rules()}")
+            if not contract(REGISTRY[name]).in_audit:
+                raise ValueError(
+                    f"AuditSettings.rules: {name!r} declares no audit role; fix: declare audit_role and "
+                    f"cache_faithful in its class, or audit only {audit_rules()}"
+                )
 
     @classmethod
     def from_config(cls, cfg: dict) -> AuditSettings:
@@ -128,12 +114,14 @@ class AuditSettings:
             windows=tuple(cfg["capture"]["windows"]),
         )
 
-    def extra(self, s: int) -> int:
-        return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))
-
     @property
     def budgets(self) -> tuple[int, ...]:
         return (*self.enumerated, *self.native)
+
+
+def cache_faithful_readings(rules: tuple[str, ...]) -> dict[str, str]:
+    """Each rule's cache-faithful reading, as its contract declares it (module docstring)."""
+    return {name: contract(REGISTRY[name]).cache_faithful for name in rules}
 
 
 def _score(x: SelectorInput, kept: np.ndarray) -> tuple[float, int, np.ndarray]:
@@ -156,6 +144,7 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
     C_s by construction) and null elsewhere."""
     out = []
     inst = x.instance
+    readings = cache_faithful_readings(settings.rules)
     for s in settings.budgets:
         enumerated = s in settings.enumerated
         pool = None
@@ -173,7 +162,7 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
             if name == "top_mass" and tova is not None and not np.array_equal(tova, kept):
                 tova_mismatch = True
             es_rule, zero, idx = _score(x, kept)
-            if frozen is None or CF_READING[name] == "no_eviction":
+            if frozen is None or readings[name] == "no_eviction":
                 es_cf = es_rule
             else:
                 es_cf = _score(x, frozen[(name, s)])[0]
@@ -182,7 +171,7 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
                 in_pool = True
             elif enumerated and (es_pool is None or s not in es_pool or not es_rule >= es_pool[s] * (1 - 1e-9)):
                 if pool is None:
-                    pool = set(candidate_pool(inst, min(s, inst.n_keys), settings.extra(s)).tolist())
+                    pool = set(candidate_pool(inst, min(s, inst.n_keys), settings.pool.extra(s)).tolist())
                 in_pool = bool(idx.size == min(s, inst.n_keys) and set(idx.tolist()) <= pool)
             out.append(
                 {
@@ -192,7 +181,7 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
                     "in_pool": in_pool,
                     "es_rule": es_rule,
                     "es_cf": es_cf,
-                    "cf_reading": CF_READING[name],
+                    "cf_reading": readings[name],
                     "tova_mismatch": tova_mismatch if name == "top_mass" else False,
                 }
             )
@@ -202,10 +191,11 @@ def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None 
 def frozen_sets(x: SelectorInput, settings: AuditSettings) -> dict:
     """The cache each evicting rule leaves at the eviction time (row x), per budget."""
     out = {}
+    readings = cache_faithful_readings(settings.rules)
     for s in settings.budgets:
         for name in settings.rules:
             rule = REGISTRY[name]
-            if s >= rule.min_budget and CF_READING[name] != "no_eviction":
+            if s >= rule.min_budget and readings[name] != "no_eviction":
                 out[(name, s)] = run(rule, x, s)
     return out
 
@@ -262,7 +252,7 @@ def join_ceiling(audit: pl.DataFrame, ceiling: pl.DataFrame, settings: AuditSett
     thr = settings.kappa_threshold
 
     def ratio(num: str, den: str) -> pl.Expr:
-        scale = pl.col("D").abs() * REL_TOL  # operator.is_zero's scale
+        scale = pl.col("D").abs() * op.REL_TOL  # operator.is_zero's scale
         return (
             pl.when(pl.col(num).is_null() | pl.col(den).is_null())
             .then(None)

@@ -20,7 +20,7 @@ import numpy as np
 from trustmass.core.enumeration import (
     DEFAULT_MAX_EXTRA,
     DEFAULT_SUBSET_CAP,
-    _search_pool,
+    search_pool,
     candidate_pool,
     extras_for_budget,
     pool_optimum,
@@ -72,7 +72,7 @@ def run(
         t_search = _timed(lambda: [pool_optimum(inst, s, e) for inst in prepared], min_seconds)
         pools = [candidate_pool(inst, s, e) for inst in prepared]
         vecs = [(inst.w_of(pool), inst.p[pool]) for inst, pool in zip(prepared, pools)]
-        t_kernel = _timed(lambda: [_search_pool(W, pc, s, 2, None) for W, pc in vecs], min_seconds)
+        t_kernel = _timed(lambda: [search_pool(W, pc, s, 2, None) for W, pc in vecs], min_seconds)
         start = time.perf_counter()
         ref_es, _, ref_subsets = pool_optimum_numpy(prepared[0], s, e)
         t_numpy = time.perf_counter() - start

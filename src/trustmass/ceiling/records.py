@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
-from trustmass.core.enumeration import budget_settings, candidate_pool, extras_for_budget, pool_optimum
+from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool, pool_optimum
 from trustmass.core.operator import Instance
 from trustmass.core.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
 
@@ -41,9 +41,7 @@ DIAGNOSTICS = [
 class CeilingSettings:
     enumerated: tuple[int, ...] = (4, 8, 16, 32)
     native: tuple[int, ...] = (64, 128, 256)
-    subset_cap: int = 200_000
-    max_extra: int = 24
-    extra_override: dict = field(default_factory=dict)  # budget -> e
+    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets
     verify_top: int = 2
     native_extra: int = 4  # balancing's candidate extras at native budgets
     ridge: float = 1e-3
@@ -58,9 +56,6 @@ class CeilingSettings:
             ridge=cfg["leverage"]["ridge"],
         )
 
-    def extra(self, s: int) -> int:
-        return int(self.extra_override.get(s, extras_for_budget(s, self.subset_cap, self.max_extra)))
-
 
 @dataclass(frozen=True)
 class Row:
@@ -74,11 +69,7 @@ class Row:
 
 def instance_of(row: Row) -> tuple[Instance, np.ndarray, int, float]:
     """(instance over positive-mass keys, their positions, zero-mass visible keys, raw sum - 1)."""
-    positive = np.flatnonzero(row.p > 0)
-    p = row.p[positive].astype(np.float64)
-    raw = float(p.sum())
-    inst = Instance.from_arrays(p / raw, row.values[positive].astype(np.float64))
-    return inst, positive, int(row.p.shape[0] - positive.shape[0]), raw - 1.0
+    return op.captured_instance(row.p, row.values)
 
 
 def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
@@ -104,7 +95,7 @@ def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
             bound_var=op.variance_bound(inst, top),
         )
         enumerated = s in settings.enumerated
-        extra = settings.extra(s) if enumerated else settings.native_extra
+        extra = settings.pool.extra(s) if enumerated else settings.native_extra
         pool = candidate_pool(inst, s, extra)
         rec.update(enumerated=enumerated, pool_extra=extra, pool_is_row=bool(pool.shape[0] == inst.n_keys))
         if enumerated:

@@ -58,7 +58,6 @@ class CertificationSettings:
 
 def load_instance(shard_path: str, layer: int, head: int, kv_head: int, query_pos: int, _cache: dict | None = None):
     """(instance, positions of its keys) of one captured row, exactly as the ceiling stage built it."""
-    from trustmass.ceiling.records import Row, instance_of
     from trustmass.contracts.shards import read_layer
 
     key = (shard_path, layer)
@@ -73,8 +72,7 @@ def load_instance(shard_path: str, layer: int, head: int, kv_head: int, query_po
     if query_pos not in positions:
         raise KeyError(f"query position {query_pos} not captured for layer {layer} kv head {kv_head}")
     r = positions.index(query_pos)
-    row = Row(t["p"][head, r, : query_pos + 1], t["values"][kv_head, : query_pos + 1], t["keys"][kv_head, : query_pos + 1], None)
-    inst, positive, _, _ = instance_of(row)
+    inst, positive, _, _ = op.captured_instance(t["p"][head, r, : query_pos + 1], t["values"][kv_head, : query_pos + 1])
     return inst, positive
 
 

@@ -34,19 +34,6 @@ DEFAULT_SUBSET_CAP = 200_000
 DEFAULT_MAX_EXTRA = 24
 
 
-def budget_settings(cfg: dict) -> dict:
-    """The budget and enumeration keys of a validated config as settings fields (the ceiling's and
-    the audit's settings share them: ``CeilingSettings.from_config``, ``AuditSettings.from_config``)."""
-    enumeration = cfg["enumeration"]
-    return {
-        "enumerated": tuple(cfg["budgets"]["enumerated"]),
-        "native": tuple(cfg["budgets"]["native"]),
-        "subset_cap": enumeration["subset_cap"],
-        "max_extra": enumeration["max_extra"],
-        "extra_override": {int(k): int(v) for k, v in enumeration["extra_override"].items()},
-    }
-
-
 def extras_for_budget(s: int, subset_cap: int = DEFAULT_SUBSET_CAP, max_extra: int = DEFAULT_MAX_EXTRA) -> int:
     """e(s): the largest e <= max_extra with C(s+e, s) <= subset_cap (reproduces 24/12/6/4)."""
     if s < 1:
@@ -57,6 +44,42 @@ def extras_for_budget(s: int, subset_cap: int = DEFAULT_SUBSET_CAP, max_extra: i
     while e < max_extra and math.comb(s + e + 1, s) <= subset_cap:
         e += 1
     return e
+
+
+@dataclass(frozen=True)
+class PoolRule:
+    """e(s), the extra keys of the candidate pool C_s at budget s: the configured override where one
+    is given, else ``extras_for_budget(s, subset_cap, max_extra)``.  One value, built from the config's
+    ``enumeration`` block, that the ceiling, the audit and the balancing rule all read."""
+
+    subset_cap: int = DEFAULT_SUBSET_CAP
+    max_extra: int = DEFAULT_MAX_EXTRA
+    extra_override: tuple[tuple[int, int], ...] = ()  # (budget, e) pairs; a {budget: e} mapping is accepted
+
+    def __post_init__(self):
+        pairs = dict(self.extra_override)  # a mapping or pairs; kept as sorted pairs (hashable, one repr)
+        object.__setattr__(self, "extra_override", tuple(sorted((int(s), int(e)) for s, e in pairs.items())))
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> PoolRule:
+        """From the validated config's keys enumeration/{subset_cap, max_extra, extra_override}."""
+        enumeration = cfg["enumeration"]
+        return cls(int(enumeration["subset_cap"]), int(enumeration["max_extra"]), enumeration["extra_override"])
+
+    def extra(self, s: int) -> int:
+        """e(s) at budget s."""
+        override = dict(self.extra_override)
+        return override[s] if s in override else extras_for_budget(s, self.subset_cap, self.max_extra)
+
+
+def budget_settings(cfg: dict) -> dict:
+    """The budget and enumeration keys of a validated config as settings fields (the ceiling's and
+    the audit's settings share them: ``CeilingSettings.from_config``, ``AuditSettings.from_config``)."""
+    return {
+        "enumerated": tuple(cfg["budgets"]["enumerated"]),
+        "native": tuple(cfg["budgets"]["native"]),
+        "pool": PoolRule.from_config(cfg),
+    }
 
 
 def candidate_pool(inst: Instance, s: int, extra: int) -> np.ndarray:
@@ -167,7 +190,7 @@ class PoolOptimum:
         return abs(self.es_fast - self.es_pool) / max(self.es_pool, np.finfo(float).tiny)
 
 
-def _search_pool(W: np.ndarray, pC: np.ndarray, s: int, n_best: int, use_complement: bool | None):
+def search_pool(W: np.ndarray, pC: np.ndarray, s: int, n_best: int, use_complement: bool | None):
     """Run the kernel on pool vectors W (n x d) and masses pC; returns kept positions and stats."""
     n = W.shape[0]
     G = W @ W.T
@@ -211,7 +234,7 @@ def pool_optimum(
         value = es(inst, pool)
         return PoolOptimum(value, pool, pool, 1, False, value)
     W = inst.w_of(pool)
-    sets, fast, visited, complement = _search_pool(W, inst.p[pool], s, n_verify, use_complement)
+    sets, fast, visited, complement = search_pool(W, inst.p[pool], s, n_verify, use_complement)
     direct = np.array([es(inst, pool[c]) for c in sets])
     best = 0
     for i in range(1, len(sets)):

@@ -93,6 +93,18 @@ class Instance:
         return descending_order(self.single_key_errors)
 
 
+def captured_instance(p: np.ndarray, values: np.ndarray) -> tuple[Instance, np.ndarray, int, float]:
+    """The instance of a captured attention row over the positions it could see (float32 ``p`` with
+    zeros outside a sliding window, ``values`` one row per position): (instance over the positive-mass
+    keys, renormalised in float64; their positions; how many visible keys had zero mass; raw sum - 1).
+    Every stage that scores a captured row builds it this way."""
+    positive = np.flatnonzero(p > 0)
+    mass = p[positive].astype(np.float64)
+    raw = float(mass.sum())
+    inst = Instance.from_arrays(mass / raw, values[positive].astype(np.float64))
+    return inst, positive, int(p.shape[0] - positive.shape[0]), raw - 1.0
+
+
 def descending_order(score: np.ndarray) -> np.ndarray:
     """Indices by descending score, ties by ascending index (the spec's tie rule everywhere)."""
     return np.lexsort((np.arange(score.shape[0]), -np.asarray(score)))

@@ -27,6 +27,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from trustmass.core import windows  # import-free: SnapKV's window, defined once
+
 __all__ = ["ConfigError", "config_slice", "load_schema", "validate_config"]
 
 _JSON_TYPE_NAMES = {
@@ -255,26 +257,20 @@ def _headline_problems(config: dict) -> list[str]:
     return problems
 
 
-def snapkv_window(budget: int, max_window: int = 32) -> int:
-    """SnapKV's observation window at a budget, max(1, min(32, s/2)) -- ``selectors.deployed.SnapKV.window``
-    (restated, not imported: config must not depend on the selectors; a test keeps them equal)."""
-    return max(1, min(max_window, int(budget) // 2))
-
-
 def _snapkv_window_problems(config: dict) -> list[str]:
-    """The audit's SnapKV reads the window sum of max(1, min(32, s/2)) rows at every budget s: the
-    capture must store each of those windows (capture.windows), or the audit fails hours later."""
+    """The audit's SnapKV reads the window sum of ``windows.snapkv_window(s)`` rows at every budget s:
+    the capture must store each of those windows (capture.windows), or the audit fails hours later."""
     budgets = config.get("budgets", {})
-    windows = set((config.get("capture") or {}).get("windows") or [])
+    captured = set((config.get("capture") or {}).get("windows") or [])
     needed = {}
     for s in [*budgets.get("enumerated", []), *budgets.get("native", [])]:
-        w = snapkv_window(int(s))
-        if w > 1 and w not in windows:
+        w = windows.snapkv_window(int(s))
+        if w > 1 and w not in captured:
             needed.setdefault(w, []).append(int(s))
     if not needed:
         return []
     missing = ", ".join(f"{w} (budget {'/'.join(map(str, b))})" for w, b in sorted(needed.items()))
     return [
-        f"config.capture.windows: {sorted(windows)} lacks the SnapKV window(s) {missing} the audit needs "
-        f"(window = max(1, min(32, s/2))); fix: capture.windows: {sorted(windows | set(needed))}"
+        f"config.capture.windows: {sorted(captured)} lacks the SnapKV window(s) {missing} the audit needs "
+        f"(window = {windows.SNAPKV_WINDOW_RULE}); fix: capture.windows: {sorted(captured | set(needed))}"
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import hashlib
 import os
 import re
@@ -76,3 +78,17 @@ def link_or_copy(src: Path, dst: Path) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+
+
+@contextmanager
+def quiet_progress_bars():
+    """transformers' per-file and per-tensor bars would flood a rule's log."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()

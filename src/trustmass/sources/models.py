@@ -39,7 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from trustmass.sources.common import SourceError, check_name, run_tool, sha256_file, tail
+from trustmass.sources.common import SourceError, check_name, quiet_progress_bars, run_tool, sha256_file, tail
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
 __all__ = [
@@ -50,11 +50,8 @@ __all__ = [
     "fetch_wheel",
     "gguf_summary",
     "hub_snapshot",
-    "load_prepared_model",
     "model_shapes",
     "prepare_model",
-    "resolve_device",
-    "source_record",
 ]
 
 #: written into every prepared model folder
@@ -367,20 +364,6 @@ def gguf_summary(path: Path) -> dict:
 
 
 @contextmanager
-def _no_progress_bars():
-    """transformers' per-file and per-tensor bars would flood a rule's log."""
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
-@contextmanager
 def _quiet_offline():
     """Loading a local GGUF must never reach for the network."""
     old = os.environ.get("HF_HUB_OFFLINE")
@@ -409,7 +392,7 @@ def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = 
 
     torch_dtype = getattr(torch, dtype)
     folder, fname = str(gguf_file.parent), gguf_file.name
-    with _no_progress_bars():
+    with quiet_progress_bars():
         with _quiet_offline():
             t0 = time.time()
             tokenizer, tok_report = tokenizer_from_gguf(gguf_file)
@@ -573,49 +556,3 @@ def _link_folder(src: Path, out: Path) -> None:
         target = out / path.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(path.resolve(), target)
-
-
-def source_record(model_dir: str | os.PathLike) -> dict:
-    """The ``trustmass_source.json`` of a prepared folder."""
-    path = Path(model_dir) / SOURCE_RECORD
-    if not path.is_file():
-        raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-# --------------------------------------------------------------------------------------------------
-# loading a prepared folder (capture, and later the loss and deployment stages)
-
-
-def resolve_device(requested: str = "auto") -> str:
-    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; any other name is returned as given."""
-    if requested != "auto":
-        return requested
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, device: str = "cpu"):
-    """The causal LM of a folder prepared by :func:`prepare_model`, in eval mode on ``device``.
-
-    The weights load in the dtype the folder's ``trustmass_source.json`` records (the configured
-    one).  ``attn_implementation`` names the transformers attention function the forward runs
-    ("sdpa", "eager", or one the caller registered first, such as the capture's).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    dtype = source_record(model_dir).get("dtype", "auto")
-    if dtype != "auto" and dtype not in DTYPES:
-        raise SourceError(
-            f"{Path(model_dir) / SOURCE_RECORD}: dtype {dtype!r} is not one of auto, {', '.join(DTYPES)}; "
-            "prepare the model again (the prepare_model rule writes this record)"
-        )
-    with _no_progress_bars():
-        model = AutoModelForCausalLM.from_pretrained(
-            model_dir,
-            attn_implementation=attn_implementation,
-            dtype="auto" if dtype == "auto" else getattr(torch, dtype),
-        )
-    return model.to(device).eval()

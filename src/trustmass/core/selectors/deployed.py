@@ -1,7 +1,8 @@
 """The deployed selectors the paper audits, exactly as configured (paper spec §5, App C).
 
-Every rule is a small frozen dataclass with a declared contract (class attributes ``unit``,
-``evidence``, ``scope``, ``reads_dense_output``, ``min_budget``) and
+Every rule is a small frozen dataclass with a declared contract (``selectors.contract``: class
+attributes ``unit``, ``evidence``, ``scope``, ``reads_dense_output``, ``min_budget``, and its part in
+the audit, ``audit_role`` and ``cache_faithful``) and
 
     select(x: SelectorInput, budget: int) -> np.ndarray   # key positions, ascending
 
@@ -11,7 +12,7 @@ Ties follow the project's rule everywhere: descending score, then ascending posi
 
 Configurations at budget ``s`` (``s/2`` is ``s // 2``):
 
-* **SnapKV**: observation window ``w = max(1, min(32, s/2))``; vote ``sc_j = sum_{t=i-w+1..i}
+* **SnapKV**: observation window ``w = max(1, min(32, s/2))`` (``core.windows``); vote ``sc_j = sum_{t=i-w+1..i}
   P[t, j]`` for ``j <= i - w`` (the captured window sums; ``w = 1`` is the row itself); 1-D max
   pooling over the prefix, kernel 7, stride 1, same padding (padding never wins: -inf, as
   ``torch.max_pool1d``); keep the ``w`` window keys plus the top ``s - w`` pooled keys.
@@ -35,21 +36,24 @@ All of these read only what a captured prefill row provides; none reads the dens
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
+from trustmass.core import windows
 from trustmass.core.operator import descending_order, top_k
+from trustmass.core.selectors.contract import TokenRule
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.core.windows import SNAPKV_MAX_WINDOW
 
-if TYPE_CHECKING:  # runtime import would be circular (the registry imports this module)
-    from trustmass.core.selectors.registry import SelectorInput
 
-
-def _all(n: int) -> np.ndarray:
+def keep_all(n: int) -> np.ndarray:
+    """Every key: what a rule keeps when the budget covers the whole row."""
     return np.arange(n, dtype=np.int64)
 
 
-def _budget(budget: int, min_budget: int = 1) -> int:
+def checked_budget(budget: int, min_budget: int = 1) -> int:
+    """The budget as an int, refused below the rule's smallest budget."""
     s = int(budget)
     if s < max(1, min_budget):
         raise ValueError(f"budget must be >= {max(1, min_budget)}; got {budget}")
@@ -160,16 +164,6 @@ def select_units(
     return np.flatnonzero(kept)
 
 
-class TokenRule:
-    """The contract most rules share: tokens, chosen per row from prefill evidence, any budget.
-    Subclasses declare their ``evidence`` (and override the rest where they differ)."""
-
-    unit: ClassVar[str] = "token"
-    scope: ClassVar[str] = "per_row"
-    reads_dense_output: ClassVar[bool] = False
-    min_budget: ClassVar[int] = 1
-
-
 # ---------------------------------------------------------------------------------------------
 # the audited rules
 # ---------------------------------------------------------------------------------------------
@@ -179,14 +173,16 @@ class TokenRule:
 class SnapKV(TokenRule):
     """SnapKV with the audit's window max(1, min(max_window, s/2)), kernel 7, max pooling."""
 
-    max_window: int = 32
+    max_window: int = SNAPKV_MAX_WINDOW
     kernel: int = 7
     pooling: str = "max"  # "max" (the paper's audit) | "avg" (SnapKV's other pooling; 002, 000)
 
     evidence: ClassVar[frozenset] = frozenset({"window"})
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def window(self, budget: int) -> int:
-        return max(1, min(self.max_window, int(budget) // 2))
+        return windows.snapkv_window(budget, self.max_window)
 
     def pooled_scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """Pooled vote over the prefix keys 0..i-w (length n - w)."""
@@ -199,9 +195,9 @@ class SnapKV(TokenRule):
         raise ValueError(f"SnapKV pooling must be 'max' or 'avg'; got {self.pooling!r}")
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget), x.n_keys
+        s, n = checked_budget(budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         w = self.window(s)
         chosen = top_k(self.pooled_scores(x, s), s - w)
         return np.sort(np.concatenate((chosen, recent(n, w))))
@@ -214,14 +210,16 @@ class H2O(TokenRule):
     recent_fraction: float = 0.5
 
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget), x.n_keys
+        s, n = checked_budget(budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         r = self.recency(s)
         exclude = np.zeros(n, dtype=bool)
         exclude[n - r :] = True
@@ -239,10 +237,16 @@ class Quest:
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
     scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = False
+    cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects pages per query
 
     @property
     def min_budget(self) -> int:
         return 1 if self.page is None else self.page
+
+    @property
+    def audit_role(self) -> str:
+        """The paper audits the token-scaled pages; fixed pages (page 16) are scored alongside."""
+        return "audited" if self.page is None else "scored"
 
     def page_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.page is None else self.page
@@ -256,9 +260,9 @@ class Quest:
         return contiguous_units(0, x.n_keys, page), bound
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget, self.min_budget), x.n_keys
+        s, n = checked_budget(budget, self.min_budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         pages, bound = self.page_scores(x, self.page_size(s))
         return select_units(n, s, pages, bound, x.query_scores)
 
@@ -270,14 +274,16 @@ class StreamingLLM(TokenRule):
     max_sinks: int = 4
 
     evidence: ClassVar[frozenset] = frozenset()
+    audit_role: ClassVar[str] = "audited"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget), x.n_keys
+        s, n = checked_budget(budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         k = self.sinks(s)
         return np.concatenate((np.arange(k, dtype=np.int64), recent(n, s - k)))
 
@@ -291,7 +297,7 @@ class TOVA(TokenRule):
     """TOVA, per query: evict the lowest-attention key until s remain.  Equals top-mass (asserted)."""
 
     evidence: ClassVar[frozenset] = frozenset({"mass"})
-    scored: ClassVar[bool] = False  # the audit does not score TOVA separately (it is top-mass)
+    # no audit role: the audit runs TOVA only to assert it equals top-mass, and does not score it
 
     @staticmethod
     def evict(p: np.ndarray, budget: int) -> np.ndarray:
@@ -306,7 +312,7 @@ class TOVA(TokenRule):
         return np.sort(eviction[max(0, n - int(budget)) :])
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s = _budget(budget)
+        s = checked_budget(budget)
         kept = self.evict(x.p, s)
         top = np.sort(top_k(x.p, s))
         if not np.array_equal(kept, top):
@@ -319,6 +325,8 @@ class Recency(TokenRule):
     """Positional control (spec §5 [C]): the s most recent keys."""
 
     evidence: ClassVar[frozenset] = frozenset()
+    audit_role: ClassVar[str] = "control"
+    cache_faithful: ClassVar[str] = "frozen_prefill"
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        return recent(x.n_keys, _budget(budget))
+        return recent(x.n_keys, checked_budget(budget))

@@ -32,21 +32,19 @@ value-aware ``b = max(2, s/4)`` (as Quest's pages); block-select ``W = s/2`` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from trustmass.core.selectors.deployed import (
-    _all,
-    _budget,
     block_reduce,
+    checked_budget,
     contiguous_units,
+    keep_all,
     recent,
     select_units,
 )
-
-if TYPE_CHECKING:
-    from trustmass.core.selectors.registry import SelectorInput
+from trustmass.core.selectors.selector_input import SelectorInput
 
 #: the 002 variants: the block scalar each ranks by
 VALUE_AWARE_SCORES = ("mass", "nolev", "mii")
@@ -94,6 +92,8 @@ class ValueAwareBlocks:
 
     unit: ClassVar[str] = "block"
     scope: ClassVar[str] = "per_row"
+    audit_role: ClassVar[str] = "scored"
+    cache_faithful: ClassVar[str] = "frozen_prefill"  # evicts to its blocks at the eviction time
 
     @property
     def evidence(self) -> frozenset:
@@ -125,9 +125,9 @@ class ValueAwareBlocks:
         return block_scores(x.p64, x.residuals, self.score, self.eps_a)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget, self.min_budget), x.n_keys
+        s, n = checked_budget(budget, self.min_budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         blocks = contiguous_units(0, n, self.block_size(s))
         return select_units(n, s, blocks, self.scores(x, s), self.token_scores(x))
 
@@ -143,6 +143,8 @@ class BlockSelect:
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
     scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = False
+    audit_role: ClassVar[str] = "scored"
+    cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects blocks per query
 
     @property
     def min_budget(self) -> int:
@@ -164,9 +166,9 @@ class BlockSelect:
         return blocks, means @ x.query64
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
-        s, n = _budget(budget, self.min_budget), x.n_keys
+        s, n = checked_budget(budget, self.min_budget), x.n_keys
         if n <= s:
-            return _all(n)
+            return keep_all(n)
         w = self.window(s)
         blocks, score = self.summary_scores(x, s)
         token = np.full(n, -np.inf)

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from trustmass.audit.records import AUDITED, FIG3_RULES
-from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.registry import AUDITED, FIG3_RULES, REGISTRY
 from trustmass.core.stats import roc_curve
 from trustmass.report.engine import (
     GroupStatistics,
@@ -55,7 +54,9 @@ AUDIT_TABLE_SCHEMA = {
     "spearman_dm_excess": pl.Float64, "spearman_dm_abs_excess": pl.Float64, "median_excess_cf": pl.Float64, "n_cf": pl.Int64,
     "median_over_top": pl.Float64, "share_excess_below_1": pl.Float64, "n_below_1_in_pool": pl.Int64,
 }  # fmt: skip
-ROC_SCHEMA = {"model": pl.Utf8, "rule": pl.Utf8, "budget": pl.Int64, "fpr": pl.Float64, "tpr": pl.Float64, "auc": pl.Float64}
+ROC_SCHEMA = {
+    "model": pl.Utf8, "rule": pl.Utf8, "order": pl.Int64, "budget": pl.Int64, "fpr": pl.Float64, "tpr": pl.Float64, "auc": pl.Float64,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -130,14 +131,16 @@ def fig3_roc(records: pl.DataFrame, settings: AuditStatisticsSettings = AuditSta
     f = records if "cluster" in records.columns else prepare(records, settings)
     f = pl.concat([f, _certificate(f, settings.summary.kappa_threshold)], how="vertical_relaxed")
     f = f.filter(pl.col("primary"), pl.col("budget") == settings.roc_budget, ~pl.col("degenerate"), pl.col("label").is_not_null())
+    drawn = (*FIG3_RULES, CERTIFICATE)  # the rules whose contracts say Figure 3 draws them, in that order
     rows = []
     for (model, rule), g in sorted(f.group_by(["model", "rule"]), key=lambda kg: kg[0]):
-        if rule not in (*FIG3_RULES, CERTIFICATE):
+        if rule not in drawn:
             continue
         roc = roc_curve(g["dropped_mass"].to_numpy(), g["label"].to_numpy())
         auc = None if math.isnan(roc.auc) else roc.auc
         for x, y in zip(roc.fpr.tolist(), roc.tpr.tolist()):
-            rows.append({"model": model, "rule": rule, "budget": settings.roc_budget, "fpr": x, "tpr": y, "auc": auc})
+            rows.append({"model": model, "rule": rule, "order": drawn.index(rule), "budget": settings.roc_budget, "fpr": x,
+                         "tpr": y, "auc": auc})  # fmt: skip
     return frame_from_rows(rows, ROC_SCHEMA)
 
 

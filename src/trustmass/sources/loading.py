@@ -1,0 +1,55 @@
+"""Loading a prepared model folder (capture, and later the loss and deployment stages): the record
+:func:`~trustmass.sources.models.prepare_model` writes beside it, the device, the causal LM."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from trustmass.sources.common import SourceError, quiet_progress_bars
+from trustmass.sources.models import DTYPES, SOURCE_RECORD
+
+__all__ = ["load_prepared_model", "resolve_device", "source_record"]
+
+
+def source_record(model_dir: str | os.PathLike) -> dict:
+    """The ``trustmass_source.json`` of a prepared folder."""
+    path = Path(model_dir) / SOURCE_RECORD
+    if not path.is_file():
+        raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def resolve_device(requested: str = "auto") -> str:
+    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; any other name is returned as given."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, device: str = "cpu"):
+    """The causal LM of a folder prepared by :func:`prepare_model`, in eval mode on ``device``.
+
+    The weights load in the dtype the folder's ``trustmass_source.json`` records (the configured
+    one).  ``attn_implementation`` names the transformers attention function the forward runs
+    ("sdpa", "eager", or one the caller registered first, such as the capture's).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = source_record(model_dir).get("dtype", "auto")
+    if dtype != "auto" and dtype not in DTYPES:
+        raise SourceError(
+            f"{Path(model_dir) / SOURCE_RECORD}: dtype {dtype!r} is not one of auto, {', '.join(DTYPES)}; "
+            "prepare the model again (the prepare_model rule writes this record)"
+        )
+    with quiet_progress_bars():
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir,
+            attn_implementation=attn_implementation,
+            dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+        )
+    return model.to(device).eval()

@@ -1,0 +1,90 @@
+"""The library's layout reads as the paper's chain, and imports point down only.
+
+Layers, bottom up: core (shared math, no I/O); plumbing and contracts (config, provenance, rule glue,
+the file formats stages hand over); sources; the stages
+(capture, ceiling, certification, audit, selfcheck), which hand data over by files and never
+import each other; the reporting layer; the tools (bench, cli).  Found statically (ast): every
+``trustmass`` import of every module, at any depth.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "trustmass"
+LAYERS = {
+    "core": 0,
+    "plumbing": 1,
+    "contracts": 1,
+    "kernels": 1,
+    "sources": 2,
+    "capture": 3,
+    "ceiling": 3,
+    "certification": 3,
+    "audit": 3,
+    "selfcheck": 3,
+    "report": 4,
+    "bench": 5,
+    "cli": 5,
+}
+STAGES = {name for name, layer in LAYERS.items() if layer == 3}
+#: the most lines a library module may have before it should be split
+MAX_LINES = 600
+
+
+def _package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "trustmass" else None
+
+
+def _imports(path: Path) -> set[str]:
+    here = "trustmass." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")[: -node.level]
+                out.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                out.add(node.module)
+                out |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in out if m.startswith("trustmass.")}
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if p.parts[len(SRC.parts)] in LAYERS)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(SRC)) for p in MODULES])
+def test_imports_point_down_and_stages_do_not_import_each_other(path):
+    own = path.relative_to(SRC).parts[0]
+    for module in _imports(path):
+        other = _package_of(module)
+        if other is None or other == own or other not in LAYERS:
+            continue
+        assert not (own in STAGES and other in STAGES), f"{path.relative_to(SRC)} imports {module}: stages hand data over by files"
+        assert LAYERS[other] <= LAYERS[own], f"{path.relative_to(SRC)} ({own}) imports {module} ({other}), a layer above it"
+
+
+def test_every_package_has_a_layer():
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages <= set(LAYERS), f"give {sorted(packages - set(LAYERS))} a layer here"
+    assert not [p.name for p in SRC.glob("*.py") if p.name != "__init__.py"], "library modules live in a package"
+
+
+def test_no_module_is_too_long_to_read():
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("trustmass"):
+                found += [f"{path.relative_to(SRC)}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not found, found
