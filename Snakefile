@@ -34,6 +34,7 @@ include: "workflow/rules/ceiling.smk"
 include: "workflow/rules/certification_common.smk"
 include: "workflow/rules/certification.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
 

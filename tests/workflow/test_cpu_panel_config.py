@@ -39,12 +39,15 @@ def test_panel_models_are_the_packaged_entries_pins_included():
     panel, packaged = _yaml(PANEL)["models"], _yaml(PACKAGED)["models"]
     assert list(panel) == MODELS == list(packaged)
     for name in MODELS:
-        assert panel[name] == packaged[name], f"{name}: config/cpu-panel.yaml and config/models-packaged.yaml differ"
+        entry = {k: v for k, v in panel[name].items() if k != "roles"}  # roles are the study's, not the model's
+        assert entry == packaged[name], f"{name}: config/cpu-panel.yaml and config/models-packaged.yaml differ"
 
 
 def test_panel_config_is_valid(panel_config):
     assert validate_config(_yaml(PANEL), SCHEMA)
-    assert panel_config["study"] == {"models": MODELS, "corpora": CORPORA}
+    assert panel_config["study"] == {"models": MODELS, "corpora": CORPORA, "headline": {"models": MODELS, "corpus": "austen"}}
+    roles = {m: panel_config["models"][m]["roles"] for m in MODELS}
+    assert roles == {"smollm2-135m": ["second_family"], "gemma3-270m": ["qk_norm_family"], "qwen2.5-coder-0.5b": ["reference"]}
     assert (panel_config["documents"]["doc_tokens"], panel_config["documents"]["n_docs"]) == (4096, N_DOCS)
     assert all(not panel_config["models"][m].get("documents") for m in MODELS)  # no per-model overrides
     assert set(CORPORA) <= set(panel_config["corpora"])  # defined in config.yaml, merged

@@ -33,7 +33,7 @@ STUDY = [
     "results/claims.md",
     "results/tables/table7_certification.csv",
     "results/tables/sweep_cap_widening.csv",
-    "results/stats/headline.parquet",
+    "results/stats/headline_ceiling.parquet",
     "results/figures/fig3_method_headroom.png",
     "results/tables/audit_table.csv",
 ]

@@ -27,6 +27,7 @@ from trustmass.cli.plan import (
     instances_from_dryrun,
     planned_captures,
     planned_instances,
+    planned_manifest,
     resolve_config,
     summed,
 )
@@ -244,6 +245,26 @@ def test_the_planned_capture_jobs_give_the_papers_checksums(paper_dry_run, paper
     jobs = planned_captures(done.output)
     firsts = jobs.filter(jobs["doc"].is_in(["0000", "0001", "0002"]))
     assert firsts.height == len(ARMS) * PRIMARY_DOCS
+
+
+def test_the_certification_manifest_is_the_papers_960_at_120_s(paper_dry_run, paper_config):
+    """§3.5: 4 headline families x 4 budgets x 10 deciles x 6 = 960 instances, certified at 120 s per
+    solve; the manifest reads the headline families' records on wikitext only (4 x 20 documents)."""
+    plan = planned_manifest(paper_config)
+    assert (plan["instances"], plan["per_budget"], plan["time_limit_s"]) == (960, 240, 120.0)
+    assert sorted(plan["families"]) == sorted(HEADLINE)
+    assert paper_config["study"]["headline"] == {"models": HEADLINE, "corpus": "wikitext"}
+    _, done = paper_dry_run
+    jobs = planned_jobs(done.output)
+    assert jobs["certify_manifest"] == 1 and jobs["certify_shard"] == paper_config["certification"]["n_shards"]
+    block = done.output.split("rule certify_manifest:")[1].split("\n\n")[0]
+    inputs = [p.strip() for p in block.split("input:")[1].split("\n")[0].split(", ") if p.strip().startswith("results/ceiling/")]
+    assert len(inputs) == len(HEADLINE) * 20 and {p.split("/")[2] for p in inputs} == set(HEADLINE)
+    assert all(p.split("/")[3] == "wikitext" for p in inputs)
+    assert jobs["audit"] == len(HEADLINE) * 20  # the audit scores the headline population only
+    roles = {m: paper_config["models"][m].get("roles") for m in HEADLINE}
+    assert roles == {"qwen2.5-1.5b": ["reference"], "llama-3.2-1b": ["second_family"], "olmo-2-1b": ["group_size_1"],
+                     "qwen3-1.7b": ["qk_norm_family"]}  # fmt: skip
 
 
 def test_the_ceiling_jobs_match_the_capture_jobs(paper_dry_run):

@@ -15,38 +15,15 @@
 # paper's own sentences from the claims file (params.paper), never typed in.
 #
 # Needs from common.smk: library_code, params_from_config, prov, headline_records,
-# headline_documents, study_records; from capture_common.smk: ceiling_records; from audit.smk:
-# AUDIT; from certification.smk: CERT, certify_shard_outputs; from sources_common.smk: model paths.
-
-import importlib.resources
-
-from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
-from trustmass.report.claims.data import claim as _claim
-
-CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
-#: stages whose results this workflow produces (the rest are "not produced yet")
-PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD"]
-STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
-_STATS_RULES = {r.name: r for r in STATISTICS}
-
-
-def paper_quotes(ids):
-    """The paper's claim texts for a caption (RST-escaped)."""
-    escape = str.maketrans({"*": "\\*", "|": "\\|"})
-    return [f"claim {i}: {_claim(i).text.translate(escape)}" for i in ids]
-
-
-def frames_of(rule_name):
-    """The statistics frames a statistics rule writes, as named outputs (+ their sidecars)."""
-    paths = {name: stats_path(name) for name in _STATS_RULES[rule_name].frames}
-    return {**paths, "prov": [prov(p) for p in paths.values()]}
-
+# headline_documents, study_records; from report_common.smk: the catalog, paper_quotes, frames_of,
+# STATISTICS_RULES; from audit.smk: AUDIT; from certification_common.smk: CERT,
+# certify_shard_outputs; from sources_common.smk: model_source_record.
 
 rule ceiling_statistics:
     """Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals, from the ceiling records."""
     input:
         records=study_records(),
-        code=library_code(_STATS_RULES["ceiling_statistics"].module, "trustmass.plumbing.rule_io"),
+        code=library_code(STATISTICS_RULES["ceiling_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("ceiling_statistics"),
     params:
@@ -69,7 +46,7 @@ rule audit_statistics:
     input:
         audit=[AUDIT.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
         sources=sorted({model_source_record(m) for m, _, _ in headline_documents()}),
-        code=library_code(_STATS_RULES["audit_statistics"].module, "trustmass.plumbing.rule_io"),
+        code=library_code(STATISTICS_RULES["audit_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("audit_statistics"),
     params:
@@ -92,7 +69,7 @@ rule certification_statistics:
         manifest=f"{CERT}/manifest.parquet",
         certified=certify_shard_outputs(),
         records=headline_records(),
-        code=library_code(_STATS_RULES["certification_statistics"].module, "trustmass.plumbing.rule_io"),
+        code=library_code(STATISTICS_RULES["certification_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         joined=f"{CERT}/certified.parquet",
         **frames_of("certification_statistics"),
@@ -114,7 +91,7 @@ rule sweep_statistics:
     """The cap-widening sweep's table and claims, from the sweep rows."""
     input:
         rows=f"{CERT}/sweep_rows.parquet",
-        code=library_code(_STATS_RULES["sweep_statistics"].module, "trustmass.plumbing.rule_io"),
+        code=library_code(STATISTICS_RULES["sweep_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("sweep_statistics"),
     params:
@@ -135,7 +112,7 @@ rule selfcheck_statistics:
     """The theory claims (worked examples, EF bound, reduction gap), from the self-check."""
     input:
         worked="results/selfcheck/worked_examples.json",
-        code=library_code(_STATS_RULES["selfcheck_statistics"].module, "trustmass.plumbing.rule_io"),
+        code=library_code(STATISTICS_RULES["selfcheck_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("selfcheck_statistics"),
     params:
@@ -165,12 +142,13 @@ for _out in OUTPUTS:
             code=library_code("trustmass.report.render", _out.module, "trustmass.plumbing.rule_io"),
         output:
             **{
-                key: (report(path, caption=f"../report/{_out.caption}.rst", category=_out.category) if i == 0 else path)
+                key: (report(path, caption=_out.caption_file, category=_out.category) if i == 0 else path)
                 for i, (key, path) in enumerate(_out.files.items())
             },
             prov=[prov(p) for p in _out.files.values()],
         params:
             output=_out.name,
+            title=_out.title,
             paper=paper_quotes(_out.claims),
             paper_file=_out.paper_file,
             config=params_from_config(*_out.config),

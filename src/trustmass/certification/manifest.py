@@ -14,13 +14,15 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-__all__ = ["IDENTITY", "MANIFEST_COLUMNS", "RECORD_COLUMNS", "manifest", "sweep_heads", "sweep_instances"]
+__all__ = ["IDENTITY", "MANIFEST_COLUMNS", "N_DECILES", "RECORD_COLUMNS", "manifest", "sweep_heads", "sweep_instances"]
 
 IDENTITY = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget"]
 MANIFEST_COLUMNS = [
     "instance", "shard", *IDENTITY, "decile", "dropped_mass", "pool_extra", "D", "es_top", "es_pool", "es_bal",
     "c_hat", "kappa_hat", "kappa_hat_bal",
 ]  # fmt: skip
+#: strata of dropped mass within (family, budget)
+N_DECILES = 10
 #: the ceiling-record columns the manifest and the sweep read
 RECORD_COLUMNS = [c for c in MANIFEST_COLUMNS if c not in ("instance", "shard", "decile")]
 
@@ -37,7 +39,7 @@ def manifest(
     budgets: Sequence[int] = (4, 8, 16, 32),
     n_shards: int = 1,
     primary_docs: int | None = 3,
-    n_deciles: int = 10,
+    n_deciles: int = N_DECILES,
 ) -> pl.DataFrame:
     """``per_stratum`` instances per (model, budget, dropped-mass decile), seeded; deterministic.
 

@@ -44,6 +44,7 @@ __all__ = [
     "model_shape",
     "planned_captures",
     "planned_instances",
+    "planned_manifest",
     "resolve_config",
     "summed",
 ]
@@ -279,6 +280,26 @@ def instances_from_dryrun(
     return _frame(rows).sort("model", "corpus")
 
 
+def planned_manifest(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The certification manifest a configuration plans: headline families x enumerated budgets x
+    dropped-mass deciles x ``certification.per_stratum`` instances (a stratum with fewer records gives
+    all it has, which the paper's scale never meets), and the solver's limit per solve."""
+    from trustmass.certification.manifest import N_DECILES
+
+    study = _require(config, "study")
+    families = (study.get("headline") or {}).get("models") or study["models"]
+    budgets = _require(config, "budgets", "enumerated")
+    cert = _require(config, "certification")
+    per_stratum = int(cert["per_stratum"])
+    return {
+        "families": list(families),
+        "instances": len(families) * len(budgets) * N_DECILES * per_stratum,
+        "per_budget": len(families) * N_DECILES * per_stratum,
+        "time_limit_s": float(cert["time_limit_s"]),
+        "shards": int(cert["n_shards"]),
+    }
+
+
 # --------------------------------------------------------------------------------------------------
 # command line
 
@@ -295,6 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"total: {totals['docs']:,} documents, {totals['instances']:,} instances; "
         f"primary slice (first {PRIMARY_DOCS} docs): {totals['primary_instances']:,} instances"
+    )
+    cert = planned_manifest(config)
+    print(
+        f"certification manifest: {cert['instances']:,} instances ({len(cert['families'])} headline families, "
+        f"{cert['per_budget']:,} per budget) in {cert['shards']} shards, {cert['time_limit_s']:g} s per solve"
     )
     return 0
 

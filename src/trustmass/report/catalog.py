@@ -5,7 +5,7 @@ The workflow's render rules and named targets are generated from :data:`OUTPUTS`
 (``workflow/rules/report.smk``), and the statistics rules write the frames named in
 :data:`STATISTICS`; nothing about a figure is written twice.  To add a figure: a statistics function
 that writes its frame (``trustmass.report.frames``), a draw function (``trustmass.report.figures``)
-and one :class:`Output` here (README, "Extending").
+and one :class:`Output` here (README, "Extending"); a caption file is optional.
 
 This module is deliberately light (strings only, no plotting or statistics imports), so that every
 rule may read it without depending on the code that draws.
@@ -55,7 +55,7 @@ class Output:
     frames: tuple[str, ...]  # statistics frames, in the order the draw function takes them
     draw: str  # figures: "module:function"; tables: a layout name of trustmass.report.table_layouts
     path: str  # the PNG, or the CSV (the Markdown sits beside it)
-    caption: str  # workflow/report/<caption>.rst
+    caption: str | None  # workflow/report/<caption>.rst; None: the generic caption (title and claims)
     claims: tuple[int, ...]  # the paper's sentences quoted in the caption
     paper_file: str | None = None  # the paper's own figure file
     paper_values: Mapping[str, PaperValue] = field(default_factory=dict)  # extra keyword arguments of the draw function
@@ -70,6 +70,11 @@ class Output:
         if self.kind == "figure":
             return {"png": self.path}
         return {"csv": self.path, "md": self.path.removesuffix(".csv") + ".md"}
+
+    @property
+    def caption_file(self) -> str:
+        """The caption, relative to workflow/rules/ (as ``report(..., caption=...)`` reads it)."""
+        return f"../report/{self.caption or 'generic'}.rst"
 
     @property
     def category(self) -> str:

@@ -1,0 +1,68 @@
+"""The catalog (figure/table -> frames -> draw/layout -> files, caption claims) is complete and
+consistent: every frame is written by a statistics rule, every draw function and layout exists,
+every caption file named exists, every claim quoted exists, and the workflow's rules are made from it."""
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from trustmass.report import catalog
+from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, output, stats_path
+from trustmass.report.claims.data import claim
+from trustmass.report.render import paper_value
+from trustmass.report.table_layouts import LAYOUTS
+
+REPO = Path(__file__).resolve().parents[2]
+WRITTEN = {f for rule in STATISTICS for f in rule.frames}
+
+
+@pytest.mark.parametrize("out", OUTPUTS, ids=[o.name for o in OUTPUTS])
+def test_every_output_reads_frames_a_statistics_rule_writes_and_draws_with_what_exists(out):
+    assert set(out.frames) <= WRITTEN, f"{out.name}: no statistics rule writes {set(out.frames) - WRITTEN}"
+    if out.kind == "figure":
+        module, function = out.draw.split(":")
+        draw = getattr(importlib.import_module(module), function)
+        params = list(inspect.signature(draw).parameters)
+        assert len(params) >= len(out.frames) + 1, f"{out.draw} takes the frames, then the population"
+        assert set(out.paper_values) <= set(params[len(out.frames) + 1 :])
+        assert out.files == {"png": out.path} and out.path.endswith(".png")
+    else:
+        assert out.draw in LAYOUTS and len(out.frames) == 1
+        assert out.files == {"csv": out.path, "md": out.path[:-4] + ".md"}
+    if out.caption is not None:
+        assert (REPO / "workflow" / "report" / f"{out.caption}.rst").is_file()
+    for cid in out.claims:
+        claim(cid)  # KeyError if the claim does not exist
+    for ref in out.paper_values.values():
+        assert paper_value(ref) is not None
+
+
+def test_names_and_files_are_unique_and_frames_are_where_the_rules_write_them():
+    assert len({o.name for o in OUTPUTS}) == len(OUTPUTS)
+    files = [p for o in OUTPUTS for p in o.files.values()]
+    assert len(set(files)) == len(files)
+    assert len(WRITTEN) == sum(len(r.frames) for r in STATISTICS)  # no frame written twice
+    assert set(HEADLINE_FRAMES) == {f for f in WRITTEN if f.startswith("headline_")}
+    assert stats_path("fig1") == "results/stats/fig1.parquet"
+    with pytest.raises(KeyError, match="known: fig1"):
+        output("fig9")
+
+
+def test_statistics_modules_exist_and_the_catalog_imports_no_drawing_or_statistics_code():
+    for rule in STATISTICS:
+        importlib.import_module(rule.module)
+    source = Path(catalog.__file__).read_text(encoding="utf-8")
+    assert not re.search(r"^(from|import) (matplotlib|polars|numpy|trustmass\.report\.(figures|frames|tables))", source, re.M)
+
+
+def test_the_workflow_generates_a_render_rule_and_a_target_per_output():
+    report_smk = (REPO / "workflow" / "rules" / "report.smk").read_text(encoding="utf-8")
+    snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
+    assert "for _out in OUTPUTS:" in report_smk and 'f"render_{_out.name}"' in report_smk
+    assert "for _out in OUTPUTS:" in snakefile
+    # no hand-written rule for a catalogued output remains
+    for out in OUTPUTS:
+        assert f"rule render_{out.name}:" not in report_smk and f"rule {out.name}:" not in snakefile

@@ -1,0 +1,27 @@
+# Helpers for the reporting layer (workflow/rules/report.smk): the catalog of figures and tables,
+# the statistics rules' frames, the caption quotes.  Functions and constants only.
+
+import importlib.resources
+
+from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
+from trustmass.report.claims.data import claim as _claim
+
+CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
+#: stages whose results this workflow produces (the rest are "not produced yet")
+PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD"]
+STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
+STATISTICS_RULES = {r.name: r for r in STATISTICS}
+
+
+def paper_quotes(ids):
+    """The paper's claim texts for a caption (RST-escaped)."""
+    escape = str.maketrans({"*": "\\*", "|": "\\|"})
+    return [f"claim {i}: {_claim(i).text.translate(escape)}" for i in ids]
+
+
+def frames_of(rule_name):
+    """The statistics frames a statistics rule writes, as named outputs (+ their sidecars)."""
+    paths = {name: stats_path(name) for name in STATISTICS_RULES[rule_name].frames}
+    return {**paths, "prov": [prov(p) for p in paths.values()]}
+
+
