@@ -330,3 +330,18 @@ def test_settings_from_config():
     assert (s.seed, s.kappa_threshold, s.bootstrap, s.map_budget, s.primary_docs) == (7, 1.2, 10, 16, 3)
     with pytest.raises(ValueError, match="unknown keys"):
         StatisticsSettings.from_config({"statistics": {"bootstrapp": 10}})
+
+
+def test_claim_100_family_order_over_the_threshold_sweep():
+    # family b labels more rows than family a at every threshold: the order never flips (tau = +1)
+    rows = []
+    for model, kappas in (("a", [1.0, 1.05, 1.2, 1.6]), ("b", [1.02, 1.3, 1.5, 2.0])):
+        for doc in ("0000", "0001", "0002"):
+            for i, k in enumerate(kappas):
+                c = 1.0 - 1.0 / k
+                rows.append(rec(c_hat=c, model=model, doc=doc, query_pos=100 + i, budget=8))
+    head = CC.headline(frame(rows), NO_CI)
+    tau = only(head, claim_id=100, population="all")
+    assert tau["estimate"] == 1.0 and tau["by_value"] == "8" and tau["n_instances"] == 2
+    single = CC.headline(frame([r for r in rows if r["model"] == "a"]), NO_CI)
+    assert single.filter(pl.col("claim_id") == 100).height == 0  # one family has no order to keep

@@ -176,6 +176,17 @@ def test_table7_wilson_and_caps():
     assert share == pytest.approx(46 / 960)
 
 
+def test_table7_counts_documents_not_model_document_pairs():
+    """Claim 95's "20 docs": four families on the same 20 documents are 20 documents, not 80."""
+    man, cert = synthetic({4: 0, 8: 0, 16: 0, 32: 0})
+    rows = [{"model": m, "corpus": "wikitext", "doc": f"{d:04d}", "budget": s, "c_hat": 0.03, "kappa_hat_bal": 1.0}
+            for m in ("a", "b", "c", "d") for d in range(20) for s in (4, 8, 16, 32)]  # fmt: skip
+    t7 = F.table7(pl.DataFrame(rows), man, cert)
+    assert t7["n_docs"].to_list() == [20] * 4 and t7["n_records"].to_list() == [80] * 4
+    head = F.headline(t7, None, None, "a,b,c,d")
+    assert head.filter(pl.col("claim_id") == 95, pl.col("value_name") == "n_docs")["estimate"].to_list() == [20.0]
+
+
 def test_headline_names_are_claim_values():
     from trustmass.report.claims.data import load_claims
 

@@ -21,6 +21,7 @@ from trustmass.report.claims.data import (
     claims_for_stage,
     load_claims,
 )
+from trustmass.report.claims.model import KINDS, REPRO_CODES, ROLES, STAGES, UNITS
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "src" / "trustmass" / "data" / "claims.yaml"
@@ -47,14 +48,14 @@ def test_all_126_claims_in_order():
     claims = load_claims()
     assert [c.id for c in claims] == list(range(1, 127))
     assert all(c.text and c.statistic for c in claims)
-    assert all(set(c.stage) <= set(cd.STAGES) and set(c.repro) <= set(cd.REPRO_CODES) for c in claims)
+    assert all(set(c.stage) <= set(STAGES) and set(c.repro) <= set(REPRO_CODES) for c in claims)
     assert sum(len(c.values) for c in claims) >= 240
 
 
 def test_value_fields_are_consistent():
     for c in load_claims():
         for v in c.values:
-            assert v.kind in cd.KINDS and v.unit in cd.UNITS and v.role in cd.ROLES
+            assert v.kind in KINDS and v.unit in UNITS and v.role in ROLES
             if v.kind == "range" and v.low is not None:
                 assert v.low <= v.high, (c.id, v.name)
             if v.kind == "ratio":

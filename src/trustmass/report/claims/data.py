@@ -22,15 +22,9 @@ from pathlib import Path
 import yaml
 
 from trustmass.report.claims.model import (
-    CLAIM_COUNT,
     FIGURES_TABLES,
-    KINDS,
-    POPULATIONS,
     REPRO_CODES,
-    ROLES,
-    SECTIONS,
     STAGES,
-    UNITS,
     Claim,
     ClaimsFileError,
     ModelRole,
@@ -41,15 +35,6 @@ from trustmass.report.claims.model import (
 from trustmass.report.claims.parse import ClaimsDocument, parse_claims, parse_document
 
 __all__ = [
-    "CLAIM_COUNT",
-    "FIGURES_TABLES",
-    "KINDS",
-    "POPULATIONS",
-    "REPRO_CODES",
-    "ROLES",
-    "SECTIONS",
-    "STAGES",
-    "UNITS",
     "Claim",
     "ClaimsFileError",
     "ModelRole",
