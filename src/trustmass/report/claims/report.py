@@ -183,29 +183,44 @@ def markdown(report: dict) -> str:
         "|---|---|---|",
         *[f"| {k} | {report['counts'].get(k, 0)} | {report['statuses'][k]} |" for k in STATUSES],
         "",
-        "| # | § | claim | value | paper | regenerated (primary slice) | regenerated (all docs) | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| # | § | claim | value | paper | regenerated (primary slice) | regenerated (all docs) | verdict | why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for entry in report["claims"]:
         text = entry["text"].replace("|", "\\|")
         if len(text) > 90:
             text = text[:87] + "..."
         if not entry["values"]:
-            lines.append(f"| {entry['id']} | {entry['section']} | {text} | — | — | — | — | qualitative |")
+            lines.append(f"| {entry['id']} | {entry['section']} | {text} | — | — | — | — | qualitative | |")
         for i, v in enumerate(entry["values"]):
             first = i == 0
+            scale = 100.0 if v["unit"] == "percent" else 1.0
             lines.append(
                 f"| {entry['id'] if first else ''} | {entry['section'] if first else ''} | {text if first else ''} | "
-                f"{v['name']} | {v['paper']} | {_cell(v['primary'])} | {_cell(v['all'])} | {_verdict(v)} |"
+                f"{v['name']} | {v['paper']} | {_cell(v['primary'], scale)} | {_cell(v['all'], scale)} | {_verdict(v)} | {_why(v)} |"
             )
     return "\n".join(lines) + "\n"
 
 
+def _judged(value: Mapping) -> Mapping:
+    """The population result the value's verdict rests on (the primary slice where both are judged)."""
+    judged = [value[p] for p in ("primary", "all") if value[p]["judged"]]
+    produced = [r for r in judged if r["status"] != NOT_PRODUCED]
+    return (produced or judged or [value["primary"]])[0]
+
+
 def _verdict(value: Mapping) -> str:
     text = value["status"]
+    if _judged(value).get("verdict_kind") == "direction":
+        text += " (direction)"
     if value.get("analogue"):
         text += f" · analogue ({value['analogue']})"
     return text
+
+
+def _why(value: Mapping, limit: int = 140) -> str:
+    reason = str(_judged(value)["reason"]).replace("|", "\\|")
+    return reason if len(reason) <= limit else reason[: limit - 3] + "..."
 
 
 def _nan(x) -> bool:
@@ -219,13 +234,15 @@ def _number(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _cell(result: Mapping) -> str:
+def _cell(result: Mapping, scale: float = 1.0) -> str:
+    """The regenerated estimates in the claim's unit (fractions x 100 for a percent claim)."""
     regs = [r for r in result["regenerated"] if not _nan(r["estimate"])]
     if not regs:
         return "—"
+    unit = "%" if scale == 100.0 else ""
     if len(regs) == 1:
         r = regs[0]
-        ci = f" [{r['low']:.3g}, {r['high']:.3g}]" if not _nan(r.get("low")) and not _nan(r.get("high")) else ""
-        return f"{_number(r['estimate'])}{ci}"
-    ests = [r["estimate"] for r in regs]
-    return f"{_number(min(ests))}..{_number(max(ests))} ({len(regs)} cells)"
+        ci = f" [{r['low'] * scale:.3g}, {r['high'] * scale:.3g}]" if not _nan(r.get("low")) and not _nan(r.get("high")) else ""
+        return f"{_number(r['estimate'] * scale)}{unit}{ci}"
+    ests = [r["estimate"] * scale for r in regs]
+    return f"{_number(min(ests))}..{_number(max(ests))}{unit} ({len(regs)} cells)"
