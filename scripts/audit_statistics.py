@@ -8,9 +8,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import polars as pl  # noqa: E402
-
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 from trustmass.report.engine import HeadlinePopulation  # noqa: E402
 from trustmass.report.frames.audit import FRAMES, AuditStatisticsSettings, summarize  # noqa: E402
 
@@ -18,7 +16,7 @@ cfg = snakemake.params.config  # noqa: F821
 settings = AuditStatisticsSettings.from_config(cfg)
 population = HeadlinePopulation.from_config(cfg)
 files = list(snakemake.input.audit)  # noqa: F821
-records = pl.concat([pl.read_parquet(p) for p in files], how="vertical_relaxed")
+records = read_parquets(files)
 print(f"{records.height} audit records from {len(files)} files; {settings}")
 # QK-norm per model, from the shapes the model preparation recorded (trustmass_source.json)
 qk_norm = {}

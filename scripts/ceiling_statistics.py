@@ -5,9 +5,7 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl  # noqa: E402
-
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 from trustmass.report.engine import HeadlinePopulation, StatisticsSettings  # noqa: E402
 from trustmass.report.frames.ceiling import summarize  # noqa: E402
 from trustmass.report.frames.ceiling_claims import headline  # noqa: E402
@@ -16,7 +14,7 @@ cfg = snakemake.params.config  # noqa: F821
 settings = StatisticsSettings.from_config(cfg)
 population = HeadlinePopulation.from_config(cfg)
 files = list(snakemake.input.records)  # noqa: F821
-records = pl.concat([pl.read_parquet(path) for path in files], how="vertical_relaxed")
+records = read_parquets(files)
 print(f"{records.height} records from {len(files)} files; headline population: {population.describe()}; {settings}")
 frames = summarize(records, settings, population)
 frames["headline_ceiling"] = headline(records, settings, population, frames, snakemake.params.content)  # noqa: F821

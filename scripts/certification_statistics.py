@@ -7,7 +7,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 import polars as pl  # noqa: E402
 
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 from trustmass.report.engine import HeadlinePopulation, StatisticsSettings  # noqa: E402
 from trustmass.report.frames import certification as cert  # noqa: E402
 
@@ -15,12 +15,12 @@ cfg = snakemake.params.config  # noqa: F821
 out = snakemake.output  # noqa: F821
 population = HeadlinePopulation.from_config(cfg)
 man = pl.read_parquet(snakemake.input.manifest)  # noqa: F821
-certified = pl.concat([pl.read_parquet(p) for p in snakemake.input.certified])  # noqa: F821
+certified = read_parquets(snakemake.input.certified)  # noqa: F821
 missing = set(man["instance"].to_list()) - set(certified["instance"].to_list())
 if missing:
     raise SystemExit(f"certification rows missing for instances {sorted(missing)[:10]}...")
 columns = ["model", "corpus", "doc", "budget", "c_hat", "kappa_hat_bal"]
-records = pl.concat([pl.read_parquet(p, columns=columns) for p in snakemake.input.records])  # noqa: F821
+records = read_parquets(snakemake.input.records, columns)  # noqa: F821
 records = population.select(records).filter(pl.col("budget").is_in(cfg["budgets"]["enumerated"]))
 joined = cert.substitute(man, certified)
 t7 = cert.table7(records, man, certified)

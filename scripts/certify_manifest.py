@@ -5,15 +5,13 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl  # noqa: E402
-
 from trustmass.certification.manifest import RECORD_COLUMNS, manifest  # noqa: E402
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]
 # the input is the headline population's records (headline families on the headline corpus)
-records = pl.concat([pl.read_parquet(p, columns=RECORD_COLUMNS) for p in snakemake.input.records])  # noqa: F821
+records = read_parquets(snakemake.input.records, RECORD_COLUMNS)  # noqa: F821
 frame = manifest(
     records, per_stratum=cc["per_stratum"], seed=cfg["seed"], budgets=cfg["budgets"]["enumerated"],
     n_shards=cc["n_shards"], primary_docs=cfg["statistics"]["primary_docs"],

@@ -7,11 +7,9 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl  # noqa: E402
-
 from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances  # noqa: E402
 from trustmass.certification.runner import sweep_rows  # noqa: E402
-from trustmass.plumbing.rule_io import capture_path, finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import capture_path, finish, read_parquets, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 sw = cfg["certification"]["sweep"]
@@ -20,7 +18,7 @@ if int(sw["budget"]) not in cfg["budgets"]["enumerated"]:
         f"certification.sweep.budget={sw['budget']} is not in budgets.enumerated={cfg['budgets']['enumerated']}: "
         "the sweep widens the enumerated pool of that budget; add it to budgets.enumerated or change the sweep budget"
     )
-records = pl.concat([pl.read_parquet(p, columns=RECORD_COLUMNS) for p in snakemake.input.records])  # noqa: F821
+records = read_parquets(snakemake.input.records, RECORD_COLUMNS)  # noqa: F821
 heads = sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
 inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
 print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")

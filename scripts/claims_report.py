@@ -4,16 +4,14 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import polars as pl  # noqa: E402
-
 from trustmass.plumbing.provenance import atomic_write, write_json  # noqa: E402
-from trustmass.plumbing.rule_io import finish  # noqa: E402
+from trustmass.plumbing.rule_io import finish, read_parquets  # noqa: E402
 from trustmass.report.claims.data import load_claims  # noqa: E402
 from trustmass.report.claims.report import build, markdown  # noqa: E402
 from trustmass.report.claims.roles import study_models  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
-headline = pl.concat([pl.read_parquet(path) for path in snakemake.input.headline], how="diagonal_relaxed")  # noqa: F821
+headline = read_parquets(snakemake.input.headline, how="diagonal_relaxed")  # noqa: F821
 report = build(load_claims(snakemake.input.claims), headline, study_models(cfg), set(snakemake.params.stages),  # noqa: F821
                cfg["study"]["models"])  # fmt: skip
 write_json(snakemake.output.json, report)  # noqa: F821

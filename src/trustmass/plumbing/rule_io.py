@@ -42,6 +42,14 @@ def write_parquet(frame, path: str | os.PathLike) -> None:
         frame.write_parquet(tmp)
 
 
+def read_parquets(paths: Iterable[str | os.PathLike], columns: list[str] | None = None, how: str = "vertical_relaxed"):
+    """Every file of an input list as one polars frame (``how``: polars' concat mode; ``diagonal_relaxed``
+    for frames whose columns differ)."""
+    import polars as pl  # here, not at the top: the log must be open before anything heavy imports
+
+    return pl.concat([pl.read_parquet(path, columns=columns) for path in paths], how=how)
+
+
 def capture_path(model: str, corpus: str, doc: str, root: str = os.path.join("results", "capture")) -> str:
     """The capture shard of one document, as capture.smk lays it out."""
     return os.path.join(root, model, corpus, f"{doc}.safetensors")

@@ -217,11 +217,14 @@ class GroupStatistics:
     def median(self, g: pl.DataFrame, col: str, name: str, ci: bool = True) -> dict:
         return self.quantile(g, col, name, 0.5, ci)
 
+    @staticmethod
+    def _empty(name: str, ci: bool) -> dict:
+        """A statistic with nothing to estimate: the estimate (and its interval) null."""
+        return {name: None, f"{name}_low": None, f"{name}_high": None} if ci else {name: None}
+
     def quantile(self, g: pl.DataFrame, col: str, name: str, q: float, ci: bool = False) -> dict:
         g = self.clean(g, col)
-        out: dict = {name: None}
-        if ci:
-            out.update({f"{name}_low": None, f"{name}_high": None})
+        out = self._empty(name, ci)
         if g.height == 0:
             return out
         x = g[col].to_numpy()
@@ -239,9 +242,7 @@ class GroupStatistics:
     def share(self, g: pl.DataFrame, col: str, name: str, ci: bool = True) -> dict:
         """Fraction of true values of a boolean column (interval: ratio of cluster sums per resample)."""
         g = self.clean(g, col)
-        out: dict = {name: None}
-        if ci:
-            out.update({f"{name}_low": None, f"{name}_high": None})
+        out = self._empty(name, ci)
         if g.height == 0:
             return out
         x = g[col].cast(pl.Float64).to_numpy()
@@ -258,9 +259,7 @@ class GroupStatistics:
     def auc(self, g: pl.DataFrame, score: str, label: str, name: str, ci: bool = True) -> dict:
         """AUC of ``score`` for ``label`` (Mann-Whitney, ties averaged); resamples lacking a class are dropped."""
         g = self.clean(g, score, label)
-        out: dict = {name: None, f"{name}_n_pos": 0}
-        if ci:
-            out.update({f"{name}_low": None, f"{name}_high": None})
+        out = {**self._empty(name, ci), f"{name}_n_pos": 0}
         if g.height == 0:
             return out
         y = g[label].to_numpy().astype(bool)
