@@ -34,6 +34,8 @@ include: "workflow/rules/ceiling.smk"
 include: "workflow/rules/certification_common.smk"
 include: "workflow/rules/certification.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/loss_common.smk"
+include: "workflow/rules/loss.smk"
 include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
@@ -58,6 +60,7 @@ localrules:
     bench,
     captures,
     records,
+    loss,
     claims,
     certify_manifest,
 
@@ -90,6 +93,12 @@ rule records:
     """Ceiling records of every captured document of the study."""
     input:
         study_records(),
+
+
+rule loss:
+    """The held-out loss of every configuration on every held-out document (Figure 4's inputs)."""
+    input:
+        loss_outputs(),
 
 
 # ---- the claims ----------------------------------------------------------------------------------

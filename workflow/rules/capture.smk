@@ -19,6 +19,7 @@ rule capture:
             "trustmass.capture.prefill",
             "trustmass.capture.shards",
             "trustmass.kernels",
+            "trustmass.sources.attention",
             "trustmass.sources.documents",
             "trustmass.sources.loading",
             "trustmass.plumbing.rule_io",

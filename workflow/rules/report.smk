@@ -108,6 +108,27 @@ rule sweep_statistics:
         "../../scripts/sweep_statistics.py"
 
 
+rule loss_statistics:
+    """Figure 4, the loss table and the loss claims, from the held-out documents' token NLLs."""
+    input:
+        tokens=loss_outputs(),
+        code=library_code(STATISTICS_RULES["loss_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("loss_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "loss/rules"),
+    log:
+        "logs/report/loss_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/loss_statistics.py"
+
+
 rule selfcheck_statistics:
     """The theory claims (worked examples, EF bound, reduction gap), from the self-check."""
     input:

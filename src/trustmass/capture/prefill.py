@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -26,6 +25,7 @@ import torch
 
 from trustmass import kernels
 from trustmass.contracts.shards import tensor_name
+from trustmass.sources.attention import default_scaling, dense_attention, register_attention
 
 ATTENTION_NAME = "trustmass_capture"
 SNAPKV_WINDOWS = (2, 4, 8, 16, 32)
@@ -116,53 +116,19 @@ class _Session:
 
 def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """The registered attention function: the model's own output, plus the capture side effects."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     softcap = kwargs.get("softcap")
     window = kwargs.get("sliding_window")
-    if scaling is None:
-        scaling = 1.0 / math.sqrt(query.shape[-1])
-    if softcap is None:
-        output, _ = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling)
-    else:
-        output = _eager_softcapped(module, query, key, value, attention_mask, scaling, softcap)
+    scaling = default_scaling(query, scaling)
+    output = dense_attention(module, query, key, value, attention_mask, scaling, softcap, dropout)
     session = _ACTIVE.get()
     if session is not None:
         session.record(module, query, key, value, output, scaling, softcap, window)
     return output, None
 
 
-def _eager_softcapped(module, query, key, value, attention_mask, scaling, softcap):
-    """Gemma-2 style eager attention with logit soft-capping (SDPA has no soft-capping)."""
-    group = module.num_key_value_groups
-    k = key.repeat_interleave(group, dim=1)
-    v = value.repeat_interleave(group, dim=1)
-    logits = torch.matmul(query, k.transpose(2, 3)) * scaling
-    logits = torch.tanh(logits / softcap) * softcap
-    n_q, n_k = query.shape[2], key.shape[2]
-    if attention_mask is None:
-        causal = torch.ones(n_q, n_k, dtype=torch.bool, device=query.device).tril()
-        logits = logits.masked_fill(~causal, float("-inf"))
-    elif attention_mask.dtype == torch.bool:
-        logits = logits.masked_fill(~attention_mask, float("-inf"))
-    else:
-        logits = logits + attention_mask
-    probs = torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
-    return torch.matmul(probs, v).transpose(1, 2).contiguous()
-
-
 def register() -> str:
-    """Register the capture attention function and its mask function (SDPA's) with transformers.
-
-    Without the mask registration transformers silently passes attention_mask=None and the
-    causal mask is lost.
-    """
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    AttentionInterface.register(ATTENTION_NAME, capture_attention)
-    AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
-    return ATTENTION_NAME
+    """Register the capture attention function (and SDPA's mask function) with transformers."""
+    return register_attention(ATTENTION_NAME, capture_attention)
 
 
 def _base_model(model):

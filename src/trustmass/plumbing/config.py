@@ -235,6 +235,57 @@ def _cross_field_problems(config: dict) -> list[str]:
         )
     problems += _snapkv_window_problems(config)
     problems += _headline_problems(config)
+    problems += _loss_problems(config)
+    return problems
+
+
+def _loss_problems(config: dict) -> list[str]:
+    """loss: study models and corpora, held-out text after the capture documents' text, a budget
+    below the prefix, rules the selector registry has."""
+    loss = config.get("loss") or {}
+    if not loss:
+        return []
+    study, documents = config.get("study", {}) or {}, config.get("documents", {}) or {}
+    heldout = loss.get("heldout", {}) or {}
+    problems = [
+        f"config.loss.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
+        for m in loss.get("models") or []
+        if m not in study.get("models", [])
+    ] + [
+        f"config.loss.heldout.corpora: {c!r} is not in study.corpora {study.get('corpora', [])}; fix: name study corpora"
+        for c in heldout.get("corpora") or []
+        if c not in study.get("corpora", [])
+    ]
+    capture_tokens = int(documents.get("n_docs", 0)) * int(documents.get("doc_tokens", 0))
+    doc_tokens = heldout.get("doc_tokens") or documents.get("doc_tokens", 0)
+    first = int(heldout.get("first_doc", 0))
+    if first * int(doc_tokens) < capture_tokens:
+        need = -(-capture_tokens // int(doc_tokens))
+        problems.append(
+            f"config.loss.heldout.first_doc: {first} chunks of {doc_tokens} tokens start inside the capture documents "
+            f"(documents.n_docs {documents.get('n_docs')} x {documents.get('doc_tokens')} tokens), whose map the loss uses; "
+            f"fix: loss.heldout.first_doc: {need} or more"
+        )
+    continuation, budget = int(loss.get("continuation", 2)), int(loss.get("budget", 1))
+    if continuation >= int(doc_tokens):
+        problems.append(
+            f"config.loss.continuation: {continuation} restricted rows leave no prefix in {doc_tokens}-token held-out "
+            "documents; fix: a smaller loss.continuation or longer loss.heldout.doc_tokens"
+        )
+    elif budget >= int(doc_tokens) - continuation:
+        problems.append(
+            f"config.loss.budget: {budget} is not below the {int(doc_tokens) - continuation} keys the first restricted row "
+            f"sees (doc_tokens {doc_tokens} - continuation {continuation}), so nothing would be evicted; fix: a smaller "
+            "loss.budget or a shorter loss.continuation"
+        )
+    if loss.get("rules"):
+        from trustmass.core.selectors.registry import REGISTRY
+
+        problems += [
+            f"config.loss.rules: {r!r} is not a selector of the registry ({', '.join(REGISTRY)}); fix: use a registry name"
+            for r in loss["rules"]
+            if r not in REGISTRY
+        ]
     return problems
 
 

@@ -91,6 +91,8 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    "Substitution, Table 7 and the certification claims, from the manifest, its certification and the records"),
     StatisticsRule("sweep_statistics", "trustmass.report.frames.certification", ("sweep", "headline_sweep"),
                    "The cap-widening sweep's table and claims, from the sweep rows"),
+    StatisticsRule("loss_statistics", "trustmass.report.frames.loss", ("loss_table", "headline_loss"),
+                   "Figure 4, the loss table and the loss claims, from the held-out documents' token NLLs"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip
@@ -123,6 +125,12 @@ OUTPUTS: tuple[Output, ...] = (
            f"{_TABLES}/sweep_cap_widening.csv", "sweep", (18, 19, 20)),
     Output("audit_table", "table", "The selector audit table (median excess, share above 1.11 ES_pool, AUC, Spearman)",
            ("audit_table",), "audit_table", f"{_TABLES}/audit_table.csv", "audit_table", (48, 49, 50, 51, 105, 106, 107, 108, 109)),
+    Output("fig4", "figure", "Figure 4: redirecting balancing to the map's flat cells (held-out CE at s = 8)", ("loss_table",),
+           "trustmass.report.figures:figure4", f"{_FIGURES}/fig4_redirect.png", None, (52, 53, 125), None,
+           {"paper_map": PaperValue(125, "map_share_of_all_cell_gain", ("model", "Qwen2.5-1.5B")),
+            "paper_random": PaperValue(125, "random_share_of_all_cell_gain", ("model", "Qwen2.5-1.5B"))}),
+    Output("loss_table", "table", "The held-out loss under the restricted operator, every configuration", ("loss_table",),
+           "loss_table", f"{_TABLES}/loss_table.csv", None, (52, 53, 55, 111, 125)),
 )  # fmt: skip
 
 

@@ -14,6 +14,11 @@
   model, plus the certificate (top-mass's own ``kappa_hat > thr``); right, AUC pooled over the
   enumerated budgets per (model, rule) with 95% document-cluster intervals, the paper's band shaded
   (claim 35, passed in: never typed here), chance dashed.
+- :func:`figure4` — redirecting balancing to labelled cells (paper: App E Figure 4): left, per model
+  the share of the all-cell gain kept by the map's flat cells, by random cell sets of the same size
+  (mean over seeds; each seed a dot) and by all cells (1 by definition), with paired
+  document-cluster 95% intervals and the paper's reference-family values (claim 125) marked; right,
+  the held-out CE change against top-mass of every restricted configuration.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from mpl_toolkits.axes_grid1 import make_axes_locatable  # noqa: E402
 
 from trustmass.report.style import STYLE, as_float, empty, population_label, save, select_population  # noqa: E402
 
-__all__ = ["figure1", "figure2", "figure3", "save"]
+__all__ = ["figure1", "figure2", "figure3", "figure4", "save"]
 
 
 # ============================================================================================ Figure 1
@@ -240,3 +245,71 @@ def _rule_label(rule: str) -> str:
 def _rule_color(rule: str, order: list[str]):
     """The style's colour of a rule; a rule the style does not know takes one from the colour cycle."""
     return STYLE["rule_colors"].get(rule, plt.cm.tab10(order.index(rule) % 10))
+
+
+# ============================================================================================ Figure 4
+
+_FIG4_SETS = (("flat_switch", "map (flat cells)"), ("random", "random cells, same count"), ("all_cell", "all cells"))
+
+
+def figure4(table: pl.DataFrame, population: str = "all", paper_map: float | None = None, paper_random: float | None = None) -> Figure:
+    """Figure 4 from the ``loss_table`` frame; ``paper_map`` / ``paper_random`` are the paper's shares
+    (percent) on its reference family (claim 125), drawn as reference ticks."""
+    t = table.filter(pl.col("accounting") == "per_query")
+    models = sorted(t["model"].unique().to_list())
+    with plt.rc_context(STYLE["rc"]):
+        fig, (left, right) = plt.subplots(1, 2, figsize=STYLE["fig4_size"], gridspec_kw={"width_ratios": (1, 1.4)})
+        if not models:
+            return empty(fig, "Figure 4: no held-out loss results")
+        width = 0.8 / len(_FIG4_SETS)
+        for k, (config, label) in enumerate(_FIG4_SETS):
+            xs, ys, errs = [], [], [[], []]
+            for i, model in enumerate(models):
+                rec = _record(t, model, config)
+                if rec is None or rec["share"] is None:
+                    continue
+                xs.append(i + (k - 1) * width)
+                ys.append(rec["share"])
+                errs[0].append(rec["share"] - as_float(rec["share_low"]) if rec["share_low"] is not None else 0.0)
+                errs[1].append(as_float(rec["share_high"]) - rec["share"] if rec["share_high"] is not None else 0.0)
+            left.bar(xs, ys, width, yerr=errs, capsize=2, color=STYLE["fig4_colors"][config], label=label)
+        seeds = t.filter(pl.col("cells") == "random", pl.col("config") != "random")
+        for i, model in enumerate(models):
+            dots = seeds.filter(pl.col("model") == model)["share"].drop_nulls().to_numpy()
+            left.scatter(np.full(dots.shape, i), dots, s=8, color="black", zorder=3)
+        for value, key in ((paper_map, "flat_switch"), (paper_random, "random")):
+            if value is not None:
+                left.axhline(value / 100.0, color=STYLE["fig4_colors"][key], ls=":", lw=1.0,
+                             label=f"paper, reference family: {key.replace('_', ' ')} {value:g}%")  # fmt: skip
+        left.set_xticks(np.arange(len(models)))
+        left.set_xticklabels(models)
+        left.set_ylabel("share of the all-cell gain")
+        left.set_title("balancing on a cell set, top-mass elsewhere")
+        left.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), frameon=False)
+        _ce_changes(right, t, models)
+        fig.tight_layout()
+    return fig
+
+
+def _record(t: pl.DataFrame, model: str, config: str) -> dict | None:
+    rows = t.filter(pl.col("model") == model, pl.col("config") == config)
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _ce_changes(ax, t: pl.DataFrame, models: list[str]) -> None:
+    """CE(X) - CE(top-mass) with intervals, one row per (model, restricted configuration)."""
+    shown = t.filter(pl.col("delta_vs_top").is_not_null(), ~pl.col("config").is_in(["top_mass", "keep_all", "dense"]),
+                     ~((pl.col("cells") == "random") & (pl.col("config") != "random")))  # fmt: skip
+    labels = []
+    for y, rec in enumerate(shown.sort(["model", "config"]).iter_rows(named=True)):
+        lo = rec["delta_vs_top"] - as_float(rec["delta_vs_top_low"]) if rec["delta_vs_top_low"] is not None else 0.0
+        hi = as_float(rec["delta_vs_top_high"]) - rec["delta_vs_top"] if rec["delta_vs_top_high"] is not None else 0.0
+        ax.errorbar(rec["delta_vs_top"], y, xerr=[[lo], [hi]], fmt="o", ms=3.5, capsize=2,
+                    color=STYLE["fig4_colors"].get(rec["config"], STYLE["whisker_color"]))  # fmt: skip
+        labels.append(rec["config"] if len(models) == 1 else f"{rec['config']} · {rec['model']}")
+    ax.axvline(0.0, color="grey", ls="--", lw=0.9)
+    ax.set_yticks(np.arange(len(labels)))
+    ax.set_yticklabels(labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("held-out CE − CE(top-mass), nats (95% paired doc-cluster CI)")
+    ax.set_title("every restricted configuration")

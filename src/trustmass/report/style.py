@@ -61,6 +61,9 @@ STYLE: dict = {
         "snapkv": "#1f77b4", "h2o": "#ff7f0e", "quest": "#2ca02c", "streaming_llm": "#d62728",
         "recency": "#8c564b", "certificate": "#000000",
     },  # fmt: skip
+    # Figure 4
+    "fig4_size": (10.0, 4.6),
+    "fig4_colors": {"flat_switch": "#1f3b73", "random": "#b8c2cc", "all_cell": "#e0892b"},
     "rule_labels": {
         "snapkv": "SnapKV", "h2o": "H2O", "quest": "Quest", "streaming_llm": "StreamingLLM",
         "recency": "recency (positional control)", "certificate": "certificate (top-mass κ̂ > threshold)",

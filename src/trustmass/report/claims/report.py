@@ -39,6 +39,7 @@ JUDGED_POPULATIONS = {
     "depth_subset": ("primary",),
     "content_run": ("primary",),
     "all_docs": ("all",),
+    "heldout_docs": ("all",),
 }
 _BOTH = ("primary", "all")
 _SHOWN = ("by_key", "by_value", "estimate", "low", "high", "n_instances", "n_docs", "models", "source")

@@ -1,0 +1,24 @@
+"""Rule loss_statistics: the held-out documents' token NLLs -> the loss table (Figure 4's frame) and
+the loss claims.  Glue only: trustmass.report.frames.loss."""
+
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
+
+from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
+from trustmass.report.engine import StatisticsSettings  # noqa: E402
+from trustmass.report.frames.loss import headline, loss_table  # noqa: E402
+
+smk = snakemake  # noqa: F821
+cfg = smk.params.config
+settings = StatisticsSettings.from_config(cfg)
+files = list(smk.input.tokens)
+tokens = read_parquets(files)
+print(f"{tokens.height} token NLLs from {len(files)} held-out documents; {settings}")
+table = loss_table(tokens, settings)
+frames = {"loss_table": table, "headline_loss": headline(table, tuple(cfg["loss"]["rules"]))}
+for name, frame in frames.items():
+    write_parquet(frame, smk.output[name])
+    print(f"{name}: {frame.height} rows")
+finish(smk, [smk.output[n] for n in frames], [*files, *smk.input.code], cfg, started,
+       seeds={"seed": settings.seed, "bootstrap": settings.bootstrap})  # fmt: skip

@@ -1,0 +1,151 @@
+"""A configuration as a forward policy: per layer, choose each (query head, row)'s kept set and
+return the restricted head outputs ``m_A`` through ``kernels.restricted_attention``.
+
+Evidence (what the rules read besides the rows ``P``) is built from this forward's own rows and
+the prefix's: H2O's accumulated mass is the prefix column mass plus the running sum of the
+continuation rows; SnapKV's window sums reach back into the prefix's last rows.  The policy also
+records, per cell, the mean dropped mass ``1 - P(A)``, the mean reconstruction error
+``es = ||mu - m_A||`` and the mean number of balancing swaps (the cells frame; ``es`` feeds the
+conversion constant).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from trustmass import kernels
+from trustmass.core.selectors.contract import contract
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.windows import snapkv_window
+from trustmass.loss import selection
+from trustmass.loss.configurations import KEEP_ALL, Configuration
+from trustmass.loss.forward import LayerCall, PrefixLayer
+
+
+def needs(rules: list[str], budget: int) -> dict:
+    """The prefix evidence the rules read: SnapKV's ``window - 1`` tail rows, H2O's column mass."""
+    evidence = set()
+    for rule in rules:
+        if rule in REGISTRY:
+            evidence |= contract(REGISTRY[rule]).evidence
+    return {
+        "tail_rows": snapkv_window(budget) - 1 if "window" in evidence else 0,
+        "column_mass": "accumulated_mass" in evidence,
+    }
+
+
+def window_sums(p: torch.Tensor, tail: torch.Tensor | None, w: int) -> torch.Tensor:
+    """``sum_{t = i-w+1..i} P[t, :]`` for every continuation row (p [Hq, M, N]; tail [Hq, <w-1, Np])."""
+    rows = p
+    if w > 1 and tail is not None and tail.shape[1]:
+        padded = p.new_zeros(p.shape[0], tail.shape[1], p.shape[2])
+        padded[:, :, : tail.shape[2]] = tail[:, -(w - 1) :]
+        rows = torch.cat((padded, p), dim=1)
+    lead = rows.shape[1] - p.shape[1]
+    out = torch.zeros_like(p)
+    for k in range(w):  # the row itself and the w - 1 before it (fewer at the document's start)
+        start = lead - k
+        if start >= 0:
+            out += rows[:, start : start + p.shape[1]]
+        else:
+            out[:, -start:] += rows[:, : p.shape[1] + start]
+    return out
+
+
+def accumulated_mass(p: torch.Tensor, column_mass: torch.Tensor | None) -> torch.Tensor:
+    """``sum_{t <= i} P[t, :]``: the prefix's column mass plus the continuation rows so far."""
+    acc = torch.cumsum(p, dim=1)
+    if column_mass is not None:
+        acc[:, :, : column_mass.shape[1]] += column_mass[:, None, :]
+    return acc
+
+
+@dataclass
+class CellRecorder:
+    """Per-cell sums over rows: dropped mass, es, swaps (divided by rows when read)."""
+
+    shape: tuple[int, int]
+    dropped: np.ndarray = field(init=False)
+    es: np.ndarray = field(init=False)
+    swaps: np.ndarray = field(init=False)
+    rows: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.dropped, self.es, self.swaps, self.rows = (np.zeros(self.shape) for _ in range(4))
+
+    def add(self, layer: int, dropped: torch.Tensor, es: torch.Tensor, swaps: torch.Tensor | None) -> None:
+        self.dropped[layer] += dropped.double().sum(1).cpu().numpy()
+        self.es[layer] += es.double().sum(1).cpu().numpy()
+        if swaps is not None:
+            self.swaps[layer] += swaps.double().sum(1).cpu().numpy()
+        self.rows[layer] += dropped.shape[1]
+
+    def means(self) -> dict[str, np.ndarray]:
+        rows = np.maximum(self.rows, 1)
+        return {"mean_dropped_mass": self.dropped / rows, "mean_es": self.es / rows, "mean_swaps": self.swaps / rows}
+
+
+class SelectionPolicy:
+    """The forward policy of one configuration (base rule everywhere, switch rule on its cells)."""
+
+    def __init__(self, config: Configuration, switched: np.ndarray, budget: int, recorder: CellRecorder, probe=None):
+        self.config, self.switched, self.budget = config, switched, int(budget)
+        self.recorder, self.probe = recorder, probe
+
+    def __call__(self, call: LayerCall, prefix: PrefixLayer) -> torch.Tensor:
+        p = call.probabilities()
+        heads = torch.from_numpy(self.switched[call.layer]).to(p.device)
+        if self.config.base_rule == KEEP_ALL:
+            kept, swaps = _visible_keys(p), None
+        else:
+            rows = self._rows(call, prefix, p)
+            kept, swaps = self._select(self.config.base_rule, rows)
+            if bool(heads.any()):
+                switched, switch_swaps = self._select(self.config.switch_rule, rows)
+                kept = torch.where(heads[:, None, None], switched, kept)
+                if switch_swaps is not None:
+                    swaps = torch.where(heads[:, None], switch_swaps, 0 if swaps is None else swaps)
+        ptr, idx = selection.to_csr(kept)
+        out, kept_mass, _ = kernels.restricted_attention(
+            call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
+            call.logits_dtype,
+        )
+        values = call.values.float().repeat_interleave(call.group, dim=0)
+        mu = torch.einsum("hmn,hnd->hmd", p, values) / p.sum(-1, keepdim=True)
+        self.recorder.add(call.layer, 1.0 - kept_mass, (out - mu).norm(dim=-1), swaps)
+        return out
+
+    def _rows(self, call: LayerCall, prefix: PrefixLayer, p: torch.Tensor) -> selection.LayerRows:
+        rules = [self.config.base_rule] + ([self.config.switch_rule] if self.config.switch_rule else [])
+        evidence = set()
+        for rule in rules:
+            if rule in REGISTRY:
+                evidence |= contract(REGISTRY[rule]).evidence
+        w = snapkv_window(self.budget)
+        return selection.LayerRows(
+            p=p,
+            positions=call.positions.unsqueeze(0).expand(p.shape[0], -1),
+            keys=call.keys.float(),
+            values=call.values.float(),
+            query=call.query.float(),
+            acc_mass=accumulated_mass(p, prefix.column_mass) if "accumulated_mass" in evidence else None,
+            window_sums={w: window_sums(p, prefix.tail, w)} if "window" in evidence else None,
+            group=call.group,
+        )
+
+    def _select(self, rule: str, rows) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if rule == "probe":
+            return self.probe.select(rows, self.budget), None
+        chosen = selection.select(rule, rows, self.budget)
+        return chosen.kept, getattr(chosen, "swaps", None)
+
+
+def _visible_keys(p: torch.Tensor) -> torch.Tensor:
+    """Every key with positive mass, per (head, row), padded with -1 (the keep-all configuration)."""
+    visible = p > 0
+    width = int(visible.sum(-1).max())
+    order = torch.sort((~visible).to(torch.int8), dim=-1, stable=True).indices[..., :width]
+    return torch.where(torch.gather(visible, -1, order), order, torch.full_like(order, -1))

@@ -1,0 +1,169 @@
+"""The held-out loss statistics (paper spec §6): the loss table, Figure 4's shares and the loss claims.
+
+Per (model, document, configuration) the continuation CE is the mean token NLL; a model's CE is
+the mean over its held-out documents.  Every derived quantity is computed on the same document
+resamples (the paired document-cluster bootstrap, spec §7.5):
+
+* ``delta_vs_top = CE(X) - CE(top_mass)``; ``gain = -delta_vs_top``;
+* ``share = gain(X) / gain(all_cell)`` (Figure 4's percentages);
+* for ``<rule>+flat``: ``delta_vs_rule = CE(rule+flat) - CE(rule)`` and the recovered gap
+  ``(CE(rule) - CE(rule+flat)) / (CE(rule) - CE(all_cell))``;
+* ``random`` is the mean over the random-cell seeds, per document, before anything else;
+* ``keep_all``: ``max_abs_vs_dense`` is the largest token NLL difference from the dense model
+  (the operator's unit test at model scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+
+from trustmass.core.stats import ClusterIndex, percentile_interval
+from trustmass.report.engine import StatisticsSettings, frame_from_rows, interval_columns
+from trustmass.report.headline import headline_frame, row
+
+RANDOM = "random"
+POPULATION = "all"  # every held-out document (the claims' heldout_docs population)
+LOSS_TABLE_SCHEMA = {
+    "model": pl.Utf8, "population": pl.Utf8, "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8,
+    "cells": pl.Utf8, "accounting": pl.Utf8, "n_docs": pl.Int64, "n": pl.Int64, "n_cells_switched": pl.Int64,
+    "n_seeds": pl.Int64, **interval_columns("ce", "delta_vs_top", "share", "delta_vs_rule", "gap_recovered"),
+    "gain": pl.Float64, "max_abs_vs_dense": pl.Float64,
+}  # fmt: skip
+
+
+def document_ce(tokens: pl.DataFrame) -> pl.DataFrame:
+    """CE per (model, corpus, doc, configuration), with the random seeds' mean as config ``random``."""
+    keys = ["model", "corpus", "doc", "config", "base_rule", "switch_rule", "cells", "accounting"]
+    per_doc = tokens.group_by(keys).agg(
+        ce=pl.col("nll").mean(), n=pl.len(), n_cells_switched=pl.col("n_cells_switched").first(), n_seeds=pl.lit(1)
+    )
+    random = per_doc.filter(pl.col("cells") == RANDOM)
+    if random.height:
+        mean = random.group_by(["model", "corpus", "doc", "base_rule", "switch_rule", "cells", "accounting"]).agg(
+            ce=pl.col("ce").mean(), n=pl.col("n").sum(), n_cells_switched=pl.col("n_cells_switched").first(),
+            n_seeds=pl.len(),
+        ).with_columns(config=pl.lit(RANDOM))  # fmt: skip
+        per_doc = pl.concat([per_doc.with_columns(pl.col("n_seeds").cast(pl.UInt32)), mean.select(per_doc.columns)], how="vertical_relaxed")
+    return per_doc.with_columns(cluster=pl.concat_str("corpus", "doc", separator="/"))
+
+
+class _Replicates:
+    """Per-config CE replicates of one model on shared document resamples (row 0: the estimate)."""
+
+    def __init__(self, per_doc: pl.DataFrame, settings: StatisticsSettings):
+        wide = per_doc.pivot(on="config", index="cluster", values="ce").sort("cluster")
+        self.configs = [c for c in wide.columns if c != "cluster"]
+        ce = wide.select(self.configs).to_numpy().astype(np.float64)  # [docs, configs]
+        n_docs = ce.shape[0]
+        weights = np.ones((1, n_docs))
+        if settings.bootstrap:
+            index = ClusterIndex(np.arange(n_docs))
+            picks = index.draw(np.random.default_rng(settings.seed), settings.bootstrap)
+            drawn = np.zeros((settings.bootstrap, n_docs))
+            np.add.at(drawn, (np.arange(settings.bootstrap)[:, None], picks), 1.0)
+            weights = np.vstack([weights, drawn])
+        self.ce = (weights @ ce) / n_docs  # [1 + B, configs]
+        self.level = settings.level
+
+    def has(self, *configs: str) -> bool:
+        return all(c in self.configs for c in configs)
+
+    def of(self, config: str) -> np.ndarray:
+        return self.ce[:, self.configs.index(config)]
+
+    def interval(self, name: str, statistic: Callable[[], np.ndarray]) -> dict:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = statistic()
+        low, high = (None, None)
+        if values.shape[0] > 1:
+            low, high = percentile_interval(values[1:], self.level, nan_policy="omit")
+        return {name: float(values[0]), f"{name}_low": low, f"{name}_high": high}
+
+
+def loss_table(tokens: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """One row per (model, configuration): CE, the change against top-mass, shares, recovered gaps."""
+    per_doc = document_ce(tokens)
+    rows = []
+    for (model,), g in per_doc.group_by(["model"], maintain_order=True):
+        reps = _Replicates(g, settings)
+        dense = tokens.filter(pl.col("model") == model)
+        for cfg, c in g.group_by(["config"], maintain_order=True):
+            name = cfg[0]
+            first = c.row(0, named=True)
+            out = {
+                "model": model, "population": POPULATION, "config": name, "base_rule": first["base_rule"],
+                "switch_rule": first["switch_rule"], "cells": first["cells"], "accounting": first["accounting"],
+                "n_docs": c.height, "n": int(c["n"].sum()), "n_cells_switched": first["n_cells_switched"],
+                "n_seeds": int(c["n_seeds"].max()),
+                **reps.interval("ce", lambda name=name: reps.of(name)),
+            }  # fmt: skip
+            out.update(_relative(reps, name, first["base_rule"], first["switch_rule"]))
+            if name == "keep_all":
+                out["max_abs_vs_dense"] = _max_abs_difference(dense, "keep_all", "dense")
+            rows.append(out)
+    return frame_from_rows(rows, LOSS_TABLE_SCHEMA)
+
+
+def _relative(reps: _Replicates, name: str, base: str, switch: str | None) -> dict:
+    out = {}
+    if reps.has("top_mass"):
+        out.update(reps.interval("delta_vs_top", lambda: reps.of(name) - reps.of("top_mass")))
+        out["gain"] = -out["delta_vs_top"]
+        if reps.has("all_cell"):
+            top, all_cell = reps.of("top_mass"), reps.of("all_cell")
+            out.update(reps.interval("share", lambda: (top - reps.of(name)) / (top - all_cell)))
+    if switch is not None and base not in ("top_mass", "probe") and reps.has(base, "all_cell"):
+        rule, all_cell = reps.of(base), reps.of("all_cell")
+        out.update(reps.interval("delta_vs_rule", lambda: reps.of(name) - rule))
+        out.update(reps.interval("gap_recovered", lambda: (rule - reps.of(name)) / (rule - all_cell)))
+    return out
+
+
+def _max_abs_difference(tokens: pl.DataFrame, a: str, b: str) -> float | None:
+    pair = tokens.filter(pl.col("config").is_in([a, b])).pivot(on="config", index=["corpus", "doc", "position"], values="nll")
+    if a not in pair.columns or b not in pair.columns:
+        return None
+    return float((pair[a] - pair[b]).abs().max())
+
+
+# ---------------------------------------------------------------------------------------- claims
+
+
+def headline(table: pl.DataFrame, rules: tuple[str, ...]) -> pl.DataFrame:
+    """Claims 52, 53, 55, 56, 125 from the loss table (per model; per (selector, model) for 55)."""
+    rows = []
+    for rec in table.iter_rows(named=True):
+        model, cfg = rec["model"], rec["config"]
+        common = dict(n_instances=rec["n"], n_docs=rec["n_docs"], models=model, source=f"loss_table[{cfg}]")
+        by = {"model": model}
+        if cfg == "flat_switch":
+            rows.append(row(52, "flat_switch_ce_reduction", rec["gain"], POPULATION, by=by,
+                            low=_neg(rec["delta_vs_top_high"]), high=_neg(rec["delta_vs_top_low"]), **common))
+            rows.append(row(52, "ce_change_ci_high", rec["delta_vs_top_high"], POPULATION, by=by, **common))
+            for claim, value in ((53, "flat_switch_share_of_all_cell_gain"), (56, "map_share_of_all_cell_gain"),
+                                 (125, "map_share_of_all_cell_gain")):
+                rows.append(row(claim, value, rec["share"], POPULATION, by=by, low=rec["share_low"], high=rec["share_high"], **common))
+        elif cfg == RANDOM:
+            rows.append(row(125, "random_share_of_all_cell_gain", rec["share"], POPULATION, by=by,
+                            low=rec["share_low"], high=rec["share_high"], **common))
+        elif rec["base_rule"] in rules and rec["switch_rule"] is not None and rec["accounting"] == "per_query":
+            by = {"selector": rec["base_rule"], "model": model}
+            rows.append(row(55, "rule_flat_switch_gap_recovered", rec["gap_recovered"], POPULATION, by=by,
+                            low=rec["gap_recovered_low"], high=rec["gap_recovered_high"], **common))
+            rows.append(row(55, "paired_ci_high", rec["delta_vs_rule_high"], POPULATION, by=by, **common))
+    pairs = table.filter(pl.col("base_rule").is_in(list(rules)) & pl.col("switch_rule").is_not_null()
+                         & (pl.col("accounting") == "per_query") & (pl.col("delta_vs_rule_high") < 0))  # fmt: skip
+    if table.height:
+        rows.append(row(55, "n_pairs", float(pairs.height), POPULATION, models=",".join(sorted(set(table["model"]))),
+                        source="loss_table: (selector, model) pairs with paired CI < 0"))
+        flat = table.filter((pl.col("config") == "flat_switch") & (pl.col("delta_vs_top_high") < 0))
+        rows.append(row(52, "families_with_reduction", float(flat.height), POPULATION,
+                        models=",".join(sorted(set(table["model"]))), source="loss_table: families with CI < 0"))
+    return headline_frame(rows)
+
+
+def _neg(x: float | None) -> float | None:
+    return None if x is None else -x

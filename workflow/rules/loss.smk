@@ -1,0 +1,89 @@
+# Stage: the held-out loss under the restricted operator (paper spec §6, App B.6, App E).  A dense
+# prefix, then continuation rows whose head outputs are the kept-set means m_A of the selector under
+# test; CE per configuration on held-out documents disjoint from the capture (map) documents.
+#
+#   resources/heldout/{model}/{corpus}.safetensors   the held-out chunking (first_doc + n_docs chunks)
+#   results/loss/{model}/map.parquet                 the map: median dropped mass at s = 8 per cell
+#   results/loss/{model}/{corpus}/{doc}.parquet      per-token NLL of every configuration
+#   results/loss/{model}/{corpus}/{doc}.cells.parquet   per-cell dropped mass, es, swaps
+#
+# Needs from common.smk: library_code, params_from_config, prov; sources_common.smk:
+# documents_path, documents_for_model, model_source_record; capture_common.smk: capture_shard,
+# doc_ids; loss_common.smk: the paths and document lists.
+
+
+rule tokenize_heldout:
+    """The held-out documents: the corpus cut like the capture documents, first_doc + n_docs chunks."""
+    input:
+        model="resources/models/{model}/config.json",
+        corpus="resources/corpora/{corpus}/corpus.txt",
+        code=library_code("trustmass.sources.documents", "trustmass.plumbing.rule_io"),
+    output:
+        ids=heldout_path("{model}", "{corpus}"),
+        manifest="resources/heldout/{model}/{corpus}.json",
+        prov=prov(heldout_path("{model}", "{corpus}")),
+    params:
+        documents=lambda wc: heldout_settings(wc.model),
+    log:
+        "logs/loss/tokenize_heldout/{model}/{corpus}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/tokenize_documents.py"
+
+
+rule loss_map:
+    """The map the switch uses: median least dropped mass at the loss budget per (layer, query head),
+    from the capture shards of the map documents (Figure 2's primary slice)."""
+    input:
+        shards=lambda wc: map_shards(wc.model),
+        code=library_code("trustmass.loss.cell_map", "trustmass.plumbing.rule_io"),
+    output:
+        map="results/loss/{model}/map.parquet",
+        prov=prov("results/loss/{model}/map.parquet"),
+    params:
+        config=params_from_config("loss/budget", "statistics/flat_mass"),
+    log:
+        "logs/loss/map/{model}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/loss_map.py"
+
+
+rule loss_document:
+    """Every configuration on one held-out document: dense, keep-all, top-mass, all-cell, flat switch,
+    random cells, each deployed rule alone and with the flat switch."""
+    input:
+        model="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
+        heldout=lambda wc: heldout_path(wc.model, wc.corpus),
+        capture_documents=lambda wc: documents_path(wc.model, wc.corpus),
+        map="results/loss/{model}/map.parquet",
+        code=library_code("trustmass.loss.document", "trustmass.sources.loading", "trustmass.plumbing.rule_io"),
+    output:
+        tokens=loss_tokens("{model}", "{corpus}", "{doc}"),
+        cells="results/loss/{model}/{corpus}/{doc}.cells.parquet",
+        prov=[prov(loss_tokens("{model}", "{corpus}", "{doc}")), prov("results/loss/{model}/{corpus}/{doc}.cells.parquet")],
+    params:
+        config=params_from_config("seed", "loss", "capture/device"),
+    wildcard_constraints:
+        doc="[0-9]{4}",
+    log:
+        "logs/loss/document/{model}/{corpus}/{doc}.log",
+    threads: config["loss"]["threads"]
+    resources:
+        mem_mb=6000,
+        runtime=60,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/loss_document.py"

@@ -1,0 +1,51 @@
+# Helpers for the loss stage (workflow/rules/loss.smk): its models, held-out documents and paths.
+# Functions only, no rules.
+
+
+def loss_models():
+    """loss.models, or the headline families when empty."""
+    return list(config["loss"]["models"] or HeadlinePopulation.from_config(config).models)
+
+
+def heldout_corpora():
+    return list(config["loss"]["heldout"]["corpora"] or config["study"]["corpora"])
+
+
+def heldout_settings(model):
+    """tokenize_documents settings of the held-out chunking: first_doc + n_docs chunks."""
+    settings = documents_for_model(model)
+    heldout = config["loss"]["heldout"]
+    return {
+        **settings,
+        "doc_tokens": int(heldout["doc_tokens"] or settings["doc_tokens"]),
+        "n_docs": int(heldout["first_doc"]) + int(heldout["n_docs"]),
+    }
+
+
+def heldout_path(model, corpus):
+    return f"resources/heldout/{model}/{corpus}.safetensors"
+
+
+def heldout_ids():
+    first = int(config["loss"]["heldout"]["first_doc"])
+    return [f"{i:04d}" for i in range(first, first + int(config["loss"]["heldout"]["n_docs"]))]
+
+
+def loss_documents():
+    """(model, corpus, doc) of every held-out document."""
+    return [(m, c, d) for m in loss_models() for c in heldout_corpora() for d in heldout_ids()]
+
+
+def loss_tokens(model, corpus, doc):
+    return f"results/loss/{model}/{corpus}/{doc}.parquet"
+
+
+def map_shards(model):
+    """The capture shards of the map documents: the primary slice of every study corpus (Figure 2's)."""
+    primary = int(config["statistics"]["primary_docs"])
+    return [capture_shard(model, c, d) for c in config["study"]["corpora"] for d in doc_ids(model)[:primary]]
+
+
+def loss_outputs():
+    """Every per-document loss output (the loss statistics' inputs)."""
+    return [loss_tokens(*key) for key in loss_documents()]
