@@ -7,7 +7,9 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 from trustmass.report.engine import StatisticsSettings  # noqa: E402
-from trustmass.report.frames.loss import headline, loss_table  # noqa: E402
+import polars as pl  # noqa: E402
+
+from trustmass.report.frames.loss import allocation_headline, headline, loss_table  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
@@ -16,9 +18,12 @@ files = list(smk.input.tokens)
 tokens = read_parquets(files)
 print(f"{tokens.height} token NLLs from {len(files)} held-out documents; {settings}")
 table = loss_table(tokens, settings)
-frames = {"loss_table": table, "headline_loss": headline(table, tuple(cfg["loss"]["rules"]))}
+panels = list(smk.input.allocation)
+allocation = read_parquets(panels) if panels else pl.DataFrame()
+claims = [headline(table, tuple(cfg["loss"]["rules"]))] + ([allocation_headline(allocation)] if panels else [])
+frames = {"loss_table": table, "allocation": allocation, "headline_loss": pl.concat(claims)}
 for name, frame in frames.items():
     write_parquet(frame, smk.output[name])
     print(f"{name}: {frame.height} rows")
-finish(smk, [smk.output[n] for n in frames], [*files, *smk.input.code], cfg, started,
+finish(smk, [smk.output[n] for n in frames], [*files, *panels, *smk.input.code], cfg, started,
        seeds={"seed": settings.seed, "bootstrap": settings.bootstrap})  # fmt: skip

@@ -87,3 +87,26 @@ rule loss_document:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/loss_document.py"
+
+
+rule allocation_panel:
+    """The allocation panel (App B.6): map-proportional, mass-greedy and pyramid budgets against a
+    uniform one at matched total, pooled es under balancing and top-mass, cell-cluster intervals."""
+    input:
+        shards=lambda wc: allocation_shards(wc.model),
+        code=library_code("trustmass.loss.allocation", "trustmass.plumbing.rule_io"),
+    output:
+        panel="results/loss/{model}/allocation.parquet",
+        prov=prov("results/loss/{model}/allocation.parquet"),
+    params:
+        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap"),
+    log:
+        "logs/loss/allocation/{model}.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/allocation_panel.py"

@@ -49,3 +49,16 @@ def map_shards(model):
 def loss_outputs():
     """Every per-document loss output (the loss statistics' inputs)."""
     return [loss_tokens(*key) for key in loss_documents()]
+
+
+def allocation_shards(model):
+    """The allocation panel's rows: the primary slice of the headline corpus (the paper's capture)."""
+    primary = int(config["statistics"]["primary_docs"])
+    corpus = HeadlinePopulation.from_config(config).corpus
+    return [capture_shard(model, corpus, d) for d in doc_ids(model)[:primary]]
+
+
+def allocation_outputs():
+    if not config["loss"]["allocation"]["enabled"]:
+        return []
+    return [f"results/loss/{m}/allocation.parquet" for m in loss_models()]

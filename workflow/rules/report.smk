@@ -112,6 +112,7 @@ rule loss_statistics:
     """Figure 4, the loss table and the loss claims, from the held-out documents' token NLLs."""
     input:
         tokens=loss_outputs(),
+        allocation=allocation_outputs(),
         code=library_code(STATISTICS_RULES["loss_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("loss_statistics"),

@@ -31,7 +31,7 @@ def row_dropped_masses(shard: str | os.PathLike, budget: int) -> dict[tuple[int,
     windows = tuple(meta["options"]["windows"])
     out: dict[tuple[int, int], list[float]] = {}
     for layer in sorted(int(k) for k in meta["layers"]):
-        t = read_layer(shard, layer, ("positions", "p", "values"))
+        t = read_layer(shard, layer, ("positions", "p", "values", "keys"))
         for head in range(t["p"].shape[0]):
             for r in range(t["p"].shape[1]):
                 x = SelectorInput.from_layer(t, head, r, windows)

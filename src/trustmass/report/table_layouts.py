@@ -14,6 +14,7 @@ audit): how each statistics frame becomes the table the paper prints.  Rendered 
 - Table 8 (per-budget profile): per (model, budget): the columns of the paper's Table 8 plus the
   coverage, swaps and group-vote columns.
 - The audit table: per (model, rule, budget) median excess, label share, AUC, Spearman, cache-faithful.
+- The allocation panel: per (model, unit, selector, allocator) pooled es and Δes against uniform.
 - The loss table: per (model, configuration) held-out CE, the change against top-mass, shares and recovered gaps.
 """
 
@@ -191,6 +192,23 @@ def loss_table(summary: pl.DataFrame) -> pl.DataFrame:
     return summary.sort(["model", "accounting", "config"]).select(["population", "model", "config", *cols])
 
 
+# ============================================================================================ the allocation panel
+
+ALLOCATION_COLUMNS = (
+    Column("cells", "n_cells", None), Column("rows", "n_rows", None), Column("pooled es", "pooled_es", 4),
+    Column("pooled es, uniform", "pooled_es_uniform", 4), Column("Δes vs uniform", "delta_es", 4, True),
+    Column("smallest cell budget", "budget_min", None), Column("largest cell budget", "budget_max", None),
+)  # fmt: skip
+
+
+def allocation_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """The allocation panel (App B.6): one row per (model, unit budget, selector, allocator)."""
+    frame = summary.rename({"delta_lo": "delta_es_low", "delta_hi": "delta_es_high"}).with_columns(population=pl.lit("primary"))
+    cols = value_columns(ALLOCATION_COLUMNS)
+    check_columns(frame, ["model", "unit", "selector", "allocator", *cols], "the allocation panel")
+    return frame.sort(["model", "unit", "selector", "allocator"]).select(["population", "model", "unit", "selector", "allocator", *cols])
+
+
 # ============================================================================================ every layout
 
 LAYOUTS: dict[str, TableLayout] = {
@@ -234,6 +252,13 @@ LAYOUTS: dict[str, TableLayout] = {
          "share = (CE(top-mass) − CE(X)) / (CE(top-mass) − CE(all_cell)); rule's gap recovered = "
          "(CE(rule) − CE(rule+flat)) / (CE(rule) − CE(all_cell)); random = the mean over the random-cell seeds.",
          "keep_all keeps every key: its NLL must equal the dense model's (the operator's unit test)."),
+    ),
+    "allocation_table": TableLayout(
+        "The allocation panel: re-allocating the budget by the map, at matched total", allocation_table,
+        ("model", "unit", "selector", "allocator"), ALLOCATION_COLUMNS,
+        ("Budgets per (layer, query head) cell sum to unit x cells. map_proportional: proportional to the cell's median "
+         "m̄_8; mass_greedy: Ada-KV-style global top masses; pyramid: PyramidKV's linear decrease over layers.",
+         "Δes = pooled es(allocation) − pooled es(uniform); intervals: paired cell-cluster bootstrap."),
     ),
     "audit_table": TableLayout(
         "The selector audit: deployed rules against ES_pool", audit_table, ("model", "rule", "budget"), AUDIT_COLUMNS,

@@ -165,5 +165,17 @@ def headline(table: pl.DataFrame, rules: tuple[str, ...]) -> pl.DataFrame:
     return headline_frame(rows)
 
 
+def allocation_headline(panel: pl.DataFrame) -> pl.DataFrame:
+    """Claim 97: Δes of the map-proportional allocation against uniform, per (model, unit, selector)."""
+    rows = [
+        row(97, "allocation_delta_es", rec["delta_es"], "primary",
+            by={"model": rec["model"], "unit_budget": rec["unit"], "selector": rec["selector"]},
+            low=rec["delta_lo"], high=rec["delta_hi"], n_instances=rec["n_rows"], n_docs=rec.get("n_docs"),
+            models=rec["model"], source="allocation[map_proportional].delta_es")
+        for rec in panel.filter(pl.col("allocator") == "map_proportional").iter_rows(named=True)
+    ]  # fmt: skip
+    return headline_frame(rows)
+
+
 def _neg(x: float | None) -> float | None:
     return None if x is None else -x
