@@ -144,3 +144,19 @@ def test_swap_recall_counts():
     assert m.recall == pytest.approx(2 / 3) and m.row_recall == pytest.approx((1 + 0.5) / 2)
     assert m.precision == pytest.approx(2 / 3) and m.stay == 0.0
     assert (m.swap_rows, m.rows, m.swapped_in) == (2, 3, 3)
+
+
+def test_threshold_loss_by_hand():
+    """sum over visible non-members of softplus(s_k - weakest member); invisible keys and rows
+    without a target add nothing."""
+    inf = float("inf")
+    scores = torch.tensor([[3.0, 1.0, 2.0, 0.0, -inf], [1.0, 2.0, 3.0, 4.0, 5.0]])
+    logits = scores.clone()
+    bal = torch.tensor([[0, 2], [-1, -1]])
+    want = float(torch.nn.functional.softplus(torch.tensor(1.0 - 2.0)) + torch.nn.functional.softplus(torch.tensor(0.0 - 2.0)))
+    assert float(pr.threshold_loss(scores, bal, logits)) == pytest.approx(want)
+    # a key at the zero-mass floor is no positive (and, as a negative, costs nothing)
+    floor = logits.clone()
+    floor[0, 2] = pr.ZERO_MASS_LOGIT
+    assert float(pr.threshold_loss(floor, bal, floor)) == pytest.approx(
+        float(sum(torch.nn.functional.softplus(torch.tensor(x - 3.0)) for x in (1.0, 0.0))))

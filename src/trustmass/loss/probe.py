@@ -16,19 +16,19 @@ selects identically to top-mass -- and d/dU = (V k_j) q_i^T is nonzero.
 
 Training target: per captured (layer, head, row) the registry's balancing kept set A_bal at budget
 s (a prefill teacher reading the values) and top-mass A*_s; a row where balancing makes no swap
-carries the signal "stay at top-mass".  Surrogate (pairwise logistic, alpha = 1 during training,
+carries the signal "stay at top-mass".  Surrogate (logistic, against the weakest kept key; alpha = 1 during training,
 the scale lives in U, V): for each row with visible keys K and positives A_bal,
 
-    L_row = (1/|A_bal|) sum_{j in A_bal} sum_{k in K \\ A_bal} softplus(score_k - score_j),
+    L_row = sum_{k in K \\ A_bal} softplus(score_k - min_{j in A_bal} score_j),
 
-averaged over rows; it is small exactly when every key of A_bal outranks every other visible key
-by a margin.  K is the row's candidates: A_bal plus the keys of largest logit, K = 64 in all
-(:data:`N_CANDIDATES`) -- wider than the balancing pool C_s (s + e(s) = 20 at s = 8), because the
-probe ranks every key at selection time and raising a key outside the pool must cost; keys further
-down the mass order sit many nats below the kept threshold and add ~0 to the loss (all N keys cost
-~40x the time on 2048-key rows).  Evaluation always ranks all visible keys, so a probe that lifts a
-key outside the candidates is caught there.  Full-batch Adam, one layer at a time (the loss
-separates by layer), deterministic for a seed.
+averaged over rows, plus an optional L2 penalty (weight_decay/2)(||U||^2 + ||V||^2); it is small
+exactly when every visible non-member sits below the weakest member of A_bal -- the kept set is
+A_bal -- by a margin.  The negatives are *all* visible keys, not only the balancing pool: the probe
+ranks every key at selection time, and a first version that ranked only A_bal plus the 64 largest
+logits learned to lift keys outside them (training loss ~0, most no-swap rows moved at
+evaluation).  Pairing each negative with the weakest positive (not every positive) keeps the cost
+O(N) per row.  Full-batch Adam, one layer at a time (the loss separates by layer), deterministic
+for a seed.
 
 ``logits`` in the training rows are log p of the captured row (the row's logits up to its
 log-partition constant, which no ranking sees), so the untrained probe reproduces the registry's
@@ -69,8 +69,6 @@ ZERO_MASS_LOGIT = -1e30
 METADATA_KEY = "trustmass_probe"
 #: the standard deviation of V at initialisation, in units of 1/sqrt(d)
 INIT_SCALE = 0.1
-#: keys per row the training loss ranks: A_bal plus the largest logits (see the module docstring)
-N_CANDIDATES = 64
 #: shard fields the training rows read
 ROW_FIELDS = ("positions", "p", "keys", "values", "query")
 
@@ -313,66 +311,35 @@ def _member_mask(kept: torch.Tensor, n_keys: int) -> torch.Tensor:
     return mask[..., :n_keys]
 
 
-@dataclass(frozen=True, eq=False)
-class LayerBatch:
-    """One layer's training rows restricted to their candidates, stacked over documents.
+def threshold_loss(scores: torch.Tensor, bal: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """Mean over rows with a target of sum_{k visible, not in A_bal} softplus(s_k - min_{j in A_bal} s_j).
 
-    ``query`` [Hq,M,d]; ``keys`` [Hq,M,K,d] the candidates' keys; ``logits`` [Hq,M,K] float32;
-    ``positive`` [Hq,M,K] membership in A_bal (positives at the zero-mass floor dropped).
+    scores, logits [..,N] (-inf: not visible, contributes softplus(-inf) = 0; keys at the zero-mass
+    floor contribute ~0 and are no positives), bal [..,s] positions (-1 = none).
     """
-
-    query: torch.Tensor
-    keys: torch.Tensor
-    logits: torch.Tensor
-    positive: torch.Tensor
-
-
-def candidates(block: RowBlock, n_candidates: int) -> torch.Tensor:
-    """[Hq,R,K] per row: A_bal plus the keys of largest logit, K = min(n_candidates, N) in all.
-
-    A stable descending sort of the logits with A_bal lifted to +inf: the balancing set first,
-    then descending mass, ties to the smaller position (keys the row cannot see come last, at -inf).
-    """
-    lifted = block.logits.masked_fill(_member_mask(block.bal, block.logits.shape[-1]), torch.inf)
-    k = min(int(n_candidates), lifted.shape[-1])
-    return torch.sort(lifted, dim=-1, descending=True, stable=True).indices[..., :k]
+    positive = _member_mask(bal, scores.shape[-1]) & (logits > ZERO_MASS_LOGIT / 2)
+    weakest = torch.where(positive, scores, torch.full_like(scores, torch.inf)).amin(-1, keepdim=True)
+    negative = ~positive & torch.isfinite(scores)
+    gap = torch.where(negative, scores - torch.where(torch.isfinite(weakest), weakest, 0.0), -torch.inf)
+    has = positive.any(-1)
+    return (torch.nn.functional.softplus(gap).sum(-1) * has).sum() / has.sum().clamp(min=1)
 
 
-def layer_batch(blocks: Sequence[RowBlock], n_candidates: int) -> LayerBatch:
-    """The blocks' rows over their :func:`candidates`, concatenated along the row axis."""
-    parts = []
-    for b in blocks:
-        cand = candidates(b, n_candidates)  # [Hq,R,K]
-        heads = torch.arange(cand.shape[0])[:, None, None]
-        keys = _heads_keys(b.keys, cand.shape[0])[heads, cand]  # [Hq,R,K,d]
-        logits = torch.gather(b.logits, -1, cand)
-        positive = torch.gather(_member_mask(b.bal, b.logits.shape[-1]), -1, cand) & (logits > ZERO_MASS_LOGIT / 2)
-        parts.append((b.query, keys, logits.to(torch.float32), positive))
-    return LayerBatch(*(torch.cat(column, dim=1) for column in zip(*parts)))
+def block_loss(block: RowBlock, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The surrogate on one block at alpha = 1: score = logit + (U q)^T (V k) over all keys
+    (float32: training needs no float64 ties)."""
+    scores = block.logits.to(u.dtype) + bilinear(block.query, block.keys, u, v)
+    return threshold_loss(scores, block.bal, block.logits)
 
 
-def pairwise_loss(scores: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of (1/|A_bal|) sum_{j in A_bal} sum_{k visible, not in A_bal} softplus(s_k - s_j).
-
-    scores [..,K] over a row's candidates (-inf: not visible, contributes softplus(-inf) = 0),
-    positive [..,K] the members of A_bal; a row without positives contributes 0.
-    """
-    pos = torch.where(positive, scores, torch.full_like(scores, torch.inf))
-    neg = torch.where(~positive & torch.isfinite(scores), scores, torch.full_like(scores, -torch.inf))
-    pair = torch.nn.functional.softplus(neg[..., None, :] - pos[..., :, None])  # [.., K(pos), K(neg)]
-    per_row = pair.sum((-1, -2)) / positive.sum(-1).clamp(min=1)
-    return per_row.mean()
+def layer_loss(blocks: Sequence[RowBlock], u: torch.Tensor, v: torch.Tensor, weight_decay: float) -> torch.Tensor:
+    """The blocks' mean surrogate plus weight_decay * (||U||^2 + ||V||^2) / 2."""
+    data = sum(block_loss(b, u, v) for b in blocks) / len(blocks)
+    return data + 0.5 * weight_decay * (u.square().sum() + v.square().sum())
 
 
-def batch_loss(batch: LayerBatch, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """The surrogate at alpha = 1: score = logit + (U q)^T (V k) on every candidate."""
-    uq = torch.einsum("hrd,hmd->hmr", u, batch.query)
-    vk = torch.einsum("hrd,hmkd->hmkr", v, batch.keys)
-    return pairwise_loss(batch.logits + torch.einsum("hmr,hmkr->hmk", uq, vk), batch.positive)
-
-
-def train_layer(batch: LayerBatch, u0: torch.Tensor, v0: torch.Tensor, steps: int, lr: float
-                ) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
+def train_layer(blocks: Sequence[RowBlock], u0: torch.Tensor, v0: torch.Tensor, steps: int, lr: float,
+                weight_decay: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
     """Full-batch Adam on one layer from (U0, V0); returns (U, V, the loss before each step and
     after the last)."""
     u = u0.clone().requires_grad_(True)
@@ -381,17 +348,17 @@ def train_layer(batch: LayerBatch, u0: torch.Tensor, v0: torch.Tensor, steps: in
     history = []
     for _ in range(int(steps)):
         opt.zero_grad()
-        loss = batch_loss(batch, u, v)
+        loss = layer_loss(blocks, u, v, weight_decay)
         loss.backward()
         opt.step()
         history.append(float(loss.detach()))
     with torch.no_grad():
-        history.append(float(batch_loss(batch, u, v)))
+        history.append(float(layer_loss(blocks, u, v, weight_decay)))
     return u.detach(), v.detach(), history
 
 
 def train(rows: TrainingRows, rank: int = RANK, steps: int = 200, lr: float = 1e-2, seed: int = 0,
-          n_candidates: int = N_CANDIDATES, init: ProbeParams | None = None
+          weight_decay: float = 0.0, init: ProbeParams | None = None
           ) -> tuple[ProbeParams, dict[int, list[float]]]:
     """Train U, V per layer on the rows' balancing targets; returns (params at alpha = 1, per-layer
     loss history).  Deterministic for a seed (fixed initialisation; full-batch Adam)."""
@@ -399,8 +366,8 @@ def train(rows: TrainingRows, rank: int = RANK, steps: int = 200, lr: float = 1e
     start = init if init is not None else init_params(rows.shapes(), rank, rows.budget, seed, rows.docs)
     u, v, histories = {}, {}, {}
     for layer, blocks in sorted(rows.layers.items()):
-        u[layer], v[layer], histories[layer] = train_layer(layer_batch(blocks, n_candidates), *start.layer(layer), steps, lr)
-    info = {"steps": int(steps), "lr": float(lr), "seed": int(seed), "n_candidates": int(n_candidates),
+        u[layer], v[layer], histories[layer] = train_layer(blocks, *start.layer(layer), steps, lr, weight_decay)
+    info = {"steps": int(steps), "lr": float(lr), "seed": int(seed), "weight_decay": float(weight_decay),
             "final_loss": {str(k): h[-1] for k, h in histories.items()},
             "initial_loss": {str(k): h[0] for k, h in histories.items()}}
     params = ProbeParams(u=u, v=v, rank=rank, budget=rows.budget, alpha=1.0, train_docs=rows.docs, info=info)
