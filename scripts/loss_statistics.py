@@ -9,7 +9,7 @@ from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # n
 from trustmass.report.engine import StatisticsSettings  # noqa: E402
 import polars as pl  # noqa: E402
 
-from trustmass.report.frames.loss import allocation_headline, headline, loss_table  # noqa: E402
+from trustmass.report.frames.loss import allocation_headline, headline, loss_table, probe_headline, probe_table  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
@@ -21,9 +21,13 @@ table = loss_table(tokens, settings)
 panels = list(smk.input.allocation)
 allocation = read_parquets(panels) if panels else pl.DataFrame()
 claims = [headline(table, tuple(cfg["loss"]["rules"]))] + ([allocation_headline(allocation)] if panels else [])
-frames = {"loss_table": table, "allocation": allocation, "headline_loss": pl.concat(claims)}
+recalls = list(smk.input.probe)
+probe = probe_table(tokens, read_parquets(recalls), settings) if recalls else pl.DataFrame()
+if recalls:
+    claims.append(probe_headline(probe))
+frames = {"loss_table": table, "allocation": allocation, "probe": probe, "headline_loss": pl.concat(claims)}
 for name, frame in frames.items():
     write_parquet(frame, smk.output[name])
     print(f"{name}: {frame.height} rows")
-finish(smk, [smk.output[n] for n in frames], [*files, *panels, *smk.input.code], cfg, started,
+finish(smk, [smk.output[n] for n in frames], [*files, *panels, *recalls, *smk.input.code], cfg, started,
        seeds={"seed": settings.seed, "bootstrap": settings.bootstrap})  # fmt: skip

@@ -68,13 +68,14 @@ rule loss_document:
         heldout=lambda wc: heldout_path(wc.model, wc.corpus),
         capture_documents=lambda wc: documents_path(wc.model, wc.corpus),
         map="results/loss/{model}/map.parquet",
+        probe=lambda wc: probe_outputs(wc.model),
         code=library_code("trustmass.loss.document", "trustmass.sources.loading", "trustmass.plumbing.rule_io"),
     output:
         tokens=loss_tokens("{model}", "{corpus}", "{doc}"),
         cells="results/loss/{model}/{corpus}/{doc}.cells.parquet",
         prov=[prov(loss_tokens("{model}", "{corpus}", "{doc}")), prov("results/loss/{model}/{corpus}/{doc}.cells.parquet")],
     params:
-        config=params_from_config("seed", "loss", "capture/device"),
+        config=params_from_config("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
@@ -110,3 +111,29 @@ rule allocation_panel:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/allocation_panel.py"
+
+
+rule probe_train:
+    """The rank-16 probe (App E): a zero-initialised low-rank correction of the query/key scores,
+    trained per layer to reproduce the balancing swaps on capture documents (disjoint from the
+    held-out ones); its swap recall on the other corpora's capture documents at every mixing weight."""
+    input:
+        train=lambda wc: probe_shards(wc.model)[0],
+        check=lambda wc: probe_shards(wc.model)[1],
+        code=library_code("trustmass.loss.probe", "trustmass.plumbing.rule_io"),
+    output:
+        params="results/loss/{model}/probe.safetensors",
+        recall="results/loss/{model}/probe_recall.parquet",
+        prov=[prov("results/loss/{model}/probe.safetensors"), prov("results/loss/{model}/probe_recall.parquet")],
+    params:
+        config=params_from_config("seed", "loss/budget", "loss/probe"),
+    log:
+        "logs/loss/probe/{model}.log",
+    threads: config["loss"]["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/probe_train.py"

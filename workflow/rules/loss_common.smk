@@ -62,3 +62,21 @@ def allocation_outputs():
     if not config["loss"]["allocation"]["enabled"]:
         return []
     return [f"results/loss/{m}/allocation.parquet" for m in loss_models()]
+
+
+def probe_shards(model):
+    """(training shards, recall shards): the first probe.train_docs documents of the headline corpus;
+    the primary documents of the other study corpora (else the headline corpus's remaining ones)."""
+    corpus = HeadlinePopulation.from_config(config).corpus
+    n_train = int(config["loss"]["probe"]["train_docs"])
+    docs = doc_ids(model)
+    if n_train > len(docs):
+        raise ValueError(f"config.loss.probe.train_docs: {n_train} exceeds the {len(docs)} capture documents of {model}; lower it")
+    train = [capture_shard(model, corpus, d) for d in docs[:n_train]]
+    primary = int(config["statistics"]["primary_docs"])
+    others = [capture_shard(model, c, d) for c in config["study"]["corpora"] if c != corpus for d in docs[:primary]]
+    return train, others or [capture_shard(model, corpus, d) for d in docs[n_train:]]
+
+
+def probe_outputs(model):
+    return ["results/loss/{model}/probe.safetensors".format(model=model)] if config["loss"]["probe"]["enabled"] else []

@@ -113,6 +113,7 @@ rule loss_statistics:
     input:
         tokens=loss_outputs(),
         allocation=allocation_outputs(),
+        probe=[f"results/loss/{m}/probe_recall.parquet" for m in loss_models() if config["loss"]["probe"]["enabled"]],
         code=library_code(STATISTICS_RULES["loss_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("loss_statistics"),

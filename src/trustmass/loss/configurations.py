@@ -14,7 +14,7 @@ flat_switch        top_mass        balancing    the map's flat cells
 random_<seed>      top_mass        balancing    as many random cells as flat ones
 <rule>             <rule>          --           none
 <rule>+flat        <rule>          balancing    the map's flat cells
-probe              probe           --           none (the probe's own alpha)
+probe@<alpha>      probe           --           none (one per mixing weight of the grid)
 =================  ==============  ===========  =========================================
 
 ``gain(X) = CE(top_mass) - CE(X)``; ``share(X) = gain(X) / gain(all_cell)``; a rule's recovered
@@ -40,13 +40,15 @@ class Configuration:
     cells: str = NO_CELLS  # none | all | flat | random
     seed: int | None = None  # random cells only
     accounting: str = "per_query"
+    alpha: float | None = None  # the probe's mixing weight
 
     @property
     def restricted(self) -> bool:
         return self.base_rule != DENSE
 
 
-def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] = ("per_query",), probe: bool = False) -> list[Configuration]:
+def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] = ("per_query",),
+         probe_alphas: tuple[float, ...] = ()) -> list[Configuration]:
     """Every configuration of one held-out document, in a fixed order (dense first)."""
     configs = [Configuration(DENSE, DENSE), Configuration(KEEP_ALL, KEEP_ALL)]
     for acc in accounting:
@@ -63,9 +65,14 @@ def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] 
                 Configuration(rule + suffix, rule, accounting=acc),
                 Configuration(f"{rule}+flat{suffix}", rule, BALANCING, FLAT_CELLS, accounting=acc),
             ]
-    if probe:
-        configs.append(Configuration("probe", "probe"))
+    # alpha = 0 is top-mass exactly (the probe is zero-initialised): not run again
+    configs += [Configuration(probe_name(a), "probe", alpha=float(a)) for a in probe_alphas if a > 0]
     return configs
+
+
+def probe_name(alpha: float) -> str:
+    """The configuration name of the probe at mixing weight `alpha`."""
+    return f"probe@{float(alpha):g}"
 
 
 def random_cells(shape: tuple[int, int], count: int, seed: int, master_seed: int = 0) -> np.ndarray:

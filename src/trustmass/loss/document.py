@@ -20,11 +20,11 @@ import torch
 
 from trustmass.loss.configurations import Configuration, switched_cells
 from trustmass.loss.forward import RestrictedForward
-from trustmass.loss.policy import CellRecorder, SelectionPolicy, needs
+from trustmass.loss.policy import CellRecorder, ProbeSelector, SelectionPolicy, needs
 
 TOKEN_SCHEMA = {
     "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8, "cells": pl.Utf8, "seed": pl.Int64,
-    "budget": pl.Int64, "n_cells_switched": pl.Int64, "accounting": pl.Utf8, "position": pl.Int64,
+    "alpha": pl.Float64, "budget": pl.Int64, "n_cells_switched": pl.Int64, "accounting": pl.Utf8, "position": pl.Int64,
     "token_id": pl.Int64, "nll": pl.Float64,
 }  # fmt: skip
 CELL_SCHEMA = {
@@ -49,9 +49,12 @@ def run_document(
     continuation: int,
     master_seed: int = 0,
     probe=None,
+    rules: dict | None = None,
     log: Callable[[str], None] = print,
 ) -> DocumentResult:
-    """Every configuration on one document; `flat` is the map's bool grid [layers, query heads]."""
+    """Every configuration on one document; `flat` is the map's bool grid [layers, query heads];
+    `probe` the trained probe's parameters (for the ``probe@alpha`` configurations); `rules` the
+    configured rule instances by name (the config's balancing pool rule)."""
     rules = sorted({c.base_rule for c in configs} | {c.switch_rule for c in configs if c.switch_rule})
     forward = RestrictedForward(model, token_ids, continuation, **needs(rules, budget))
     seconds = {}
@@ -65,7 +68,8 @@ def run_document(
         started = time.time()
         switched = switched_cells(config, flat, master_seed)
         recorder = CellRecorder(flat.shape)
-        policy = SelectionPolicy(config, switched, budget, recorder, probe) if config.restricted else None
+        selector = ProbeSelector(probe, config.alpha) if config.base_rule == "probe" else None
+        policy = SelectionPolicy(config, switched, budget, recorder, selector, rules) if config.restricted else None
         nll = forward.nll(policy)
         seconds[config.name] = time.time() - started
         log(f"  {config.name:>24}: CE {nll.mean():.4f} nats ({seconds[config.name]:.1f} s, {int(switched.sum())} cells switched)")
@@ -82,7 +86,7 @@ def _token_frame(config: Configuration, budget: int, n_switched: int, positions,
     return pl.DataFrame(
         {
             "config": [config.name] * n, "base_rule": [config.base_rule] * n, "switch_rule": [config.switch_rule] * n,
-            "cells": [config.cells] * n, "seed": [config.seed] * n, "budget": [budget] * n,
+            "cells": [config.cells] * n, "seed": [config.seed] * n, "alpha": [config.alpha] * n, "budget": [budget] * n,
             "n_cells_switched": [n_switched] * n, "accounting": [config.accounting] * n,
             "position": positions.astype(np.int64), "token_id": targets.astype(np.int64), "nll": nll,
         },  # fmt: skip

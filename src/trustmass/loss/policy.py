@@ -91,11 +91,13 @@ class CellRecorder:
 class SelectionPolicy:
     """The forward policy of one configuration (base rule everywhere, switch rule on its cells)."""
 
-    def __init__(self, config: Configuration, switched: np.ndarray, budget: int, recorder: CellRecorder, probe=None):
+    def __init__(self, config: Configuration, switched: np.ndarray, budget: int, recorder: CellRecorder, probe=None, rules=None):
         self.config, self.switched, self.budget = config, switched, int(budget)
         self.recorder, self.probe = recorder, probe
+        self.rules = dict(rules or {})  # configured rule instances by name (the balancing pool rule); else the registry's
 
     def __call__(self, call: LayerCall, prefix: PrefixLayer) -> torch.Tensor:
+        self.layer = call.layer
         p = call.probabilities()
         heads = torch.from_numpy(self.switched[call.layer]).to(p.device)
         if self.config.base_rule == KEEP_ALL:
@@ -133,14 +135,27 @@ class SelectionPolicy:
             query=call.query.float(),
             acc_mass=accumulated_mass(p, prefix.column_mass) if "accumulated_mass" in evidence else None,
             window_sums={w: window_sums(p, prefix.tail, w)} if "window" in evidence else None,
-            group=call.group,
         )
 
     def _select(self, rule: str, rows) -> tuple[torch.Tensor, torch.Tensor | None]:
         if rule == "probe":
-            return self.probe.select(rows, self.budget), None
-        chosen = selection.select(rule, rows, self.budget)
-        return chosen.kept, getattr(chosen, "swaps", None)
+            return self.probe.select(self.layer, rows, self.budget), None
+        chosen = selection.select(rule, rows, self.budget, rule=self.rules.get(rule))
+        return chosen.kept, chosen.swaps
+
+
+@dataclass(frozen=True)
+class ProbeSelector:
+    """The rank-16 probe as a rule of the forward: top-s of ``log p + alpha (U q)^T (V k)``."""
+
+    params: object  # loss.probe.ProbeParams
+    alpha: float
+
+    def select(self, layer: int, rows: selection.LayerRows, budget: int) -> torch.Tensor:
+        from trustmass.loss.probe import probe_select
+
+        logits = torch.where(rows.p > 0, rows.p.double().log(), torch.tensor(float("-inf"), dtype=torch.float64))
+        return probe_select(rows.query, rows.keys, logits, self.params.layer(layer), self.alpha, budget)
 
 
 def _visible_keys(p: torch.Tensor) -> torch.Tensor:

@@ -91,7 +91,7 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    "Substitution, Table 7 and the certification claims, from the manifest, its certification and the records"),
     StatisticsRule("sweep_statistics", "trustmass.report.frames.certification", ("sweep", "headline_sweep"),
                    "The cap-widening sweep's table and claims, from the sweep rows"),
-    StatisticsRule("loss_statistics", "trustmass.report.frames.loss", ("loss_table", "allocation", "headline_loss"),
+    StatisticsRule("loss_statistics", "trustmass.report.frames.loss", ("loss_table", "allocation", "probe", "headline_loss"),
                    "Figure 4, the loss table, the allocation panel and the loss claims, from the held-out NLLs and the panels"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
@@ -131,6 +131,8 @@ OUTPUTS: tuple[Output, ...] = (
             "paper_random": PaperValue(125, "random_share_of_all_cell_gain", ("model", "Qwen2.5-1.5B"))}),
     Output("loss_table", "table", "The held-out loss under the restricted operator, every configuration", ("loss_table",),
            "loss_table", f"{_TABLES}/loss_table.csv", None, (52, 53, 55, 111, 125)),
+    Output("probe_table", "table", "The rank-16 probe: held-out swap recall and CE change against balancing's", ("probe",),
+           "probe_table", f"{_TABLES}/probe.csv", None, (57, 124)),
     Output("allocation_table", "table", "The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
            ("allocation",), "allocation_table", f"{_TABLES}/allocation_panel.csv", None, (97,)),
 )  # fmt: skip

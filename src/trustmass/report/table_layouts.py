@@ -15,6 +15,7 @@ audit): how each statistics frame becomes the table the paper prints.  Rendered 
   coverage, swaps and group-vote columns.
 - The audit table: per (model, rule, budget) median excess, label share, AUC, Spearman, cache-faithful.
 - The allocation panel: per (model, unit, selector, allocator) pooled es and Δes against uniform.
+- The probe table: per model the chosen alpha, swap recall and the CE changes of probe and balancing.
 - The loss table: per (model, configuration) held-out CE, the change against top-mass, shares and recovered gaps.
 """
 
@@ -209,6 +210,23 @@ def allocation_table(summary: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(["model", "unit", "selector", "allocator"]).select(["population", "model", "unit", "selector", "allocator", *cols])
 
 
+# ============================================================================================ the probe
+
+PROBE_COLUMNS = (
+    Column("rank", "rank", None), Column("training docs", "train_docs", None), Column("alpha", "alpha", 2),
+    Column("docs (check half)", "n_docs", None), Column("swap recall", "recall", 3), Column("precision", "precision", 3),
+    Column("CE change, probe", "probe_ce_change", 4, True), Column("CE change, balancing", "balancing_ce_change", 4, True),
+    Column("probe's share", "probe_share", 3, True),
+)  # fmt: skip
+
+
+def probe_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """The probe table: one row per model."""
+    cols = value_columns(PROBE_COLUMNS)
+    check_columns(summary, ["population", "model", *cols], "the probe table")
+    return summary.sort("model").select(["population", "model", *cols])
+
+
 # ============================================================================================ every layout
 
 LAYOUTS: dict[str, TableLayout] = {
@@ -252,6 +270,13 @@ LAYOUTS: dict[str, TableLayout] = {
          "share = (CE(top-mass) − CE(X)) / (CE(top-mass) − CE(all_cell)); rule's gap recovered = "
          "(CE(rule) − CE(rule+flat)) / (CE(rule) − CE(all_cell)); random = the mean over the random-cell seeds.",
          "keep_all keeps every key: its NLL must equal the dense model's (the operator's unit test)."),
+    ),
+    "probe_table": TableLayout(
+        "The rank-16 probe against balancing (held-out)", probe_table, ("model",), PROBE_COLUMNS,
+        ("alpha: chosen on the first half of the held-out documents (lowest CE; 0 is top-mass); CE changes against "
+         "top-mass on the other half, paired document-cluster intervals; share = probe's reduction / balancing's.",
+         "swap recall: of the keys balancing swaps in, the share the probe keeps, on the capture documents of the "
+         "corpora it did not train on."),
     ),
     "allocation_table": TableLayout(
         "The allocation panel: re-allocating the budget by the map, at matched total", allocation_table,

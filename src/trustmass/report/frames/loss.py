@@ -129,6 +129,67 @@ def _max_abs_difference(tokens: pl.DataFrame, a: str, b: str) -> float | None:
     return float((pair[a] - pair[b]).abs().max())
 
 
+# ---------------------------------------------------------------------------------------- the probe
+
+PROBE_SCHEMA = {
+    "model": pl.Utf8, "population": pl.Utf8, "alpha": pl.Float64, "rank": pl.Int64, "train_docs": pl.Int64,
+    "n_calibration_docs": pl.Int64, "n_docs": pl.Int64, "n": pl.Int64,
+    **interval_columns("probe_ce_change", "balancing_ce_change", "probe_share"),
+    "recall": pl.Float64, "precision": pl.Float64, "stay": pl.Float64, "swap_rows": pl.Int64,
+}  # fmt: skip
+
+
+def probe_table(tokens: pl.DataFrame, recall: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """The probe (App E), per model: alpha chosen on the first half of the held-out documents (lowest
+    CE, alpha = 0 being top-mass), then on the other half the CE changes against top-mass of the
+    probe and of all-cell balancing and the probe's share of balancing's reduction (paired
+    intervals), with the held-out swap recall at the chosen alpha.  One held-out document serves
+    both halves (flagged by ``n_calibration_docs == n_docs``)."""
+    per_doc = document_ce(tokens.filter(pl.col("accounting") == "per_query"))
+    rows = []
+    for (model,), g in per_doc.group_by(["model"], maintain_order=True):
+        probes = g.filter(pl.col("base_rule") == "probe")
+        if probes.height == 0 or recall.filter(pl.col("model") == model).height == 0:
+            continue
+        clusters = sorted(g["cluster"].unique().to_list())
+        half = max(1, (len(clusters) + 1) // 2)
+        calibration, check = clusters[:half], clusters[half:] or clusters[:half]
+        alphas = {0.0: "top_mass", **{float(a): c for a, c in probes.select("alpha", "config").unique().iter_rows()}}
+        cal = g.filter(pl.col("cluster").is_in(calibration)).group_by("config").agg(pl.col("ce").mean())
+        cal_ce = dict(cal.iter_rows())
+        alpha = min(alphas, key=lambda a: (cal_ce.get(alphas[a], float("inf")), a))
+        chosen = alphas[alpha]
+        part = g.filter(pl.col("cluster").is_in(check))
+        reps = _Replicates(part, settings)
+        top, bal, probe = reps.of("top_mass"), reps.of("all_cell"), reps.of(chosen)
+        at = recall.filter(pl.col("model") == model, (pl.col("alpha") - alpha).abs() < 1e-12).row(0, named=True)
+        rows.append({
+            "model": model, "population": POPULATION, "alpha": alpha, "rank": at["rank"], "train_docs": at["train_docs"],
+            "n_calibration_docs": len(calibration), "n_docs": len(check),
+            "n": int(part.filter(pl.col("config") == chosen)["n"].sum()),
+            **reps.interval("probe_ce_change", lambda: probe - top), **reps.interval("balancing_ce_change", lambda: bal - top),
+            **reps.interval("probe_share", lambda: (top - probe) / (top - bal)),
+            "recall": at["recall"], "precision": at["precision"], "stay": at["stay"], "swap_rows": at["swap_rows"],
+        })  # fmt: skip
+    return frame_from_rows(rows, PROBE_SCHEMA)
+
+
+def probe_headline(table: pl.DataFrame) -> pl.DataFrame:
+    """Claims 57 and 124 from the probe table."""
+    rows = []
+    for rec in table.iter_rows(named=True):
+        by, common = {"model": rec["model"]}, dict(n_docs=rec["n_docs"], models=rec["model"], n_instances=rec["n"])
+        rows.append(row(57, "probe_share_of_loss_reduction", rec["probe_share"], POPULATION, by={**by, "probe_rank": rec["rank"]},
+                        low=rec["probe_share_low"], high=rec["probe_share_high"], source="probe.probe_share", **common))
+        rows.append(row(124, "n_training_docs", rec["train_docs"], POPULATION, by=by, source="probe.train_docs", **common))
+        rows.append(row(124, "swap_recall", rec["recall"], POPULATION, by=by, source="probe.recall (other corpora's capture documents)",
+                        **{**common, "n_instances": rec["swap_rows"]}))
+        for value, col in (("probe_ce_change", "probe_ce_change"), ("balancing_ce_change", "balancing_ce_change")):
+            rows.append(row(124, value, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
+                            source=f"probe.{col}", **common))
+    return headline_frame(rows)
+
+
 # ---------------------------------------------------------------------------------------- claims
 
 
