@@ -115,7 +115,7 @@ def restricted_attention_torch(
     logits_dtype=None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(out [Hq, M, d], kept_mass [Hq, M], lse [Hq, M])``, float32 (see the module docstring)."""
-    Hq, Hkv, M, N, d = check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype)
+    Hq, Hkv, M, _, d = check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype)
     device = q.device
     out = torch.zeros(Hq, M, d, dtype=torch.float32, device=device)
     mass = torch.zeros(Hq * M, dtype=torch.float64, device=device)
