@@ -83,17 +83,23 @@ def check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dt
         if bool((kept_ptr[1:] < kept_ptr[:-1]).any()):
             raise ValueError("kept_ptr must be non-decreasing (CSR pointers)")
         if nnz:
-            pos = rows.long()[_entry_rows(kept_ptr, nnz) % M]
-            ok = (kept_idx >= 0) & (kept_idx <= pos)
-            if window is not None:
-                ok &= kept_idx > pos - int(window)
-            if not bool(ok.all()):
-                e = int((~ok).nonzero()[0, 0])
-                raise ValueError(
-                    f"kept_idx[{e}] = {int(kept_idx[e])} is not a key visible to its row at position {int(pos[e])}"
-                    + ("" if window is None else f" (window {int(window)})")
-                )
+            _check_visible(rows, kept_ptr, kept_idx, Hq, window)
     return Hq, Hkv, M, N, d
+
+
+def _check_visible(rows, kept_ptr, kept_idx, Hq: int, window) -> None:
+    """``ValueError`` naming the first kept index that is not a visible key of its row."""
+    counts = kept_ptr[1:] - kept_ptr[:-1]
+    pos = torch.repeat_interleave(rows.long().repeat(Hq), counts, output_size=kept_idx.shape[0])
+    ok = (kept_idx >= 0) & (kept_idx <= pos)
+    if window is not None:
+        ok &= kept_idx > pos - int(window)
+    if not bool(ok.all()):
+        e = int((~ok).nonzero()[0, 0])
+        raise ValueError(
+            f"kept_idx[{e}] = {int(kept_idx[e])} is not a key visible to its row at position {int(pos[e])}"
+            + ("" if window is None else f" (window {int(window)})")
+        )
 
 
 def _entry_rows(kept_ptr: torch.Tensor, nnz: int) -> torch.Tensor:
@@ -130,7 +136,15 @@ def restricted_attention_torch(
     lo = 0 if window is None else max(0, int(rows.min()) - int(window) + 1)
     n = hi - lo
     # logits [Hkv, G*M, n] == [Hq, M, n]: query head h = kv * G + g reads KV head kv
-    s = transformed_logits(q.reshape(Hkv, G * M, d), k[:, lo:hi], scaling, softcap, logits_dtype).view(Hq, M, n)
+    q_g, k_g = q.reshape(Hkv, G * M, d), k[:, lo:hi]
+    if logits_dtype is None:  # fp32: GEMM's alpha scales the accumulator once, bitwise equal to matmul then mul_
+        s = torch.empty(Hkv, G * M, n, dtype=torch.float32, device=device)
+        torch.baddbmm(s, q_g.float(), k_g.float().transpose(-1, -2), beta=0.0, alpha=scaling, out=s)
+        if softcap is not None:
+            s.div_(softcap).tanh_().mul_(softcap)
+    else:
+        s = transformed_logits(q_g, k_g, scaling, softcap, logits_dtype)
+    s = s.view(Hq, M, n)
     keys = torch.arange(lo, hi, device=device)
     if window is None:  # only keys after the first row can be masked
         first = int(rows.min()) + 1
@@ -149,7 +163,7 @@ def restricted_attention_torch(
     if nnz == 0:
         return out, mass.view(Hq, M).float(), lse
     entry = _entry_rows(kept_ptr, nnz)  # h * M + m
-    p = probs.view(-1).take(entry * n + (kept_idx - lo))  # P at the kept entries, [nnz]
+    p = probs.view(-1).index_select(0, entry * n + (kept_idx - lo))  # P at the kept entries, [nnz]
     mass.index_add_(0, entry, p.double())
     cols = torch.div(entry, M * G, rounding_mode="floor") * n + (kept_idx - lo)  # KV head * n + key
     with warnings.catch_warnings():  # "sparse CSR support is in beta" (a one-time notice)
