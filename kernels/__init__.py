@@ -7,14 +7,17 @@ optionally the model dtype's roundings of the logits):
 
 * `sampled_row_probs` -- exact rows ``P[positions[h, r], :]``, float32 ``[H, R, N]``;
 * `column_mass_and_window_sums` -- H2O accumulated column mass ``sum_{t <= i} P[t, :]`` and
-  SnapKV window sums ``sum_{t = i-w+1..i} P[t, :]`` at the sampled rows, streamed over row blocks.
+  SnapKV window sums ``sum_{t = i-w+1..i} P[t, :]`` at the sampled rows, streamed over row blocks;
+* `restricted_attention` -- the attention output of query rows restricted to kept key sets (CSR),
+  weighted by the model's full softmax row, with the kept mass and the row log-sum-exp
+  (`trustmass.kernels.restricted`; keys/values not expanded, grouped-query heads).
 
-Inputs are per query head (``q``, ``k``: ``[H, N, d]``, keys already expanded per query head;
+Capture inputs are per query head (``q``, ``k``: ``[H, N, d]``, keys already expanded per query head;
 ``positions``: int64 ``[H, R]``), fp32/bf16/fp16; outputs are float32.
 
-Backends: ``"triton"`` (`trustmass.kernels.triton_kernels`, CUDA tensors, or CPU tensors under
+Backends: ``"triton"`` (`trustmass.kernels.triton_kernels`, `trustmass.kernels.triton_restricted`; CUDA tensors, or CPU tensors under
 ``TRITON_INTERPRET=1`` set before triton is imported) and ``"torch"``
-(`trustmass.kernels.reference`, any device; the CPU production path and the Triton oracle).
+(`trustmass.kernels.reference`, `trustmass.kernels.restricted`; any device; the CPU production path and the Triton oracle).
 ``backend=None`` reads ``$TRUSTMASS_KERNELS`` (``auto`` | ``torch`` | ``triton``; default
 ``auto``): auto takes Triton for CUDA tensors when triton imports, the twins otherwise.  Triton is
 imported lazily, so this package imports without it.
@@ -36,10 +39,12 @@ from trustmass.kernels.reference import (
     column_mass_and_window_sums_torch,
     sampled_row_probs_torch,
 )
+from trustmass.kernels.restricted import check_restricted_inputs, restricted_attention_torch
 
 BACKEND_ENV = "TRUSTMASS_KERNELS"
 BACKENDS = ("auto", "torch", "triton")
 _triton_module = None
+_triton_restricted = None
 _triton_error: str | None = None
 
 
@@ -137,6 +142,47 @@ def column_mass_and_window_sums(
     )
 
 
+def restricted_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    rows: torch.Tensor,
+    kept_ptr: torch.Tensor,
+    kept_idx: torch.Tensor,
+    scaling: float,
+    softcap: float | None = None,
+    window: int | None = None,
+    logits_dtype: torch.dtype | None = None,
+    *,
+    backend: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Attention of query rows restricted to kept key sets, weighted by the full softmax row.
+
+    ``q``: ``[Hq, M, d]`` query rows at absolute positions ``rows`` (int64 ``[M]``); ``k``, ``v``:
+    ``[Hkv, N, d]`` (query head ``h`` reads KV head ``h // (Hq // Hkv)``); the kept set of
+    ``(h, m)`` is ``kept_idx[kept_ptr[h*M+m] : kept_ptr[h*M+m+1]]`` (int64 CSR, ragged, any
+    order, visible keys only -- checked, ``ValueError``).  Returns float32
+    ``out [Hq, M, d] = sum_A P v / sum_A P``, ``kept_mass [Hq, M] = sum_A P`` and
+    ``lse [Hq, M]`` (log-sum-exp of the transformed logits over the visible keys), ``P`` being the
+    model's full row over all visible keys; an empty kept set gives ``out = 0``, ``kept_mass = 0``.
+    See `trustmass.kernels.restricted` for the semantics and `trustmass.kernels.triton_restricted`
+    for the kernels.
+    """
+    if resolve_backend(q, backend) == "triton":
+        check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype)
+        return _load_triton_restricted().restricted_attention_triton(
+            q, k, v, rows, kept_ptr, kept_idx, scaling, softcap, window, logits_dtype
+        )
+    return restricted_attention_torch(q, k, v, rows, kept_ptr, kept_idx, scaling, softcap, window, logits_dtype)
+
+
+def _load_triton_restricted():
+    global _triton_restricted
+    if _triton_restricted is None and _load_triton() is not None:
+        _triton_restricted = importlib.import_module("trustmass.kernels.triton_restricted")
+    return _triton_restricted
+
+
 __all__ = [
     "BACKEND_ENV",
     "DEFAULT_BLOCK_ROWS",
@@ -144,6 +190,8 @@ __all__ = [
     "column_mass_and_window_sums",
     "column_mass_and_window_sums_torch",
     "resolve_backend",
+    "restricted_attention",
+    "restricted_attention_torch",
     "sampled_row_probs",
     "sampled_row_probs_torch",
     "triton_available",

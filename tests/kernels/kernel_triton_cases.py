@@ -20,7 +20,7 @@ WINDOWS = (2, 4, 8, 16, 32)
 
 @dataclass(frozen=True)
 class Case:
-    kernel: str  # "rows" | "columns"
+    kernel: str  # "rows" | "columns" | "restricted" (rows = the number M of query rows)
     heads: int = 2
     kv_heads: int = 1
     n: int = 96
@@ -33,6 +33,7 @@ class Case:
     exact: bool = False  # multiples of 1/8: q.k exact in fp32, independent of summation order
     strided: bool = False  # q as a transposed view of a [N, H, d] tensor
     windows: tuple = WINDOWS
+    kept: str = "ragged"  # restricted: "ragged" (random CSR incl. empty/single-key sets) | "all"
     seed: int = 0
     tol: dict = field(default_factory=lambda: {"atol": 1e-6, "rtol": 1e-6})
 
@@ -51,10 +52,23 @@ CASES = {
     "columns-softcap-window-gqa": Case("columns", heads=4, kv_heads=2, softcap=6.0, window=23, n=128),
     "columns-odd-windows-d24": Case("columns", d=24, windows=(1, 3, 40, 200), rows=7),
     "columns-bf16-logits-emulated": Case("columns", logits_dtype="bfloat16", exact=True, n=80),
+    # restricted attention: GQA, M = 19 rows (not a multiple of BLOCK_M = 16), ragged CSR with empty sets
+    "restricted-gqa-ragged": Case("restricted", heads=4, kv_heads=2, rows=19),
+    "restricted-softcap-window": Case("restricted", heads=4, kv_heads=2, rows=19, softcap=6.0, window=11),
+    "restricted-keep-all-window-d24": Case("restricted", heads=3, kv_heads=1, d=24, rows=21, window=40, kept="all"),
+    "restricted-mha-long-sets": Case("restricted", heads=2, kv_heads=2, n=160, rows=33, kept="all"),
+    "restricted-bf16-inputs": Case("restricted", heads=4, kv_heads=2, rows=19, input_dtype="bfloat16"),
+    "restricted-bf16-logits-emulated": Case(
+        "restricted", heads=4, kv_heads=2, rows=19, logits_dtype="bfloat16", input_dtype="bfloat16", exact=True
+    ),
 }
 
 
 def run_case(case: Case) -> dict:
+    if case.kernel == "restricted":
+        from restricted_oracle import run_restricted_case
+
+        return run_restricted_case(case)
     import torch
     from kernel_oracle import random_case
     from trustmass.kernels import column_mass_and_window_sums, sampled_row_probs
