@@ -29,9 +29,12 @@ import torch.nn.functional as F
 
 from trustmass.core.selectors.deployed import checked_budget
 from trustmass.core.selectors.registry import REGISTRY
-from trustmass.loss.balancing import balancing_mask, row_chunks
+from trustmass.loss.balancing import balancing_mask
 from trustmass.loss.batched import compress, numpy_sum, to_csr, top_k_mask
 from trustmass.loss.evidence import LayerRows
+
+#: relative error allowed a matrix-product page bound against |q| . max(|kmax|, |kmin|) (>> d eps)
+PAGE_TOL = 1e-12
 
 __all__ = ["SUPPORTED", "LayerRows", "Selection", "random_cells", "select", "switch", "to_csr"]
 
@@ -135,15 +138,32 @@ def last_page_bound(rows: LayerRows, q, keys, page: int, last: torch.Tensor) -> 
     return bound(q, kmax[:, None], kmin[:, None])[:, 0]
 
 
-def page_bounds(rows: LayerRows, q: torch.Tensor, keys: torch.Tensor, page: int, last: torch.Tensor) -> torch.Tensor:
-    """float64 [R, U]: every page's bound per row, the last page over the row's visible keys only."""
+def page_bounds(rows: LayerRows, q, keys, page: int, last: torch.Tensor, full: torch.Tensor, fit: int):
+    """(float64 [R, U] bounds, bool [R, U] known): the exact bound (numpy's order) of every page that
+    can rank among a row's top `fit` full pages, and of the row's last page over its visible keys.
+
+    A matrix product gives every page's bound q+ . kmax + q- . kmin up to PAGE_TOL |q| . max(|kmax|,
+    |kmin|); full pages whose upper value reaches the fit-th largest lower value are re-scored
+    exactly.  Any other full page is strictly below `fit` known pages, so neither the top pages nor
+    the count rho of full pages ranked above the short page (compared with fit) depends on it."""
     kmax, kmin = page_extremes(keys, page)
-    kv = rows.kv_of_row
-    out = torch.empty(q.shape[0], kmax.shape[1], dtype=torch.float64)
-    for part in row_chunks(q.shape[0], kmax.shape[1] * kmax.shape[2]):
-        out[part] = bound(q[part], kmax[kv[part]], kmin[kv[part]])
-    out.scatter_(1, last[:, None], last_page_bound(rows, q, keys, page, last)[:, None])
-    return out
+    fmax, fmin = kmax.nan_to_num(0.0, 0.0, 0.0), kmin.nan_to_num(0.0, 0.0, 0.0)
+    qg, shape = rows.grouped(q), full.shape
+    fast = torch.bmm(qg.clamp(min=0), fmax.transpose(1, 2)) + torch.bmm(qg.clamp(max=0), fmin.transpose(1, 2))
+    slack = PAGE_TOL * torch.bmm(qg.abs(), torch.maximum(fmax.abs(), fmin.abs()).transpose(1, 2))
+    lo, hi = (fast - slack).reshape(shape), (fast + slack).reshape(shape)
+    threshold = lo.masked_fill(~full, float("-inf")).topk(fit, dim=1).values[:, -1:] if fit else torch.full_like(lo[:, :1], float("inf"))
+    known = full & (hi >= threshold)
+    index = compress(known, int(known.sum(dim=1).max()))
+    valid = index >= 0
+    at = index.clamp(min=0)
+    exact = bound(q, rows.gather_kv(kmax, at), rows.gather_kv(kmin, at))
+    score = torch.full((shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64)  # column U: padding
+    score.scatter_(1, index.masked_fill(~valid, shape[1]), exact)
+    score = score[:, :-1].contiguous()
+    score.scatter_(1, last[:, None], last_page_bound(rows, q, keys, page, last)[:, None])
+    known.scatter_(1, last[:, None], True)
+    return score, known
 
 
 def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
@@ -161,11 +181,12 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     n = rows.n_visible
     last = (n - 1) // page
     size = n - last * page
-    score = page_bounds(rows, q, keys, page, last)
-    pages = torch.arange(score.shape[1])
+    pages = torch.arange(-(-rows.n_cache // page))
     short = size < page
     full = (pages[None, :] < last[:, None]) | ((pages[None, :] == last[:, None]) & ~short[:, None])
     fit = s // page
+    score, known = page_bounds(rows, q, keys, page, last, full, fit)
+    full = full & known
     rho = ((score >= score.gather(1, last[:, None])) & full).sum(dim=1)
     early = short & (rho < fit)
     taken = top_k_mask(score, torch.where(early, (s - size) // page, fit), full)
