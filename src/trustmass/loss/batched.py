@@ -1,0 +1,95 @@
+"""Row-batched building blocks of the batched selectors, each exact against its numpy counterpart.
+
+* :func:`top_k_mask`: the k largest scores of every row with the project's tie rule (descending
+  score, then ascending position), as ``core.operator.top_k`` -- never torch.topk's tie order;
+* :func:`compress`: a boolean row mask -> its positions ascending, padded with -1;
+* :func:`numpy_sum`: a last-axis sum in numpy's pairwise order (bit-identical to ``ndarray.sum``
+  on float64), for scores the numpy rules compare without tolerance;
+* :func:`first_argmin`: the first index of the row minimum (numpy's argmin convention).
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h: PW_BLOCKSIZE)
+PAIRWISE_BLOCK = 128
+
+
+def top_k_mask(score: torch.Tensor, k, eligible: torch.Tensor) -> torch.Tensor:
+    """bool [R, N]: per row the k largest `score` among the `eligible` keys, ties to the smaller
+    position; all eligible keys where fewer than k are eligible.  `k` is an int or int64 [R].
+
+    The k-th largest value t comes from torch.topk (values only); every key above t is kept and the
+    remaining places go to the keys equal to t in ascending position.  Scores must be finite."""
+    rows, n = score.shape
+    k = torch.as_tensor(k, dtype=torch.int64).expand(rows).clamp(0, n)
+    k_max = int(k.max()) if rows else 0
+    if k_max == 0:
+        return torch.zeros_like(eligible)
+    masked = score.masked_fill(~eligible, float("-inf"))
+    kth = masked.topk(k_max, dim=1).values.gather(1, (k - 1).clamp(min=0)[:, None])
+    above = (masked > kth) & eligible
+    tie = (masked == kth) & eligible
+    need = k - above.sum(dim=1)
+    crowded = tie.sum(dim=1) > need  # more keys at the k-th value than places left: smaller positions first
+    if bool(crowded.any()):
+        rank = tie[crowded].to(torch.int32).cumsum(dim=1)
+        tie[crowded] &= rank <= need[crowded, None]
+    return (above | tie) & (k > 0)[:, None]
+
+
+def compress(mask: torch.Tensor, width: int) -> torch.Tensor:
+    """int64 [R, width]: the positions where `mask` is set, ascending, padded with -1 (a row with
+    more than `width` set positions keeps its first `width`)."""
+    n = mask.shape[1]
+    if width == 0:
+        return torch.empty(mask.shape[0], 0, dtype=torch.int64)
+    key = torch.where(mask, n - torch.arange(n, dtype=torch.int32), 0)  # larger key: smaller position
+    top = key.topk(min(width, n), dim=1).values.to(torch.int64)
+    out = torch.where(top > 0, n - top, -1)
+    if width > n:
+        out = torch.cat((out, out.new_full((mask.shape[0], width - n), -1)), dim=1)
+    return out
+
+
+def to_csr(kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(kept_ptr int64 [rows + 1], kept_idx int64): the kept sets [..., width] (padded with -1) as
+    CSR over the flattened leading axes; row r's keys are kept_idx[kept_ptr[r]:kept_ptr[r + 1]]."""
+    flat = kept.reshape(-1, kept.shape[-1])
+    valid = flat >= 0
+    ptr = torch.zeros(flat.shape[0] + 1, dtype=torch.int64)
+    ptr[1:] = valid.sum(dim=1).cumsum(dim=0)
+    return ptr, flat[valid]
+
+
+def numpy_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over the last axis in numpy's pairwise order: fewer than 8 terms left to right; up to
+    128 terms eight running partial sums combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the
+    remainder left to right; longer halves at a multiple of 8 and recurses."""
+    n = x.shape[-1]
+    if n < 8:
+        total = torch.zeros(x.shape[:-1], dtype=x.dtype)
+        for i in range(n):
+            total = total + x[..., i]
+        return total
+    if n <= PAIRWISE_BLOCK:
+        whole = n - n % 8
+        r = x[..., :8]
+        for i in range(8, whole, 8):
+            r = r + x[..., i : i + 8]
+        total = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        for i in range(whole, n):
+            total = total + x[..., i]
+        return total
+    half = n // 2
+    half -= half % 8
+    return numpy_sum(x[..., :half]) + numpy_sum(x[..., half:])
+
+
+def first_argmin(x: torch.Tensor) -> torch.Tensor:
+    """int64 [R]: the first index of each row's minimum over the flattened trailing axes."""
+    flat = x.reshape(x.shape[0], -1)
+    low = flat.min(dim=1, keepdim=True).values
+    index = torch.arange(flat.shape[1]).expand_as(flat)
+    return index.masked_fill(flat != low, flat.shape[1]).min(dim=1).values

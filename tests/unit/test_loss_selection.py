@@ -1,0 +1,195 @@
+"""The batched selectors of the loss stage (trustmass.loss.selection) choose exactly the registry's
+kept sets: on captured rows of the tiny Llama (GQA 4:2), on synthetic rows full of exact ties, on
+sliding-window rows and on rows seeing fewer keys than the budget."""
+
+import numpy as np
+import pytest
+import torch
+
+from trustmass.contracts import shards
+from trustmass.core.enumeration import PoolRule, candidate_pool
+from trustmass.core.selectors.balancing import balancing
+from trustmass.core.selectors.ceiling_rules import Balancing
+from trustmass.core.selectors.contract import run
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.loss.selection import (
+    SUPPORTED,
+    LayerRows,
+    random_cells,
+    select,
+    switch,
+    to_csr,
+)
+
+BUDGETS = (4, 8, 16, 32, 64, 128)
+WINDOWS = (2, 4, 8, 16, 32)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """[(layer arrays, LayerRows)] of one 200-token tiny capture, 6 rows per KV head."""
+    from capture.tiny_models import tiny_shard
+
+    path = tiny_shard(tmp_path_factory.mktemp("selection"), n_tokens=200, rows_per_head=6, seed=3)
+    windows = tuple(shards.read_metadata(path)["options"]["windows"])
+    layers = []
+    for layer in shards.read_metadata(path)["layers"]:
+        t = shards.read_layer(path, layer)
+        layers.append((t, LayerRows.from_layer(t, windows), windows))
+    return layers
+
+
+def kept_of(selection, head, row):
+    kept = selection.kept[head, row].numpy()
+    assert np.all(kept[kept >= 0] == kept[: (kept >= 0).sum()]), "padding -1 comes last"
+    return kept[kept >= 0]
+
+
+def assert_matches_registry(name, rows, inputs, budget, rule=None):
+    """Every row's batched kept set equals contract.run of the registry rule on its SelectorInput."""
+    rule = REGISTRY[name] if rule is None else rule
+    sel = select(name, rows, budget, rule=rule)
+    assert sel.kept.shape == (rows.n_heads, rows.n_rows, budget)
+    for (h, m), x in inputs.items():
+        want = run(rule, x, budget)
+        np.testing.assert_array_equal(kept_of(sel, h, m), want, err_msg=f"{name} at s={budget}, head {h}, row {m}")
+    return sel
+
+
+def shard_inputs(t, windows):
+    return {(h, m): SelectorInput.from_layer(t, h, m, windows) for h in range(t["p"].shape[0]) for m in range(t["p"].shape[1])}
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_captured_rows_match_the_registry(captured, name):
+    for t, rows, windows in captured:
+        inputs = shard_inputs(t, windows)
+        for budget in BUDGETS:
+            if budget >= REGISTRY[name].min_budget:
+                assert_matches_registry(name, rows, inputs, budget)
+
+
+def test_balancing_swaps_match_the_registry(captured):
+    rule, total = REGISTRY["balancing"], 0
+    for t, rows, windows in captured:
+        for budget in BUDGETS:
+            sel = select("balancing", rows, budget)
+            for (h, m), x in shard_inputs(t, windows).items():
+                inst = x.instance
+                s = min(budget, inst.n_keys)
+                want = balancing(inst, s, candidate_pool(inst, s, rule.extra(budget))).swaps
+                assert int(sel.swaps[h, m]) == want, (budget, h, m)
+                total += want
+    assert total > 0, "the captured rows must exercise swaps"
+
+
+def test_configured_balancing_pool(captured):
+    t, rows, windows = captured[1]
+    rule = Balancing(enumerated=(8,), native_extra=1, pool=PoolRule(max_extra=3))
+    for budget in (4, 8, 16):
+        assert_matches_registry("balancing", rows, shard_inputs(t, windows), budget, rule=rule)
+
+
+# -- synthetic rows -----------------------------------------------------------------------------
+
+
+def synthetic(seed=0, n_q=4, n_kv=2, m=5, n=48, d=8, window=None, levels=None, positions=None):
+    """(LayerRows, {(h, m): SelectorInput}) of random rows; `levels` quantises p, the evidence, keys
+    and values to that many values (exact ties everywhere); `window` zeroes keys older than i-window+1."""
+    rng = np.random.default_rng(seed)
+
+    def draw(*shape):
+        x = rng.random(shape)
+        return np.floor(x * levels) / levels if levels else x
+
+    keys, values = (draw(n_kv, n, d) - 0.5).astype(np.float32), (draw(n_kv, n, d) - 0.5).astype(np.float32)
+    query = (draw(n_q, m, d) - 0.5).astype(np.float32)
+    if positions is None:
+        positions = rng.integers(1, n, size=(n_q, m))
+    j = np.arange(n)
+    seen = j <= positions[..., None]
+    if window is not None:
+        seen &= j > positions[..., None] - window
+    p = draw(n_q, m, n) + (1.0 / levels if levels else 0.05)
+    p = np.where(seen, p, 0.0)
+    p = (p / p.sum(axis=-1, keepdims=True)).astype(np.float32)
+    if levels:  # quantised masses stay tied after the float32 renormalisation
+        p = np.where(seen, np.float32(1.0 / n), 0.0).astype(np.float32) * (1 + np.floor(rng.random((n_q, m, n)) * 3)).astype(np.float32)
+    acc = np.where(j <= positions[..., None], draw(n_q, m, n) * 10, 0.0).astype(np.float32)
+    sums = np.where(j <= positions[..., None, None], draw(n_q, m, len(WINDOWS), n) * 4, 0.0).astype(np.float32)
+    rows = LayerRows(
+        p=p, positions=positions, keys=keys, values=values, query=query, acc_mass=acc,
+        window_sums={w: sums[:, :, k] for k, w in enumerate(WINDOWS)},
+    )
+    group = n_q // n_kv
+    inputs = {}
+    for h in range(n_q):
+        for r in range(m):
+            i, kv = int(positions[h, r]), h // group
+            inputs[h, r] = SelectorInput(
+                p=p[h, r, : i + 1], values=values[kv, : i + 1], keys=keys[kv, : i + 1], query=query[h, r],
+                acc_mass=acc[h, r, : i + 1], window_sums=sums[h, r, :, : i + 1], windows=WINDOWS,
+            )
+    return rows, inputs
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+@pytest.mark.parametrize("case", ["ties", "sliding_window", "short_rows"])
+def test_synthetic_rows_match_the_registry(name, case):
+    kw = {"ties": {"levels": 4}, "sliding_window": {"window": 12}, "short_rows": {"positions": np.full((4, 5), 9)}}[case]
+    for seed in range(3):
+        rows, inputs = synthetic(seed=seed, **kw)
+        for budget in (4, 8, 16, 32):
+            if budget >= REGISTRY[name].min_budget:
+                assert_matches_registry(name, rows, inputs, budget)
+
+
+def test_top_mass_ties_go_to_the_smaller_position():
+    p = np.zeros((1, 2, 10), dtype=np.float32)
+    p[0, 0, :8] = [0.1, 0.2, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1]  # position 7: 2 keys at 0.2, then six at 0.1
+    p[0, 1, :6] = [0.0, 0.5, 0.0, 0.0, 0.25, 0.25]  # zero-mass visible keys tie at 0
+    rows = LayerRows(p=p, positions=[[7, 5]], keys=np.zeros((1, 10, 2)), values=np.zeros((1, 10, 2)))
+    sel = select("top_mass", rows, 4)
+    assert kept_of(sel, 0, 0).tolist() == [0, 1, 2, 3]
+    assert kept_of(sel, 0, 1).tolist() == [0, 1, 4, 5]
+
+
+def test_short_rows_keep_every_visible_key_and_pad():
+    rows, _ = synthetic(positions=np.full((4, 5), 5))
+    for name in SUPPORTED:
+        if REGISTRY[name].min_budget <= 16:
+            sel = select(name, rows, 16)
+            assert (sel.kept[..., :6] == torch.arange(6)).all() and (sel.kept[..., 6:] == -1).all(), name
+
+
+def test_csr_drops_the_padding():
+    kept = torch.tensor([[[0, 3, -1], [1, 2, 4]]])
+    ptr, idx = to_csr(kept)
+    assert ptr.tolist() == [0, 2, 5] and idx.tolist() == [0, 3, 1, 2, 4]
+
+
+def test_switch_takes_the_other_rule_on_the_chosen_heads():
+    rows, _ = synthetic()
+    top, bal = select("top_mass", rows, 8), select("balancing", rows, 8)
+    heads = np.array([False, True, False, True])
+    both = switch(top, bal, heads)
+    assert torch.equal(both.kept[heads], bal.kept[heads]) and torch.equal(both.kept[~heads], top.kept[~heads])
+    assert torch.equal(both.swaps[heads], bal.swaps[heads]) and (both.swaps[~heads] == 0).all()
+
+
+def test_random_cells_are_deterministic_per_seed():
+    a, b, c = random_cells(6, 8, 10, seed=5), random_cells(6, 8, 10, seed=5), random_cells(6, 8, 10, seed=6)
+    assert a.shape == (6, 8) and a.dtype == bool and a.sum() == 10
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    with pytest.raises(ValueError):
+        random_cells(2, 2, 5, seed=0)
+
+
+def test_unknown_and_unbatched_names_are_refused():
+    rows, _ = synthetic()
+    for name in ("no_such_rule", "geometric"):
+        with pytest.raises(ValueError, match="top_mass"):
+            select(name, rows, 8)
+    with pytest.raises(ValueError, match=">= 16"):
+        select("quest_page16", rows, 8)
