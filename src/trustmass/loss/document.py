@@ -55,8 +55,8 @@ def run_document(
     """Every configuration on one document; `flat` is the map's bool grid [layers, query heads];
     `probe` the trained probe's parameters (for the ``probe@alpha`` configurations); `rules` the
     configured rule instances by name (the config's balancing pool rule)."""
-    rules = sorted({c.base_rule for c in configs} | {c.switch_rule for c in configs if c.switch_rule})
-    forward = RestrictedForward(model, token_ids, continuation, **needs(rules, budget))
+    names = sorted({c.base_rule for c in configs} | {c.switch_rule for c in configs if c.switch_rule})
+    forward = RestrictedForward(model, token_ids, continuation, **needs(names, budget))
     seconds = {}
     started = time.time()
     forward.prefill()

@@ -110,6 +110,9 @@ class SelectionPolicy:
                 kept = torch.where(heads[:, None, None], switched, kept)
                 if switch_swaps is not None:
                     swaps = torch.where(heads[:, None], switch_swaps, 0 if swaps is None else swaps)
+        # a kept key without mass (outside a sliding window, or underflowed) adds nothing to m_A:
+        # drop it, so the kernel sees visible keys only
+        kept = torch.where((kept >= 0) & (p.gather(-1, kept.clamp(min=0)) > 0), kept, torch.full_like(kept, -1))
         ptr, idx = selection.to_csr(kept)
         out, kept_mass, _ = kernels.restricted_attention(
             call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
