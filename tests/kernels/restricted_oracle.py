@@ -50,7 +50,11 @@ def random_csr(seed: int, heads: int, rows: torch.Tensor, n: int, window: int | 
             keys = vis[m].nonzero().squeeze(1)
             keys = keys[torch.randperm(keys.numel(), generator=g)]
             special = (h * rows.shape[0] + m) % 5
-            length = [0, 1, keys.numel()][special] if special < 3 else int(torch.randint(0, keys.numel() + 1, (1,), generator=g))
+            length = (
+                [0, 1, keys.numel()][special]
+                if special < 3
+                else int(torch.randint(0, keys.numel() + 1, (1,), generator=g))
+            )
             sets.append(keys[:length])
     return _csr(sets)
 
