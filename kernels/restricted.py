@@ -14,8 +14,9 @@ Query head ``h`` reads KV head ``h // (Hq // Hkv)`` (grouped-query attention, ke
 
 How (CPU-fast, no ``[Hq, M, N, d]``): the logits of the M rows against the keys any row can see
 (``[Hq, M, n]``, ``n <= N``; what SDPA computes too) are soft-maxed in place exactly as eager
-does, the kept entries of ``P`` are gathered straight from the CSR, and ``out`` is one sparse
-CSR x dense product ``[Hq*M, Hkv*n] @ [Hkv*n, d]`` (cost ``nnz * d``).  ``lse`` is
+does, the kept entries of ``P`` are gathered straight from the CSR (``kept_mass`` sums them in
+float64), and ``out`` is one sparse CSR x dense product ``[Hq*M, Hkv*n] @ [Hkv*n, d]`` (cost
+``nnz * d``; no padding to the longest kept set, no gathered ``[nnz, d]`` copy of V).  ``lse`` is
 ``max + log(sum exp(logit - max))`` with ``1 / sum`` read back as the softmax's largest entry
 (the entry at the max logit is ``exp(0) / sum``), so it costs one extra max pass, no exp pass.
 

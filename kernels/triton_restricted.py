@@ -27,7 +27,9 @@ from trustmass.kernels.triton_kernels import _LOGITS_CODE, _block_d, _common, _e
 
 
 @triton.jit
-def _transform(s, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr):
+def _transform(
+    s, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr
+):
     """fp32 dot products -> logits, rounded where eager rounds them (as `triton_kernels._logits`)."""
     s = _round(s, LOGITS)
     s = _round(s * scaling, LOGITS)
@@ -220,7 +222,7 @@ def restricted_attention_triton(
     l = torch.empty(Hq, M, dtype=torch.float32, device=q.device)
     if M == 0 or Hq == 0:
         return out, mass, m
-    flags = dict(HAS_SOFTCAP=soft["HAS_SOFTCAP"], LOGITS=_LOGITS_CODE[logits_dtype], LIBDEVICE=libdevice_ok)
+    flags = {"HAS_SOFTCAP": soft["HAS_SOFTCAP"], "LOGITS": _LOGITS_CODE[logits_dtype], "LIBDEVICE": libdevice_ok}
     _restricted_stats_kernel[(triton.cdiv(M, block_m), Hq)](
         q,
         k,

@@ -100,6 +100,7 @@ def run_case(case: Case) -> dict:
         assert a.shape == b.shape and a.dtype == b.dtype == torch.float32, (a.shape, b.shape, a.dtype)
         diff = (a.double() - b.double()).abs()
         excess = diff - (case.tol["atol"] + case.tol["rtol"] * b.double().abs())
+        excess = excess.nan_to_num(nan=float("inf"), posinf=float("inf"))  # NaN must fail (NaN > 0 is False)
         result[name] = {
             "max_abs": float(diff.max()),
             "max_excess_over_tol": float(excess.max()),

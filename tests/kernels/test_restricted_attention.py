@@ -110,7 +110,9 @@ def test_kept_probabilities_are_eagers_own(logits_dtype):
     q_full[:, rows] = q
     k_exp = k.repeat_interleave(HQ // HKV, 0)
     p = sampled_row_probs_torch(q_full, k_exp, rows.expand(HQ, M), scaling, 8.0, 13, logits_dtype)
-    torch.testing.assert_close(p, dense_rows(dense_probs(q_full, k_exp, scaling, 8.0, 13, logits_dtype), rows.expand(HQ, M)))
+    torch.testing.assert_close(
+        p, dense_rows(dense_probs(q_full, k_exp, scaling, 8.0, 13, logits_dtype), rows.expand(HQ, M))
+    )
     kept = torch.zeros(HQ * M, N, dtype=torch.float64)
     for r in range(HQ * M):
         kept[r, idx[ptr[r] : ptr[r + 1]]] = 1
@@ -141,11 +143,11 @@ class LargestDenseTensor(LargestTensor):
             if isinstance(t, torch.Tensor) and t.layout == torch.strided
         }
         for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
-                if t.untyped_storage().data_ptr() not in existing:
-                    elements = t.untyped_storage().nbytes() // t.element_size()
-                    if elements > self.largest:
-                        self.largest, self.op = elements, func
+            fresh = isinstance(t, torch.Tensor) and t.layout == torch.strided
+            if fresh and t.untyped_storage().data_ptr() not in existing:
+                elements = t.untyped_storage().nbytes() // t.element_size()
+                if elements > self.largest:
+                    self.largest, self.op = elements, func
         return out
 
 
@@ -180,7 +182,10 @@ def _bad(**changes):
         ({"kept_ptr": lambda p: torch.cat([p[:1], p[2:3], p[1:2], p[3:]])}, "kept_ptr"),
         ({"kept_idx": lambda i: torch.where(torch.arange(i.numel()) == 2, 9, i)}, "kept_idx"),  # a future key
         ({"kept_idx": lambda i: torch.where(torch.arange(i.numel()) == 0, -1, i)}, "kept_idx"),
-        ({"kept_idx": lambda i: torch.where(torch.arange(i.numel()) == i.numel() - 1, 11, i)}, "kept_idx"),  # out of the window
+        (
+            {"kept_idx": lambda i: torch.where(torch.arange(i.numel()) == i.numel() - 1, 11, i)},
+            "kept_idx",
+        ),  # out of the window
         ({"kept_idx": lambda i: i.view(1, -1)}, "kept_idx"),
         ({"rows": lambda r: r[:-1]}, "rows"),
         ({"rows": lambda r: r + 1}, "rows"),
