@@ -170,22 +170,26 @@ class RestrictedForward:
     def continuation_positions(self) -> np.ndarray:
         return np.arange(self.n_prefix, self.ids.shape[0])
 
-    def prefill(self) -> None:
-        """The dense prefix forward into a full-length cache, keeping the prefix evidence."""
+    def prefill(self, grad_safe: bool = False) -> None:
+        """The dense prefix forward into a full-length cache, keeping the prefix evidence.
+
+        ``grad_safe``: run under ``no_grad`` instead of ``inference_mode`` (inference tensors
+        cannot enter an autograd graph; the curvature's continuation differentiates through them).
+        """
         from transformers import DynamicCache
 
         self.cache = DynamicCache()
         self.state.recording = True
         token = _ACTIVE.set(self.state)
         try:
-            with torch.inference_mode():
+            with torch.no_grad() if grad_safe else torch.inference_mode():
                 self.model.model(input_ids=self.ids[None, : self.n_prefix], past_key_values=self.cache, use_cache=True)
         finally:
             _ACTIVE.reset(token)
             self.state.recording = False
 
     def logits(self, policy: Policy | None) -> torch.Tensor:
-        """Continuation logits ``[C, V]`` under `policy` (None: the dense model), float32."""
+        """Continuation logits ``[C, V]`` under `policy` (None: the dense model), float32 (float64 models: float64)."""
         if self.cache is None:
             self.prefill()
         self.cache.crop(self.n_prefix)
@@ -200,7 +204,7 @@ class RestrictedForward:
             _ACTIVE.reset(token)
             self.state.policy = None
             self.cache.crop(self.n_prefix)
-        return out.logits[0].float()
+        return out.logits[0].to(torch.promote_types(out.logits.dtype, torch.float32))
 
     def nll(self, policy: Policy | None) -> np.ndarray:
         """Per-token NLL (nats, float64) of tokens T-C+1..T-1 under `policy`."""

@@ -110,9 +110,7 @@ class SelectionPolicy:
                 kept = torch.where(heads[:, None, None], switched, kept)
                 if switch_swaps is not None:
                     swaps = torch.where(heads[:, None], switch_swaps, 0 if swaps is None else swaps)
-        # a kept key without mass (outside a sliding window, or underflowed) adds nothing to m_A:
-        # drop it, so the kernel sees visible keys only
-        kept = torch.where((kept >= 0) & (p.gather(-1, kept.clamp(min=0)) > 0), kept, torch.full_like(kept, -1))
+        kept = visible_only(kept, p)
         ptr, idx = selection.to_csr(kept)
         out, kept_mass, _ = kernels.restricted_attention(
             call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
@@ -122,6 +120,12 @@ class SelectionPolicy:
         mu = torch.einsum("hmn,hnd->hmd", p, values) / p.sum(-1, keepdim=True)
         self.recorder.add(call.layer, 1.0 - kept_mass, (out - mu).norm(dim=-1), swaps)
         return out
+
+    def kept_sets(self, call: LayerCall, prefix: PrefixLayer, p: torch.Tensor, rules: list[str]) -> list[torch.Tensor]:
+        """Each rule's kept sets ``[Hq, M, s]`` on this layer's rows (visible keys only, -1 padded)."""
+        self.layer = call.layer
+        rows = self._rows(call, prefix, p)
+        return [visible_only(self._select(rule, rows)[0], p) for rule in rules]
 
     def _rows(self, call: LayerCall, prefix: PrefixLayer, p: torch.Tensor) -> selection.LayerRows:
         rules = [self.config.base_rule] + ([self.config.switch_rule] if self.config.switch_rule else [])
@@ -159,6 +163,12 @@ class ProbeSelector:
 
         logits = torch.where(rows.p > 0, rows.p.double().log(), torch.tensor(float("-inf"), dtype=torch.float64))
         return probe_select(rows.query, rows.keys, logits, self.params.layer(layer), self.alpha, budget)
+
+
+def visible_only(kept: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """`kept` with every key without mass (outside a sliding window, or underflowed) set to -1:
+    such a key adds nothing to ``m_A``, so the kernel sees visible keys only."""
+    return torch.where((kept >= 0) & (p.gather(-1, kept.clamp(min=0)) > 0), kept, torch.full_like(kept, -1))
 
 
 def _visible_keys(p: torch.Tensor) -> torch.Tensor:
