@@ -39,7 +39,7 @@ forward.register()
 model = load_prepared_model(Path(smk.input.model).parent, forward.ATTENTION_NAME, device)
 n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
 flat = flat_cells(pl.read_parquet(smk.input.map), n_layers, n_heads)
-probe = ProbeParams.load(smk.input.probe) if loss["probe"]["enabled"] else None
+probe = ProbeParams.load(smk.input.probe[0]) if smk.input.probe else None
 alphas = tuple(loss["probe"]["alpha_grid"]) if probe is not None else ()
 configs = plan(tuple(loss["rules"]), int(loss["random_seeds"]), tuple(loss["accounting"]), alphas)
 balancing = Balancing(tuple(cfg["budgets"]["enumerated"]), int(cfg["balancing"]["native_extra"]), PoolRule.from_config(cfg))

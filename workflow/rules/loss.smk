@@ -66,7 +66,7 @@ rule loss_document:
         model="resources/models/{model}/config.json",
         source=model_source_record("{model}"),
         heldout=lambda wc: heldout_path(wc.model, wc.corpus),
-        capture_documents=lambda wc: documents_path(wc.model, wc.corpus),
+        capture_documents=lambda wc: documents_path(wc.model, wc.corpus).removesuffix(".safetensors") + ".json",
         map="results/loss/{model}/map.parquet",
         probe=lambda wc: probe_outputs(wc.model),
         code=library_code("trustmass.loss.document", "trustmass.sources.loading", "trustmass.plumbing.rule_io"),
