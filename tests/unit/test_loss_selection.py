@@ -13,10 +13,11 @@ from trustmass.core.selectors.ceiling_rules import Balancing
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.selectors.selector_input import SelectorInput
+from trustmass.loss.configurations import BATCHED_RULES, random_cells
 from trustmass.loss.selection import (
+    RULES,
     SUPPORTED,
     LayerRows,
-    random_cells,
     select,
     switch,
     to_csr,
@@ -179,11 +180,17 @@ def test_switch_takes_the_other_rule_on_the_chosen_heads():
 
 
 def test_random_cells_are_deterministic_per_seed():
-    a, b, c = random_cells(6, 8, 10, seed=5), random_cells(6, 8, 10, seed=5), random_cells(6, 8, 10, seed=6)
+    a, b, c = random_cells((6, 8), 10, seed=5), random_cells((6, 8), 10, seed=5), random_cells((6, 8), 10, seed=6)
     assert a.shape == (6, 8) and a.dtype == bool and a.sum() == 10
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert not np.array_equal(a, random_cells((6, 8), 10, seed=5, master_seed=1))
     with pytest.raises(ValueError):
-        random_cells(2, 2, 5, seed=0)
+        random_cells((2, 2), 5, seed=0)
+
+
+def test_the_config_check_knows_exactly_the_batched_rules():
+    """configurations.BATCHED_RULES (torch-free, read at workflow start-up) names selection.RULES."""
+    assert set(BATCHED_RULES) == set(RULES)
 
 
 def test_unknown_and_unbatched_names_are_refused():

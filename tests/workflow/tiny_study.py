@@ -69,4 +69,7 @@ capture:
 study:
   models: [tiny]
   corpora: [words]
+loss:
+  continuation: 16
+  probe: {{steps: 5, train_docs: 1, alpha_grid: [0.0, 1.0]}}
 """

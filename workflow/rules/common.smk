@@ -41,6 +41,13 @@ _role_problems = role_problems(config)
 if _role_problems:
     raise WorkflowError("config: " + "; ".join(_role_problems))
 
+# the loss stage's rules must be registry selectors with a batched version (torch-free check)
+from trustmass.loss.configurations import rule_problems as loss_rule_problems
+
+_loss_rule_problems = loss_rule_problems(config["loss"]["rules"])
+if _loss_rule_problems:
+    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _loss_rule_problems))
+
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
 

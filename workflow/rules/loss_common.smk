@@ -1,6 +1,8 @@
 # Helpers for the loss stage (workflow/rules/loss.smk): its models, held-out documents and paths.
 # Functions only, no rules.
 
+from trustmass.plumbing.config import heldout_first_doc
+
 
 def loss_models():
     """loss.models, or the headline families when empty."""
@@ -18,7 +20,7 @@ def heldout_settings(model):
     return {
         **settings,
         "doc_tokens": int(heldout["doc_tokens"] or settings["doc_tokens"]),
-        "n_docs": int(heldout["first_doc"]) + int(heldout["n_docs"]),
+        "n_docs": heldout_first_doc(config) + int(heldout["n_docs"]),
     }
 
 
@@ -27,7 +29,7 @@ def heldout_path(model, corpus):
 
 
 def heldout_ids():
-    first = int(config["loss"]["heldout"]["first_doc"])
+    first = heldout_first_doc(config)
     return [f"{i:04d}" for i in range(first, first + int(config["loss"]["heldout"]["n_docs"]))]
 
 

@@ -36,7 +36,7 @@ from trustmass.loss.evidence import LayerRows
 #: relative error allowed a matrix-product page bound against |q| . max(|kmax|, |kmin|) (>> d eps)
 PAGE_TOL = 1e-12
 
-__all__ = ["SUPPORTED", "LayerRows", "Selection", "random_cells", "select", "switch", "to_csr"]
+__all__ = ["SUPPORTED", "LayerRows", "Selection", "select", "switch", "to_csr"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,15 +248,3 @@ def switch(base: Selection, other: Selection, heads) -> Selection:
         o = zero if other.swaps is None else other.swaps
         swaps = torch.where(heads[:, None], o, b)
     return Selection(f"{base.name}|{other.name}", base.budget, kept, swaps)
-
-
-def random_cells(n_layers: int, n_heads: int, count: int, seed: int) -> np.ndarray:
-    """bool [n_layers, n_heads]: `count` (layer, head) cells drawn uniformly without replacement
-    by numpy's default_rng(seed) (the same cells for the same seed)."""
-    cells = n_layers * n_heads
-    if not 0 <= count <= cells:
-        raise ValueError(f"count must lie in 0..{cells} (n_layers * n_heads); got {count}")
-    chosen = np.random.default_rng(seed).choice(cells, size=count, replace=False)
-    mask = np.zeros(cells, dtype=bool)
-    mask[chosen] = True
-    return mask.reshape(n_layers, n_heads)

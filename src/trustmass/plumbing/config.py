@@ -239,9 +239,24 @@ def _cross_field_problems(config: dict) -> list[str]:
     return problems
 
 
+def heldout_first_doc(config: Mapping[str, Any]) -> int:
+    """The first held-out chunk: loss.heldout.first_doc, or (null) the first chunk of the held-out
+    chunking whose text starts after the capture documents' text."""
+    first = ((config.get("loss") or {}).get("heldout") or {}).get("first_doc")
+    return _first_chunk_after_capture(config) if first is None else int(first)
+
+
+def _first_chunk_after_capture(config: Mapping[str, Any]) -> int:
+    documents = config.get("documents") or {}
+    heldout = (config.get("loss") or {}).get("heldout") or {}
+    capture_tokens = int(documents.get("n_docs", 0)) * int(documents.get("doc_tokens", 0))
+    doc_tokens = int(heldout.get("doc_tokens") or documents.get("doc_tokens", 1))
+    return -(-capture_tokens // doc_tokens)
+
+
 def _loss_problems(config: dict) -> list[str]:
     """loss: study models and corpora, held-out text after the capture documents' text, a budget
-    below the prefix, rules the selector registry has."""
+    below the prefix (its rules are checked in common.smk, against the selector registry)."""
     loss = config.get("loss") or {}
     if not loss:
         return []
@@ -256,15 +271,13 @@ def _loss_problems(config: dict) -> list[str]:
         for c in heldout.get("corpora") or []
         if c not in study.get("corpora", [])
     ]
-    capture_tokens = int(documents.get("n_docs", 0)) * int(documents.get("doc_tokens", 0))
     doc_tokens = heldout.get("doc_tokens") or documents.get("doc_tokens", 0)
-    first = int(heldout.get("first_doc", 0))
-    if first * int(doc_tokens) < capture_tokens:
-        need = -(-capture_tokens // int(doc_tokens))
+    first, need = heldout.get("first_doc"), _first_chunk_after_capture(config)
+    if first is not None and int(first) < need:
         problems.append(
             f"config.loss.heldout.first_doc: {first} chunks of {doc_tokens} tokens start inside the capture documents "
             f"(documents.n_docs {documents.get('n_docs')} x {documents.get('doc_tokens')} tokens), whose map the loss uses; "
-            f"fix: loss.heldout.first_doc: {need} or more"
+            f"fix: loss.heldout.first_doc: {need} or more (or null: the first chunk after them)"
         )
     continuation, budget = int(loss.get("continuation", 2)), int(loss.get("budget", 1))
     if continuation >= int(doc_tokens):
@@ -278,14 +291,6 @@ def _loss_problems(config: dict) -> list[str]:
             f"sees (doc_tokens {doc_tokens} - continuation {continuation}), so nothing would be evicted; fix: a smaller "
             "loss.budget or a shorter loss.continuation"
         )
-    if loss.get("rules"):
-        from trustmass.core.selectors.registry import REGISTRY
-
-        problems += [
-            f"config.loss.rules: {r!r} is not a selector of the registry ({', '.join(REGISTRY)}); fix: use a registry name"
-            for r in loss["rules"]
-            if r not in REGISTRY
-        ]
     return problems
 
 
