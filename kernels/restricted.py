@@ -16,7 +16,9 @@ How (CPU-fast, no ``[Hq, M, N, d]``): the logits of the M rows against the keys 
 (``[Hq, M, n]``, ``n <= N``; what SDPA computes too) are soft-maxed in place exactly as eager
 does, the kept entries of ``P`` are gathered straight from the CSR (``kept_mass`` sums them in
 float64), and ``out`` is one sparse CSR x dense product ``[Hq*M, Hkv*n] @ [Hkv*n, d]`` (cost
-``nnz * d``; no padding to the longest kept set, no gathered ``[nnz, d]`` copy of V).  ``lse`` is
+``nnz * d``; no padding to the longest kept set, no gathered ``[nnz, d]`` copy of V) -- or, when
+the kept sets cover most keys (``DENSE_PRODUCT_SHARE``), the same product with a dense weight
+matrix (keep-all: the cost of SDPA's own value product).  ``lse`` is
 ``max + log(sum exp(logit - max))`` with ``1 / sum`` read back as the softmax's largest entry
 (the entry at the max logit is ``exp(0) / sum``), so it costs one extra max pass, no exp pass.
 
@@ -34,6 +36,9 @@ import torch
 from trustmass.kernels.reference import _EMULATED_DTYPES, _visible, transformed_logits
 
 _FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+#: kept entries above 1/DENSE_PRODUCT_SHARE of the [Hq, M, n] logits: the value product runs dense
+#: (a masked weight matrix and one bmm), below it sparse (CSR x dense); the same sums, other order
+DENSE_PRODUCT_SHARE = 8
 
 
 def check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype, *, check_values: bool = True):
@@ -166,11 +171,16 @@ def restricted_attention_torch(
     entry = _entry_rows(kept_ptr, nnz)  # h * M + m
     p = probs.view(-1).index_select(0, entry * n + (kept_idx - lo))  # P at the kept entries, [nnz]
     mass.index_add_(0, entry, p.double())
-    cols = torch.div(entry, M * G, rounding_mode="floor") * n + (kept_idx - lo)  # KV head * n + key
-    with warnings.catch_warnings():  # "sparse CSR support is in beta" (a one-time notice)
-        warnings.simplefilter("ignore", UserWarning)
-        a = torch.sparse_csr_tensor(kept_ptr, cols, p, size=(Hq * M, Hkv * n), check_invariants=False)
-        acc = a @ v[:, lo:hi].float().reshape(Hkv * n, d)  # [Hq*M, d], float32
+    if nnz * DENSE_PRODUCT_SHARE >= Hq * M * n:  # most keys kept (keep-all): one dense batched product
+        weights = torch.zeros(Hq * M * n, dtype=torch.float32, device=device)
+        weights.index_put_((entry * n + (kept_idx - lo),), p, accumulate=True)  # duplicates count per occurrence
+        acc = torch.bmm(weights.view(Hkv, G * M, n), v[:, lo:hi].float()).view(Hq * M, d)
+    else:
+        cols = torch.div(entry, M * G, rounding_mode="floor") * n + (kept_idx - lo)  # KV head * n + key
+        with warnings.catch_warnings():  # "sparse CSR support is in beta" (a one-time notice)
+            warnings.simplefilter("ignore", UserWarning)
+            a = torch.sparse_csr_tensor(kept_ptr, cols, p, size=(Hq * M, Hkv * n), check_invariants=False)
+            acc = a @ v[:, lo:hi].float().reshape(Hkv * n, d)  # [Hq*M, d], float32
     kept_mass = mass.float()
     # an empty kept set (or one whose mass underflows to 0) has out = 0, not 0 / 0
     out.view(Hq * M, d).copy_(torch.where(kept_mass.unsqueeze(-1) > 0, acc / kept_mass.unsqueeze(-1), 0.0))

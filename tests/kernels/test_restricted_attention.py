@@ -66,7 +66,13 @@ def test_keep_all_equals_the_models_attention(impl, softcap, window):
 
 @pytest.mark.parametrize(("softcap", "window"), VARIANTS, ids=IDS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_ragged_kept_sets_equal_the_dense_oracle(softcap, window, seed):
+@pytest.mark.parametrize("product", ["sparse", "dense"])
+def test_ragged_kept_sets_equal_the_dense_oracle(softcap, window, seed, product, monkeypatch):
+    """Both value products of the twin (CSR x dense, and the dense weight matrix it takes when the
+    kept sets cover most keys) against the float64 oracle."""
+    from trustmass.kernels import restricted
+
+    monkeypatch.setattr(restricted, "DENSE_PRODUCT_SHARE", 0 if product == "sparse" else 10**9)
     q, k, v, rows = random_inputs(seed, HQ, HKV, M, N, D, scale=2.0)
     ptr, idx = random_csr(seed, HQ, rows, N, window)
     lengths = ptr[1:] - ptr[:-1]

@@ -200,3 +200,61 @@ def test_unknown_and_unbatched_names_are_refused():
             select(name, rows, 8)
     with pytest.raises(ValueError, match=">= 16"):
         select("quest_page16", rows, 8)
+
+
+@pytest.mark.parametrize("case", ["random", "duplicates", "threshold"])
+def test_the_screened_round_decides_as_the_exact_round(case):
+    """best_swaps (expanded norms with bounds, exact fallback) == exact_best_swaps, row by row,
+    including exact ties (duplicated w-vectors) and swaps sitting at the acceptance threshold."""
+    from trustmass.loss.balancing import best_swaps, exact_best_swaps
+
+    gen = torch.Generator().manual_seed(7)
+    r, pool, budget, d = 400, 20, 8, 16
+    w = torch.randn(r, pool, d, generator=gen, dtype=torch.float64) * torch.rand(r, pool, 1, generator=gen, dtype=torch.float64)
+    pm = torch.rand(r, pool, generator=gen, dtype=torch.float64) + 0.01
+    if case == "duplicates":  # every in-slot a copy of another: exact ties between swaps
+        w[:, budget + 1 :: 2], pm[:, budget + 1 :: 2] = w[:, budget::2][:, : w[:, budget + 1 :: 2].shape[1]], pm[:, budget::2][:, : pm[:, budget + 1 :: 2].shape[1]]
+    kept = torch.zeros(r, pool, dtype=torch.bool)
+    kept[:, :budget] = True
+    valid = torch.ones(r, pool, dtype=torch.bool)
+    valid[::5, -3:] = False  # some rows with a shorter pool
+    if case == "threshold":  # in-slots equal to the out-slots: swaps that change nothing (es' = es)
+        w[:, budget:2 * budget], pm[:, budget:2 * budget] = w[:, :budget], pm[:, :budget]
+    seen = set()
+    for _ in range(30):  # every round until no row improves, applying the exact round's swaps
+        got, want = best_swaps(w, pm, kept, valid, budget), exact_best_swaps(w, pm, kept, valid, budget)
+        assert torch.equal(got[0], want[0])
+        accepted = want[0]
+        for g, x in zip(got[1:], want[1:], strict=True):
+            assert torch.equal(g[accepted], x[accepted])
+        seen |= set(accepted.tolist())
+        if not bool(accepted.any()):
+            break
+        rows = accepted.nonzero()[:, 0]
+        kept[rows, want[1][rows]] = False
+        kept[rows, want[2][rows]] = True
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_a_rule_on_some_heads_chooses_what_it_chooses_there_on_all(name):
+    """LayerRows.heads: the switch runs its rule on the switched heads only (policy._switched_select)."""
+    rows, _ = synthetic(seed=4, n_q=6, n_kv=2, levels=4)
+    chosen = torch.tensor([False, True, True, False, False, True])  # heads of both KV groups
+    budget = max(8, REGISTRY[name].min_budget)
+    whole, part = select(name, rows, budget), select(name, rows.heads(chosen), budget)
+    assert torch.equal(part.kept, whole.kept[chosen])
+    if whole.swaps is not None:
+        assert torch.equal(part.swaps, whole.swaps[chosen])
+
+
+@pytest.mark.parametrize("shape", [(200, 16, 64), (7, 3, 256), (5, 1), (4, 0)])
+def test_sequential_sum_is_a_scalar_loop(shape):
+    """batched.sequential_sum adds left to right, bit for bit (what exact_errors relies on)."""
+    from trustmass.loss.batched import sequential_sum
+
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 1e3
+    loop = torch.zeros(shape[:-1], dtype=torch.float64)
+    for i in range(shape[-1]):
+        loop = loop + x[..., i]
+    assert torch.equal(sequential_sum(x), loop)

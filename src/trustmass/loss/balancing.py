@@ -19,15 +19,21 @@ from __future__ import annotations
 import torch
 
 from trustmass.core.operator import REL_TOL
-from trustmass.loss.batched import compress, first_argmin, numpy_sum, top_k_mask
+from trustmass.loss.batched import compress, first_argmin, numpy_sum, sequential_sum, top_k_mask
 from trustmass.loss.evidence import LayerRows
 
 #: largest float64 temporary (elements) one chunk of rows may build
 CHUNK_ELEMENTS = 1 << 23
-#: relative error bound of ||v - mu||^2 = ||v||^2 - 2 v.mu + ||mu||^2 against (||v|| + ||mu||)^2
-EXPANSION_TOL = 1e-12
 #: relative slack for the rounding of sqrt and products in the error bounds
 ROUNDING_TOL = 1e-12
+#: relative error bound of ||v - mu||^2 = ||v||^2 - 2 v.mu + ||mu||^2 against (||v|| + ||mu||)^2
+EXPANSION_TOL = 1e-12
+#: relative slack of the float32 triangle-inequality bounds on ||w_j|| (float32 rounding: ~1e-7)
+TRIANGLE_TOL = 1e-5
+#: rows with more triangle survivors than this are re-scored in a batch of their own
+TRIANGLE_WIDTH = 64
+#: bound on |expanded - exact| ||g_A - w_out + w_in||^2 relative to (||g_A - w_out|| + ||w_in||)^2
+SCREEN_TOL = 1e-12
 
 
 def row_chunks(n_rows: int, per_row: int):
@@ -42,47 +48,74 @@ def dense_output(rows: LayerRows, pn: torch.Tensor) -> torch.Tensor:
     return torch.bmm(rows.grouped(pn), v).reshape(pn.shape[0], -1)
 
 
-def exact_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """float64 [R, K]: ||w_j|| = pn_j ||v_j - mu|| at positions index [R, K], the squared distance
-    summed over d left to right (as ``core.operator._row_distances``)."""
+def exact_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, index: torch.Tensor,
+                 which: torch.Tensor | None = None) -> torch.Tensor:
+    """float64 [r, K]: ||w_j|| = pn_j ||v_j - mu|| at positions index [r, K] of the flat rows
+    `which` (default: all R), the squared distance summed over d left to right (as
+    ``core.operator._row_distances``)."""
+    which = torch.arange(index.shape[0]) if which is None else which
     out = torch.empty(index.shape, dtype=torch.float64)
     values = rows.values.double()
-    every = torch.arange(index.shape[0])
     for part in row_chunks(index.shape[0], index.shape[1] * values.shape[-1]):
-        diff = rows.gather_kv(values, index[part], every[part]) - mu[part, None, :]
-        acc = torch.zeros(diff.shape[:2], dtype=torch.float64)
-        for c in range(diff.shape[-1]):
-            acc = acc + diff[..., c] * diff[..., c]
-        out[part] = pn[part].gather(1, index[part]) * acc.sqrt()
+        at = which[part]
+        diff = rows.gather_kv(values, index[part], at) - mu[at, None, :]
+        acc = sequential_sum(diff * diff)  # left to right, as core.operator._row_distances
+        out[part] = pn[at].gather(1, index[part]) * acc.sqrt()
     return out
 
 
 def largest_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, eligible: torch.Tensor, k: int) -> torch.Tensor:
     """bool [R, N]: the k eligible keys of largest ||w_j|| per row, ties to the smaller position.
 
-    All N distances come from the expansion ||v||^2 - 2 v.mu + ||mu||^2 (one matrix product) with
-    bounds lo <= ||w_j|| <= hi; only keys whose hi reaches the k-th largest lo can be among the k
-    largest, and those are re-scored exactly (:func:`exact_errors`) before the tie rule is applied."""
+    A screen keeps the keys that can be among the k largest -- by the triangle inequality
+    pn_j | ||v_j|| - ||mu|| | <= ||w_j|| <= pn_j (||v_j|| + ||mu||), in float32 with a TRIANGLE_TOL
+    slack, a key survives iff its upper bound reaches the row's k-th largest lower bound (no matrix
+    product; on SmolLM2 rows a median ~30 of ~2,000 keys survive); rows with more than
+    TRIANGLE_WIDTH survivors are narrowed by :func:`_expansion_screen`, and the rest re-scored
+    exactly (:func:`exact_errors`; rows still crowded in a batch of their own, so one crowded row
+    does not widen every row's) before the tie rule is applied."""
+    v_norm = rows.ungrouped(rows.values.float().norm(dim=-1))  # [R, N]
+    mu_norm = mu.norm(dim=-1, keepdim=True).float()
+    p32 = pn.float()
+    hi = p32 * (v_norm + mu_norm) * (1 + TRIANGLE_TOL)
+    lo = (p32 * (v_norm - mu_norm).abs() * (1 - TRIANGLE_TOL)).masked_fill(~eligible, float("-inf"))
+    candidate = eligible & (hi >= lo.topk(k, dim=1).values[:, -1:])
+    crowded = candidate.sum(dim=1) > TRIANGLE_WIDTH
+    if bool(crowded.any()):
+        which = crowded.nonzero()[:, 0]
+        candidate[which] &= _expansion_screen(rows, pn[which], mu[which], eligible[which], k, which)
+        crowded = candidate.sum(dim=1) > TRIANGLE_WIDTH
+    n = eligible.shape[1]
+    out = torch.zeros(eligible.shape[0], n + 1, dtype=torch.bool)  # column N: the padding slots
+    for which in (~crowded).nonzero()[:, 0], crowded.nonzero()[:, 0]:
+        if which.numel() == 0:
+            continue
+        part = candidate[which]
+        index = compress(part, int(part.sum(dim=1).max()))
+        valid = index >= 0
+        error = exact_errors(rows, pn, mu, index.clamp(min=0), which)
+        out[which] = out[which].scatter(1, index.masked_fill(~valid, n), top_k_mask(error, k, valid))
+    return out[:, :n] & eligible
+
+
+def _expansion_screen(rows: LayerRows, pn, mu, eligible, k: int, which: torch.Tensor) -> torch.Tensor:
+    """bool [r, N] for the flat rows `which`: the keys whose bound from the expansion
+    ||v_j - mu||^2 = ||v_j||^2 - 2 v_j.mu + ||mu||^2 (one product per KV head, float64, the slack
+    EXPANSION_TOL (||v_j|| + ||mu||)^2) reaches the row's k-th largest lower bound."""
     v = rows.values.double()
-    v_norm2 = (v * v).sum(dim=-1)  # [Hkv, N]
-    v_mu = torch.bmm(rows.grouped(mu), v.transpose(1, 2)).reshape(pn.shape)
-    v_norm2 = rows.ungrouped(v_norm2)
+    kv = rows.kv_of_row[which]
+    v_mu = torch.empty(pn.shape, dtype=torch.float64)
+    for head in kv.unique().tolist():
+        at = kv == head
+        v_mu[at] = mu[at] @ v[head].T
+    v_norm2 = (v * v).sum(dim=-1)[kv]  # [r, N]
     mu_norm2 = (mu * mu).sum(dim=-1, keepdim=True)
     approx = v_norm2 - 2.0 * v_mu + mu_norm2
     tol = EXPANSION_TOL * (v_norm2.sqrt() + mu_norm2.sqrt()) ** 2
     lo = pn * (approx - tol).clamp(min=0).sqrt() * (1 - ROUNDING_TOL)
     hi = pn * (approx + tol).clamp(min=0).sqrt() * (1 + ROUNDING_TOL)
     low_k = lo.masked_fill(~eligible, float("-inf")).topk(k, dim=1).values[:, -1:]
-    candidate = eligible & (hi >= low_k)
-    width = int(candidate.sum(dim=1).max())
-    index = compress(candidate, width)
-    valid = index >= 0
-    error = exact_errors(rows, pn, mu, index.clamp(min=0))
-    chosen = top_k_mask(error, k, valid)
-    n = eligible.shape[1]
-    out = torch.zeros(eligible.shape[0], n + 1, dtype=torch.bool)  # column N: the padding slots
-    out.scatter_(1, index.masked_fill(~valid, n), chosen)
-    return out[:, :n] & eligible
+    return eligible & (hi >= low_k)
 
 
 def candidate_pools(rows: LayerRows, pn, mu, top, positive, budget: int, extra: int) -> torch.Tensor:
@@ -99,10 +132,9 @@ def candidate_pools(rows: LayerRows, pn, mu, top, positive, budget: int, extra: 
     return pool
 
 
-def best_swaps(w, pm, kept_slot, valid, budget: int):
-    """One round for a set of rows: (accept bool, out slot, in slot) of each row's best swap.
-
-    w [r, P, d] and pm [r, P] are the pool's w-vectors and masses by slot (positions ascending)."""
+def _swap_slots(w, pm, kept_slot, valid, budget: int):
+    """The pool split of one round: kept slots (out), the others (in), their w-vectors and masses,
+    g_A summed left to right (as numpy sums the kept rows, axis 0), p(A) and es(A)."""
     key = torch.where(kept_slot, 0, torch.where(valid, 1, 2))
     order = key.sort(dim=1, stable=True).indices
     out_slots, in_slots = order[:, :budget], order[:, budget:]
@@ -111,17 +143,65 @@ def best_swaps(w, pm, kept_slot, valid, budget: int):
     wi = w.gather(1, in_slots[..., None].expand(-1, -1, w.shape[-1]))
     pk, pi = pm.gather(1, out_slots), pm.gather(1, in_slots)
     g = wk[:, 0]
-    for j in range(1, budget):  # numpy sums the kept rows (axis 0) left to right
+    for j in range(1, budget):
         g = g + wk[:, j]
     mass = numpy_sum(pk)
     current = numpy_sum(g * g).sqrt() / mass
+    return out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current
+
+
+def _decision(es_best, best, current, out_slots, in_slots):
+    n_in = in_slots.shape[1]
+    accept = es_best < current * (1.0 - REL_TOL)
+    return accept, out_slots.gather(1, (best // n_in)[:, None])[:, 0], in_slots.gather(1, (best % n_in)[:, None])[:, 0]
+
+
+def exact_best_swaps(w, pm, kept_slot, valid, budget: int):
+    """One round for a set of rows: (accept bool, out slot, in slot) of each row's best swap, every
+    es' = ||g_A - w_out + w_in|| / p' summed over d in numpy's order (the registry's arithmetic).
+
+    w [r, P, d] and pm [r, P] are the pool's w-vectors and masses by slot (positions ascending)."""
+    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current = _swap_slots(w, pm, kept_slot, valid, budget)
     g_swap = (g[:, None, None, :] - wk[:, :, None, :]) + wi[:, None, :, :]
     es_swap = numpy_sum(g_swap * g_swap).sqrt() / ((mass[:, None, None] - pk[:, :, None]) + pi[:, None, :])
     es_swap = es_swap.masked_fill(~in_valid[:, None, :], float("inf"))
     best = first_argmin(es_swap)
-    n_in = in_slots.shape[1]
-    accept = es_swap.reshape(es_swap.shape[0], -1).gather(1, best[:, None])[:, 0] < current * (1.0 - REL_TOL)
-    return accept, out_slots.gather(1, (best // n_in)[:, None])[:, 0], in_slots.gather(1, (best % n_in)[:, None])[:, 0]
+    es_best = es_swap.reshape(es_swap.shape[0], -1).gather(1, best[:, None])[:, 0]
+    return _decision(es_best, best, current, out_slots, in_slots)
+
+
+def best_swaps(w, pm, kept_slot, valid, budget: int):
+    """:func:`exact_best_swaps`, decided for most rows from a screen and exactly for the rest.
+
+    With h = g_A - w_out (rounded as the exact path rounds it), ``||h + w_in||^2`` is expanded as
+    ``||h||^2 + ||w_in||^2 + 2 h.w_in`` (one batched product instead of an [r, s, P - s, d]
+    temporary) with the bound ``SCREEN_TOL (||h|| + ||w_in||)^2`` on its distance from the exact
+    path's value (float64 rounding of either is below 1e-13 of that scale for d <= 256).  A row is
+    decided by the screen when no swap can pass the acceptance threshold (every lower bound at or
+    above es(A)(1 - REL_TOL)), or when one swap's upper bound lies below every other lower bound
+    and below the threshold (it is then the exact minimum and accepted); every other row (near
+    ties, swaps at the threshold) goes through the exact path.  The decisions are the exact path's."""
+    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current = _swap_slots(w, pm, kept_slot, valid, budget)
+    h = g[:, None, :] - wk  # [r, s, d]: bitwise the exact path's g - w_out
+    h2, i2 = (h * h).sum(-1), (wi * wi).sum(-1)  # [r, s], [r, n_in]
+    n2 = h2[:, :, None] + i2[:, None, :] + 2.0 * torch.bmm(h, wi.transpose(1, 2))
+    tol = SCREEN_TOL * (h2.sqrt()[:, :, None] + i2.sqrt()[:, None, :]) ** 2
+    den = (mass[:, None, None] - pk[:, :, None]) + pi[:, None, :]
+    lo = ((n2 - tol).clamp(min=0).sqrt() / den * (1 - ROUNDING_TOL)).masked_fill(~in_valid[:, None, :], float("inf"))
+    hi = ((n2 + tol).sqrt() / den * (1 + ROUNDING_TOL)).masked_fill(~in_valid[:, None, :], float("inf"))
+    lo, hi = lo.reshape(lo.shape[0], -1), hi.reshape(hi.shape[0], -1)
+    threshold = current * (1.0 - REL_TOL)
+    candidate = hi.argmin(dim=1)
+    hi_best = hi.gather(1, candidate[:, None])[:, 0]
+    lo_others = lo.scatter(1, candidate[:, None], float("inf")).min(dim=1).values
+    reject = lo.min(dim=1).values >= threshold
+    accept = (hi_best < lo_others) & (hi_best < threshold)
+    _, out_slot, in_slot = _decision(hi_best, candidate, current, out_slots, in_slots)
+    unsure = (~(accept | reject)).nonzero()[:, 0]
+    if unsure.numel():
+        exact = exact_best_swaps(w[unsure], pm[unsure], kept_slot[unsure], valid[unsure], budget)
+        accept[unsure], out_slot[unsure], in_slot[unsure] = exact
+    return accept, out_slot, in_slot
 
 
 def swap_rounds(w, pm, kept_slot, valid, budget: int) -> torch.Tensor:

@@ -5,6 +5,7 @@
 * :func:`compress`: a boolean row mask -> its positions ascending, padded with -1;
 * :func:`numpy_sum`: a last-axis sum in numpy's pairwise order (bit-identical to ``ndarray.sum``
   on float64), for scores the numpy rules compare without tolerance;
+* :func:`sequential_sum`: a last-axis sum strictly left to right (a scalar loop's order);
 * :func:`first_argmin`: the first index of the row minimum (numpy's argmin convention).
 """
 
@@ -61,6 +62,24 @@ def to_csr(kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ptr = torch.zeros(flat.shape[0] + 1, dtype=torch.int64)
     ptr[1:] = valid.sum(dim=1).cumsum(dim=0)
     return ptr, flat[valid]
+
+
+def mask_to_csr(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ptr [R + 1], idx): the set positions of each row of ``mask`` (bool [R, N]), ascending, as CSR."""
+    ptr = torch.zeros(mask.shape[0] + 1, dtype=torch.int64, device=mask.device)
+    ptr[1:] = mask.sum(dim=1).cumsum(dim=0)
+    return ptr, mask.nonzero()[:, 1]
+
+
+def sequential_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over the last axis strictly left to right (as a scalar loop, ``core.operator``'s numba
+    kernels): on the CPU torch's cumsum is that loop (one pass; tested bitwise), elsewhere a loop."""
+    if x.device.type == "cpu":
+        return x.cumsum(dim=-1)[..., -1] if x.shape[-1] else x.sum(dim=-1)
+    total = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for i in range(x.shape[-1]):
+        total = total + x[..., i]
+    return total
 
 
 def numpy_sum(x: torch.Tensor) -> torch.Tensor:

@@ -141,6 +141,22 @@ class LayerRows:
         kv = self.kv_of_row if which is None else self.kv_of_row[which]
         return kv_tensor.reshape(n_kv * n, -1)[kv[:, None] * n + index]
 
+    def heads(self, chosen: torch.Tensor) -> LayerRows:
+        """The rows of the query heads where `chosen` (bool [Hq]) is set, each with its own copy of
+        its KV head's keys and values (group 1): a rule on them chooses what it chooses on those
+        heads of the whole layer (no rule looks across heads)."""
+        index = chosen.nonzero()[:, 0]
+        kv = index // self.group
+
+        def pick(x):
+            return None if x is None else x[index]
+
+        return LayerRows(
+            p=self.p[index], positions=self.positions[index], keys=self.keys[kv], values=self.values[kv],
+            query=pick(self.query), acc_mass=pick(self.acc_mass),
+            window_sums=None if self.window_sums is None else {w: x[index] for w, x in self.window_sums.items()},
+        )  # fmt: skip
+
     # -- from a capture shard ------------------------------------------------------------------
     @classmethod
     def from_layer(cls, t: dict, windows: tuple[int, ...] = SNAPKV_WINDOWS) -> LayerRows:

@@ -21,6 +21,7 @@ from trustmass.core.selectors.contract import contract
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.windows import snapkv_window
 from trustmass.loss import selection
+from trustmass.loss.batched import mask_to_csr
 from trustmass.loss.configurations import KEEP_ALL, Configuration
 from trustmass.loss.forward import LayerCall, PrefixLayer
 
@@ -100,18 +101,12 @@ class SelectionPolicy:
         self.layer = call.layer
         p = call.probabilities()
         heads = torch.from_numpy(self.switched[call.layer]).to(p.device)
-        if self.config.base_rule == KEEP_ALL:
-            kept, swaps = _visible_keys(p), None
+        if self.config.base_rule == KEEP_ALL:  # every key with mass, straight to CSR (no padded [Hq, M, N])
+            (ptr, idx), swaps = mask_to_csr(p.reshape(-1, p.shape[-1]) > 0), None
         else:
             rows = self._rows(call, prefix, p)
-            kept, swaps = self._select(self.config.base_rule, rows)
-            if bool(heads.any()):
-                switched, switch_swaps = self._select(self.config.switch_rule, rows)
-                kept = torch.where(heads[:, None, None], switched, kept)
-                if switch_swaps is not None:
-                    swaps = torch.where(heads[:, None], switch_swaps, 0 if swaps is None else swaps)
-        kept = visible_only(kept, p)
-        ptr, idx = selection.to_csr(kept)
+            kept, swaps = self._switched_select(rows, heads)
+            ptr, idx = selection.to_csr(visible_only(kept, p))
         out, kept_mass, _ = kernels.restricted_attention(
             call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
             call.logits_dtype,
@@ -144,6 +139,26 @@ class SelectionPolicy:
             window_sums={w: window_sums(p, prefix.tail, w)} if "window" in evidence else None,
         )
 
+    def _switched_select(self, rows, heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The base rule on the heads not in `heads`, the switch rule on those (each rule runs on its
+        own heads only: balancing on a third of the cells costs a third)."""
+        if not bool(heads.any()):
+            return self._select(self.config.base_rule, rows)
+        if bool(heads.all()):
+            return self._select(self.config.switch_rule, rows)
+        base, base_swaps = self._select(self.config.base_rule, rows.heads(~heads))
+        switched, switch_swaps = self._select(self.config.switch_rule, rows.heads(heads))
+        kept = base.new_empty((rows.n_heads, *base.shape[1:]))
+        kept[~heads], kept[heads] = base, switched
+        if base_swaps is None and switch_swaps is None:
+            return kept, None
+        swaps = torch.zeros(rows.n_heads, rows.n_rows, dtype=torch.int64)
+        if base_swaps is not None:
+            swaps[~heads] = base_swaps
+        if switch_swaps is not None:
+            swaps[heads] = switch_swaps
+        return kept, swaps
+
     def _select(self, rule: str, rows) -> tuple[torch.Tensor, torch.Tensor | None]:
         if rule == "probe":
             return self.probe.select(self.layer, rows, self.budget), None
@@ -169,11 +184,3 @@ def visible_only(kept: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """`kept` with every key without mass (outside a sliding window, or underflowed) set to -1:
     such a key adds nothing to ``m_A``, so the kernel sees visible keys only."""
     return torch.where((kept >= 0) & (p.gather(-1, kept.clamp(min=0)) > 0), kept, torch.full_like(kept, -1))
-
-
-def _visible_keys(p: torch.Tensor) -> torch.Tensor:
-    """Every key with positive mass, per (head, row), padded with -1 (the keep-all configuration)."""
-    visible = p > 0
-    width = int(visible.sum(-1).max())
-    order = torch.sort((~visible).to(torch.int8), dim=-1, stable=True).indices[..., :width]
-    return torch.where(torch.gather(visible, -1, order), order, torch.full_like(order, -1))
