@@ -15,6 +15,7 @@ BENCHMARKS = {
     "capture": "trustmass.bench.capture",
     "kernels": "trustmass.bench.kernels",
     "certify": "trustmass.bench.certify",
+    "restricted": "trustmass.bench.restricted",
 }
 
 
