@@ -11,43 +11,28 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 from pathlib import Path  # noqa: E402
 
 import polars as pl  # noqa: E402
-import torch  # noqa: E402
 
-from trustmass.core.enumeration import PoolRule  # noqa: E402
-from trustmass.core.selectors.ceiling_rules import Balancing  # noqa: E402
-from trustmass.loss import forward  # noqa: E402
-from trustmass.loss.cell_map import flat_cells  # noqa: E402
 from trustmass.loss.configurations import plan  # noqa: E402
 from trustmass.loss.document import run_document  # noqa: E402
-from trustmass.loss.heldout import heldout_document  # noqa: E402
+from trustmass.loss.job import open_job  # noqa: E402
 from trustmass.loss.probe import ProbeParams  # noqa: E402
 from trustmass.plumbing.rule_io import clean_exit_on, finish, write_parquet  # noqa: E402
-from trustmass.sources.loading import load_prepared_model, resolve_device, source_record  # noqa: E402
+from trustmass.sources.loading import source_record  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
 loss = cfg["loss"]
 model_name, corpus, doc = smk.wildcards.model, smk.wildcards.corpus, smk.wildcards.doc
-torch.set_num_threads(smk.threads)
-torch.use_deterministic_algorithms(True, warn_only=True)
-torch.manual_seed(cfg["seed"])
-
 with clean_exit_on(ValueError, job=f"loss_document {model_name}/{corpus}/{doc}"):
-    ids, record = heldout_document(smk.input.heldout, smk.input.capture_documents, doc)
-device = resolve_device(cfg["capture"]["device"])
-forward.register()
-model = load_prepared_model(Path(smk.input.model).parent, forward.ATTENTION_NAME, device)
-n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-flat = flat_cells(pl.read_parquet(smk.input.map), n_layers, n_heads)
+    job = open_job(cfg, smk.input.model, smk.input.heldout, smk.input.capture_documents, smk.input.map, doc, smk.threads)
 probe = ProbeParams.load(smk.input.probe[0]) if smk.input.probe else None
 alphas = tuple(loss["probe"]["alpha_grid"]) if probe is not None else ()
 configs = plan(tuple(loss["rules"]), int(loss["random_seeds"]), tuple(loss["accounting"]), alphas)
-balancing = Balancing(tuple(cfg["budgets"]["enumerated"]), int(cfg["balancing"]["native_extra"]), PoolRule.from_config(cfg))
-print(f"loss {model_name}/{corpus}/{doc} ({record['id']}): {ids.shape[0]} tokens, continuation {loss['continuation']}, "
-      f"budget {loss['budget']}, {int(flat.sum())} of {flat.size} cells flat, {len(configs)} configurations on {device}")  # fmt: skip
+print(f"loss {model_name}/{corpus}/{doc} ({job.record['id']}): {job.ids.shape[0]} tokens, continuation {loss['continuation']}, "
+      f"budget {loss['budget']}, {int(job.flat.sum())} of {job.flat.size} cells flat, {len(configs)} configurations on {job.device}")  # fmt: skip
 result = run_document(
-    model, torch.as_tensor(ids), configs, flat, int(loss["budget"]), int(loss["continuation"]), int(cfg["seed"]),
-    probe=probe, rules={"balancing": balancing}, log=print,
+    job.model, job.ids, configs, job.flat, int(loss["budget"]), int(loss["continuation"]), int(cfg["seed"]),
+    probe=probe, rules={"balancing": job.balancing}, log=print,
 )
 tokens = result.tokens.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))
 cells = result.cells.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))
@@ -57,6 +42,6 @@ finish(
     smk, [smk.output.tokens, smk.output.cells],
     [smk.input.model, smk.input.source, smk.input.heldout, smk.input.capture_documents, smk.input.map,
      *smk.input.probe, *smk.input.code],
-    cfg, started, seeds={"seed": cfg["seed"]}, document=record, seconds=result.seconds,
-    model_source=source_record(Path(smk.input.model).parent), device=device,
+    cfg, started, seeds={"seed": cfg["seed"]}, document=job.record, seconds=result.seconds,
+    model_source=source_record(Path(smk.input.model).parent), device=job.device,
 )  # fmt: skip

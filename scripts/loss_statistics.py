@@ -9,7 +9,9 @@ from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # n
 from trustmass.report.engine import StatisticsSettings  # noqa: E402
 import polars as pl  # noqa: E402
 
-from trustmass.report.frames.loss import allocation_headline, headline, loss_table, probe_headline, probe_table  # noqa: E402
+from trustmass.report.frames.loss import (  # noqa: E402
+    allocation_headline, curvature_headline, curvature_table, headline, loss_table, probe_headline, probe_table,
+)  # fmt: skip
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
@@ -25,9 +27,15 @@ recalls = list(smk.input.probe)
 probe = probe_table(tokens, read_parquets(recalls), settings) if recalls else pl.DataFrame()
 if recalls:
     claims.append(probe_headline(probe))
-frames = {"loss_table": table, "allocation": allocation, "probe": probe, "headline_loss": pl.concat(claims)}
+curvature_files = list(smk.input.curvature)
+curvature = (curvature_table(read_parquets(curvature_files), table, read_parquets(list(smk.input.cells)), settings)
+             if curvature_files else pl.DataFrame())  # fmt: skip
+if curvature_files:
+    claims.append(curvature_headline(curvature))
+frames = {"loss_table": table, "allocation": allocation, "probe": probe, "curvature": curvature, "headline_loss": pl.concat(claims)}
 for name, frame in frames.items():
     write_parquet(frame, smk.output[name])
     print(f"{name}: {frame.height} rows")
-finish(smk, [smk.output[n] for n in frames], [*files, *panels, *recalls, *smk.input.code], cfg, started,
+finish(smk, [smk.output[n] for n in frames], [*files, *panels, *recalls, *curvature_files, *smk.input.cells, *smk.input.code],
+       cfg, started,
        seeds={"seed": settings.seed, "bootstrap": settings.bootstrap})  # fmt: skip

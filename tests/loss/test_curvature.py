@@ -160,7 +160,7 @@ def test_frame_shares():
     sets = {"first_layer": first_layer, "rest": ~first_layer, ALL: np.ones(SHAPE, dtype=bool)}
     frame = curvature(model, document(), CONTINUATION, BUDGET, sets, log=lambda _: None)
     rows = {r["cell_set"]: r for r in frame.iter_rows(named=True)}
-    assert frame["cell_set"].to_list() == [ALL, "first_layer", "rest"]  # "all" once, first
+    assert frame["cell_set"].to_list() == [ALL, "first_layer", "rest"]  # the all-cell set once, first
     assert rows[ALL]["predicted_share"] == pytest.approx(1.0, abs=1e-12)
     assert rows[ALL]["n_cells"] == 8 and rows["first_layer"]["n_cells"] == 4
     c = point("llama")

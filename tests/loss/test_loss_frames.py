@@ -84,3 +84,78 @@ def test_keep_all_difference_and_headline(table):
 def test_document_ce_counts_tokens():
     per_doc = document_ce(tokens())
     assert per_doc.filter(pl.col("config") == "top_mass")["n"].to_list() == [2, 2, 2]
+
+
+# ---- curvature: predicted vs measured shares, the conversion constant (claims 58, 126) ----------
+
+# per-document second-order predictions (nats) of each switch; the all-cell set is the denominator
+PREDICTED = {"all_cell": [-0.4, -0.5, -0.3], "flat_switch": [-0.3, -0.4, -0.2], "random_0": [-0.1, -0.2, -0.1]}
+
+
+def curvature_frame(model="m", scale=1.0) -> pl.DataFrame:
+    rows = []
+    for cell_set, values in PREDICTED.items():
+        for d, v in enumerate(values):
+            rows.append({"model": model, "corpus": "c", "doc": f"{d:04d}", "cell_set": cell_set, "n_cells": 3,
+                         "first_order": scale * v * 0.9, "second_order": scale * v * 0.1, "predicted": scale * v,
+                         "replayed": scale * v * 1.05})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def cells_frame(model="m", es_cut=0.2) -> pl.DataFrame:
+    """Two cells per document; flat_switch switches cell (0, 0) and cuts its es by `es_cut`."""
+    rows = []
+    for d in range(3):
+        for config, switched_cell, es in (("top_mass", None, 1.0), ("flat_switch", (0, 0), 1.0 - es_cut)):
+            for head in (0, 1):
+                switched = switched_cell == (0, head)
+                rows.append({"model": model, "corpus": "c", "doc": f"{d:04d}", "config": config, "layer": 0, "head": head,
+                             "switched": switched, "mean_dropped_mass": 0.3, "mean_es": es if switched else 1.0,
+                             "mean_swaps": 0.0})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_curvature_shares_and_conversion_constant(table):
+    from trustmass.report.frames.loss import curvature_table
+
+    curv = curvature_table(curvature_frame(), table, cells_frame(), StatisticsSettings(bootstrap=200, seed=3))
+    flat = curv.filter(pl.col("cell_set") == "flat_switch").row(0, named=True)
+    assert flat["predicted_share"] == pytest.approx(mean(PREDICTED["flat_switch"]) / mean(PREDICTED["all_cell"]))
+    assert flat["replayed_share"] == pytest.approx(flat["predicted_share"])  # replay = 1.05 x prediction everywhere
+    assert flat["predicted_share_low"] <= flat["predicted_share"] <= flat["predicted_share_high"]
+    measured = by_config(table, "flat_switch")
+    assert flat["measured_share"] == pytest.approx(measured["share"])
+    assert flat["es_reduction"] == pytest.approx(0.2) and flat["mean_dropped_mass"] == pytest.approx(0.3)
+    assert flat["conversion_constant"] == pytest.approx(measured["gain"] / 0.2)
+    assert curv.filter(pl.col("cell_set") == "all_cell")["predicted_share"][0] == pytest.approx(1.0)
+
+
+def test_curvature_claims_span_the_models_constants(table):
+    from trustmass.report.frames.loss import curvature_headline, curvature_table
+
+    two = pl.concat([table, table.with_columns(model=pl.lit("n"))])
+    curv = curvature_table(pl.concat([curvature_frame(), curvature_frame("n")]), two,
+                           pl.concat([cells_frame(), cells_frame("n", es_cut=0.002)]), StatisticsSettings(bootstrap=0))  # fmt: skip
+    rows = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in curvature_headline(curv).iter_rows(named=True)}
+    assert rows[(58, "conversion_constant_orders_of_magnitude", None)] == pytest.approx(2.0)  # 0.2 / 0.002
+    assert rows[(126, "predicted_share", "m")] == pytest.approx(mean(PREDICTED["flat_switch"]) / mean(PREDICTED["all_cell"]))
+    assert (58, "constant_vs_reconstruction_gain_spearman", None) not in rows  # needs three models
+
+
+def test_selector_order_and_accounting_rows():
+    extra = {"quest": [4.1, 4.5, 3.7], "streaming_llm": [5.0, 5.5, 4.8], "snapkv@cache_faithful": [4.6, 5.0, 4.3]}
+    meta = {"quest": ("quest", None, "none", "per_query"), "streaming_llm": ("streaming_llm", None, "none", "per_query"),
+            "snapkv@cache_faithful": ("snapkv", None, "none", "cache_faithful")}  # fmt: skip
+    rows = []
+    for config, ces in extra.items():
+        base, switch, cells, acc = meta[config]
+        for d, ce in enumerate(ces):
+            rows.append({"model": "m", "corpus": "c", "doc": f"{d:04d}", "config": config, "base_rule": base,
+                         "switch_rule": switch, "cells": cells, "seed": None, "budget": 8, "n_cells_switched": 0,
+                         "accounting": acc, "position": 10, "token_id": 1, "nll": ce})  # fmt: skip
+    table = loss_table(pl.concat([tokens(), pl.DataFrame(rows)], how="diagonal_relaxed"), StatisticsSettings(bootstrap=0))
+    got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"]
+           for r in headline(table, ("snapkv", "quest", "streaming_llm")).iter_rows(named=True)}  # fmt: skip
+    assert got[(111, "quest_rank_by_ce_increase", "m")] == 1.0  # quest 4.1 < snapkv 4.53 < streaming 5.1
+    assert got[(111, "streaming_llm_rank_from_most_ce_increase", "m")] == 1.0
+    assert got[(111, "per_query_minus_cache_faithful_ce", "snapkv,m")] == pytest.approx(mean(CE["snapkv"]) - mean(extra["snapkv@cache_faithful"]))

@@ -198,3 +198,24 @@ def test_roles_and_contents_are_checked():
     bad = copy.deepcopy(DEFAULT)
     bad["corpora"]["stdlib"]["content"] = "poetry"
     assert any("content" in p for p in problems(bad))
+
+
+@pytest.mark.parametrize(
+    ("documents", "heldout", "first"),
+    [
+        ({"n_docs": 3, "doc_tokens": 2048}, {}, 6),  # the default: 1,024-token chunks after 6,144 capture tokens
+        ({"n_docs": 20, "doc_tokens": 4096}, {"doc_tokens": None}, 20),  # paper.yaml, loss-cpu.yaml
+        ({"n_docs": 3, "doc_tokens": 2048}, {"doc_tokens": 4096}, 2),  # longer held-out chunks: 6,144 tokens -> chunk 2
+        ({"n_docs": 3, "doc_tokens": 2048}, {"first_doc": 7}, 7),  # a stated first chunk stands
+    ],
+)
+def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, first):
+    from trustmass.plumbing.config import heldout_first_doc
+
+    config = copy.deepcopy(DEFAULT)
+    config["documents"].update(documents)
+    config["loss"]["heldout"].update(heldout)
+    resolved = validate_config(config, SCHEMA)
+    assert heldout_first_doc(resolved) == first
+    # a model's own documents: override (the paper's 7B at 3 x 16,384 tokens) moves its first chunk
+    assert heldout_first_doc(resolved, {"n_docs": 3, "doc_tokens": 16384}) == (first if "first_doc" in heldout else -(-3 * 16384 // int(resolved["loss"]["heldout"]["doc_tokens"] or 16384)))

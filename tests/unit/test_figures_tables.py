@@ -210,3 +210,14 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
     assert rerounded == figure_renders | table_renders
     recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
     assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed
+
+
+def test_a_switched_off_panel_renders_as_an_empty_table_that_says_so(tmp_path):
+    import polars as pl
+
+    from trustmass.report.table_layouts import LAYOUTS
+    from trustmass.report.tables import write
+
+    table = write(LAYOUTS["probe_table"], pl.DataFrame(), tmp_path / "t.csv", tmp_path / "t.md")
+    assert table.height == 0
+    assert "switched off in the configuration" in (tmp_path / "t.md").read_text()

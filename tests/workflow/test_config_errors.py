@@ -73,3 +73,29 @@ def test_a_headline_corpus_outside_the_study(workflow):
         "study:\n  headline:\n    corpus: wikitext\n",
         "config.study.headline.corpus: 'wikitext' is not in study.corpora",
     )
+
+
+def test_a_loss_rule_the_registry_lacks(workflow):
+    _fails_with(
+        workflow,
+        "loss:\n  rules: [snapkv, snapvk, tova]\n",
+        "config.loss.rules: 'snapvk' is not a selector of the registry",
+        "config.loss.rules: 'tova' has no batched version for the restricted forward; fix: use one of top_mass",
+    )
+
+
+def test_a_heldout_range_inside_the_capture_documents(workflow):
+    _fails_with(
+        workflow,
+        "loss:\n  heldout:\n    first_doc: 1\n",
+        "config.loss.heldout.first_doc: 1 chunks of 1024 tokens start inside the capture documents",
+        "fix: loss.heldout.first_doc: 6 or more",
+    )
+
+
+def test_a_loss_budget_above_the_visible_keys(workflow):
+    _fails_with(
+        workflow,
+        "loss:\n  budget: 990\n",
+        "config.loss.budget: 990 is not below the 896 keys the first restricted row sees",
+    )

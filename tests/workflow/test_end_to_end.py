@@ -36,6 +36,11 @@ STUDY = [
     "results/stats/headline_ceiling.parquet",
     "results/figures/fig3_method_headroom.png",
     "results/tables/audit_table.csv",
+    "results/figures/fig4_redirect.png",
+    "results/tables/loss_table.csv",
+    "results/tables/probe.csv",
+    "results/tables/curvature.csv",
+    "results/tables/allocation_panel.csv",
 ]
 
 
@@ -142,3 +147,20 @@ def test_changing_a_benchmark_setting_reruns_only_the_benchmark(tiny_run):
     assert done.returncode == 0, done.output
     jobs = planned_jobs(done.output)
     assert "bench_enumeration" in jobs and not {"worked_examples", "capture", "ceiling", "audit"} & set(jobs), done.output
+
+
+def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_run):
+    import polars as pl
+
+    wf, _, _ = tiny_run
+    table = pl.read_parquet(wf.workdir / "results/stats/loss_table.parquet")
+    configs = set(table["config"])
+    assert {"dense", "keep_all", "top_mass", "all_cell", "flat_switch", "random", "snapkv+flat", "probe@1"} <= configs
+    assert table.filter(pl.col("config") == "keep_all")["max_abs_vs_dense"][0] < 1e-5
+    curvature = pl.read_parquet(wf.workdir / "results/stats/curvature.parquet")
+    assert set(curvature["cell_set"]) == {"all_cell", "flat_switch", "random_0", "random_1"}
+    assert curvature.filter(pl.col("cell_set") == "all_cell")["predicted_share"][0] == 1.0
+    claims = {c["id"]: c for c in json.loads((wf.workdir / "results/claims.json").read_text())["claims"]}
+    for claim in (52, 53, 111, 126):  # 125 is stated per paper model: the tiny model plays no role
+        statuses = {v["all"]["status"] for v in claims[claim]["values"]}
+        assert statuses - {"not produced yet"}, (claim, statuses)

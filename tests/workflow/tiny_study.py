@@ -71,5 +71,6 @@ study:
   corpora: [words]
 loss:
   continuation: 16
+  heldout: {{doc_tokens: null}}
   probe: {{steps: 5, train_docs: 1, alpha_grid: [0.0, 1.0]}}
 """

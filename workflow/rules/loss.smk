@@ -6,6 +6,7 @@
 #   results/loss/{model}/map.parquet                 the map: median dropped mass at s = 8 per cell
 #   results/loss/{model}/{corpus}/{doc}.parquet      per-token NLL of every configuration
 #   results/loss/{model}/{corpus}/{doc}.cells.parquet   per-cell dropped mass, es, swaps
+#   results/loss/{model}/{corpus}/{doc}.curvature.parquet   the second-order prediction per cell set
 #
 # Needs from common.smk: library_code, params_from_config, prov; sources_common.smk:
 # documents_path, documents_for_model, model_source_record; capture_common.smk: capture_shard,
@@ -66,10 +67,10 @@ rule loss_document:
         model="resources/models/{model}/config.json",
         source=model_source_record("{model}"),
         heldout=lambda wc: heldout_path(wc.model, wc.corpus),
-        capture_documents=lambda wc: documents_path(wc.model, wc.corpus).removesuffix(".safetensors") + ".json",
+        capture_documents=lambda wc: capture_manifest(wc.model, wc.corpus),
         map="results/loss/{model}/map.parquet",
         probe=lambda wc: probe_outputs(wc.model),
-        code=library_code("trustmass.loss.document", "trustmass.sources.loading", "trustmass.plumbing.rule_io"),
+        code=library_code("trustmass.loss.document", "trustmass.loss.job", "trustmass.loss.probe", "trustmass.plumbing.rule_io"),
     output:
         tokens=loss_tokens("{model}", "{corpus}", "{doc}"),
         cells="results/loss/{model}/{corpus}/{doc}.cells.parquet",
@@ -88,6 +89,36 @@ rule loss_document:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/loss_document.py"
+
+
+rule loss_curvature:
+    """Curvature (App E): the gradient and Hessian-vector products at every head's o_proj input at
+    the top-mass point of one held-out document; the second-order prediction of the flat switch,
+    the random-cell controls and all-cell balancing, and the frozen-set replay of each."""
+    input:
+        model="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
+        heldout=lambda wc: heldout_path(wc.model, wc.corpus),
+        capture_documents=lambda wc: capture_manifest(wc.model, wc.corpus),
+        map="results/loss/{model}/map.parquet",
+        code=library_code("trustmass.loss.curvature", "trustmass.loss.job", "trustmass.plumbing.rule_io"),
+    output:
+        curvature=curvature_path("{model}", "{corpus}", "{doc}"),
+        prov=prov(curvature_path("{model}", "{corpus}", "{doc}")),
+    params:
+        config=params_from_config("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
+    wildcard_constraints:
+        doc="[0-9]{4}",
+    log:
+        "logs/loss/curvature/{model}/{corpus}/{doc}.log",
+    threads: config["loss"]["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/loss_curvature.py"
 
 
 rule allocation_panel:

@@ -20,7 +20,7 @@ def heldout_settings(model):
     return {
         **settings,
         "doc_tokens": int(heldout["doc_tokens"] or settings["doc_tokens"]),
-        "n_docs": heldout_first_doc(config) + int(heldout["n_docs"]),
+        "n_docs": heldout_first_doc(config, settings) + int(heldout["n_docs"]),
     }
 
 
@@ -28,18 +28,40 @@ def heldout_path(model, corpus):
     return f"resources/heldout/{model}/{corpus}.safetensors"
 
 
-def heldout_ids():
-    first = heldout_first_doc(config)
+def capture_manifest(model, corpus):
+    """The capture documents' manifest (their corpus token ranges: the held-out text must follow)."""
+    return documents_path(model, corpus).removesuffix(".safetensors") + ".json"
+
+
+def heldout_ids(model):
+    """The held-out documents of `model` (indices in its held-out chunking)."""
+    first = heldout_first_doc(config, documents_for_model(model))
     return [f"{i:04d}" for i in range(first, first + int(config["loss"]["heldout"]["n_docs"]))]
 
 
 def loss_documents():
     """(model, corpus, doc) of every held-out document."""
-    return [(m, c, d) for m in loss_models() for c in heldout_corpora() for d in heldout_ids()]
+    return [(m, c, d) for m in loss_models() for c in heldout_corpora() for d in heldout_ids(m)]
 
 
 def loss_tokens(model, corpus, doc):
     return f"results/loss/{model}/{corpus}/{doc}.parquet"
+
+
+def curvature_path(model, corpus, doc):
+    return f"results/loss/{model}/{corpus}/{doc}.curvature.parquet"
+
+
+def curvature_outputs():
+    """Every held-out document's curvature frame (none when loss.curvature is off)."""
+    if not config["loss"]["curvature"]["enabled"]:
+        return []
+    return [curvature_path(*key) for key in loss_documents()]
+
+
+def cells_outputs():
+    """Every held-out document's per-cell frame (the conversion constant's reconstruction change)."""
+    return [loss_tokens(*key).removesuffix(".parquet") + ".cells.parquet" for key in loss_documents()]
 
 
 def map_shards(model):
@@ -80,5 +102,12 @@ def probe_shards(model):
     return train, others or [capture_shard(model, corpus, d) for d in docs[n_train:]]
 
 
+def probe_models():
+    """The models the probe is trained and evaluated on: loss.probe.models, or every loss model."""
+    if not config["loss"]["probe"]["enabled"]:
+        return []
+    return list(config["loss"]["probe"]["models"] or loss_models())
+
+
 def probe_outputs(model):
-    return ["results/loss/{model}/probe.safetensors".format(model=model)] if config["loss"]["probe"]["enabled"] else []
+    return [f"results/loss/{model}/probe.safetensors"] if model in probe_models() else []

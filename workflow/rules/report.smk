@@ -109,11 +109,14 @@ rule sweep_statistics:
 
 
 rule loss_statistics:
-    """Figure 4, the loss table and the loss claims, from the held-out documents' token NLLs."""
+    """Figure 4, the loss table, the probe, curvature and the loss claims, from the held-out documents'
+    token NLLs and per-cell frames."""
     input:
         tokens=loss_outputs(),
         allocation=allocation_outputs(),
-        probe=[f"results/loss/{m}/probe_recall.parquet" for m in loss_models() if config["loss"]["probe"]["enabled"]],
+        probe=[f"results/loss/{m}/probe_recall.parquet" for m in probe_models()],
+        curvature=curvature_outputs(),
+        cells=cells_outputs(),
         code=library_code(STATISTICS_RULES["loss_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("loss_statistics"),

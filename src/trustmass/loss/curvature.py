@@ -44,11 +44,11 @@ import numpy as np
 import polars as pl
 import torch
 
-from trustmass.loss.configurations import ALL_CELLS, BALANCING, TOP_MASS, Configuration
+from trustmass.loss.configurations import ALL_CELL, ALL_CELLS, BALANCING, FLAT_SWITCH, TOP_MASS, Configuration, random_cells
 from trustmass.loss.forward import LayerCall, PrefixLayer, RestrictedForward
 from trustmass.loss.policy import SelectionPolicy, needs
 
-ALL = "all"
+ALL = ALL_CELL  # the all-cell set, named as the loss configuration it predicts
 CURVATURE_SCHEMA = {
     "cell_set": pl.Utf8, "n_cells": pl.Int64, "budget": pl.Int64, "loss_top_mass": pl.Float64,
     "first_order": pl.Float64, "second_order": pl.Float64, "predicted": pl.Float64, "predicted_share": pl.Float64,
@@ -189,6 +189,16 @@ class Curvature:
         logits = self.forward.logits(self.policy)[:-1]
         logp = torch.log_softmax(logits.double(), dim=-1)
         return -logp.gather(1, self.targets.unsqueeze(1)).mean()
+
+
+def curvature_cell_sets(flat: np.ndarray, random_seeds: int, master_seed: int = 0) -> dict[str, np.ndarray]:
+    """The switches the loss stage measures, by their configuration names: ``flat_switch`` (the map's
+    flat cells) and ``random_<seed>`` (the random-cell controls' cells, drawn as the loss draws them)."""
+    flat = np.asarray(flat, dtype=bool)
+    sets = {FLAT_SWITCH: flat}
+    for seed in range(int(random_seeds)):
+        sets[f"random_{seed}"] = random_cells(flat.shape, int(flat.sum()), seed, master_seed)
+    return sets
 
 
 def curvature(

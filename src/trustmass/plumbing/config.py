@@ -239,15 +239,17 @@ def _cross_field_problems(config: dict) -> list[str]:
     return problems
 
 
-def heldout_first_doc(config: Mapping[str, Any]) -> int:
+def heldout_first_doc(config: Mapping[str, Any], documents: Mapping[str, Any] | None = None) -> int:
     """The first held-out chunk: loss.heldout.first_doc, or (null) the first chunk of the held-out
-    chunking whose text starts after the capture documents' text."""
+    chunking whose text starts after the capture documents' text.  `documents`: the capture
+    documents' settings of one model (its own ``documents:`` override applied; default: the
+    config's ``documents``)."""
     first = ((config.get("loss") or {}).get("heldout") or {}).get("first_doc")
-    return _first_chunk_after_capture(config) if first is None else int(first)
+    return _first_chunk_after_capture(config, documents) if first is None else int(first)
 
 
-def _first_chunk_after_capture(config: Mapping[str, Any]) -> int:
-    documents = config.get("documents") or {}
+def _first_chunk_after_capture(config: Mapping[str, Any], documents: Mapping[str, Any] | None = None) -> int:
+    documents = config.get("documents") or {} if documents is None else documents
     heldout = (config.get("loss") or {}).get("heldout") or {}
     capture_tokens = int(documents.get("n_docs", 0)) * int(documents.get("doc_tokens", 0))
     doc_tokens = int(heldout.get("doc_tokens") or documents.get("doc_tokens", 1))
@@ -265,6 +267,10 @@ def _loss_problems(config: dict) -> list[str]:
     problems = [
         f"config.loss.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
         for m in loss.get("models") or []
+        if m not in study.get("models", [])
+    ] + [
+        f"config.loss.probe.models: {m!r} is not in study.models {study.get('models', [])}; fix: name study models"
+        for m in (loss.get("probe") or {}).get("models") or []
         if m not in study.get("models", [])
     ] + [
         f"config.loss.heldout.corpora: {c!r} is not in study.corpora {study.get('corpora', [])}; fix: name study corpora"

@@ -91,8 +91,10 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    "Substitution, Table 7 and the certification claims, from the manifest, its certification and the records"),
     StatisticsRule("sweep_statistics", "trustmass.report.frames.certification", ("sweep", "headline_sweep"),
                    "The cap-widening sweep's table and claims, from the sweep rows"),
-    StatisticsRule("loss_statistics", "trustmass.report.frames.loss", ("loss_table", "allocation", "probe", "headline_loss"),
-                   "Figure 4, the loss table, the allocation panel and the loss claims, from the held-out NLLs and the panels"),
+    StatisticsRule("loss_statistics", "trustmass.report.frames.loss",
+                   ("loss_table", "allocation", "probe", "curvature", "headline_loss"),
+                   "Figure 4, the loss table, the allocation panel, the probe, curvature and the loss claims, from the "
+                   "held-out NLLs, per-cell frames and the panels"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip
@@ -133,6 +135,8 @@ OUTPUTS: tuple[Output, ...] = (
            "loss_table", f"{_TABLES}/loss_table.csv", None, (52, 53, 55, 111, 125)),
     Output("probe_table", "table", "The rank-16 probe: held-out swap recall and CE change against balancing's", ("probe",),
            "probe_table", f"{_TABLES}/probe.csv", None, (57, 124)),
+    Output("curvature_table", "table", "Curvature: the second-order prediction of the switch vs its measured share",
+           ("curvature",), "curvature_table", f"{_TABLES}/curvature.csv", None, (58, 126)),
     Output("allocation_table", "table", "The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
            ("allocation",), "allocation_table", f"{_TABLES}/allocation_panel.csv", None, (97,)),
 )  # fmt: skip

@@ -227,6 +227,24 @@ def probe_table(summary: pl.DataFrame) -> pl.DataFrame:
     return summary.sort("model").select(["population", "model", *cols])
 
 
+# ============================================================================================ curvature
+
+CURVATURE_COLUMNS = (
+    Column("cells", "n_cells", None), Column("docs", "n_docs", None),
+    Column("predicted share", "predicted_share", 3, True), Column("frozen-set replay share", "replayed_share", 3, True),
+    Column("measured share", "measured_share", 3, True), Column("g·δ", "first_order", 5), Column("δ·Hδ/2", "second_order", 5),
+    Column("measured gain, nats", "measured_gain", 4), Column("es reduction", "es_reduction", 4),
+    Column("conversion constant, nats per unit es", "conversion_constant", 4), Column("dropped mass", "mean_dropped_mass", 3),
+)  # fmt: skip
+
+
+def curvature_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """The curvature table: one row per (model, cell set)."""
+    cols = value_columns(CURVATURE_COLUMNS)
+    check_columns(summary, ["population", "model", "cell_set", *cols], "the curvature table")
+    return summary.sort(["model", "cell_set"]).select(["population", "model", "cell_set", *cols])
+
+
 # ============================================================================================ every layout
 
 LAYOUTS: dict[str, TableLayout] = {
@@ -277,6 +295,16 @@ LAYOUTS: dict[str, TableLayout] = {
          "top-mass on the other half, paired document-cluster intervals; share = probe's reduction / balancing's.",
          "swap recall: of the keys balancing swaps in, the share the probe keeps, on the capture documents of the "
          "corpora it did not train on."),
+    ),
+    "curvature_table": TableLayout(
+        "Curvature: the second-order prediction of each switch against its measured share", curvature_table,
+        ("model", "cell_set"), CURVATURE_COLUMNS,
+        ("Top-mass at s everywhere, kept sets frozen; δ = m_bal − m_top on the cell set's heads at every o_proj input; "
+         "predicted ΔL = g·δ + δ·Hδ/2 (gradient and Hessian-vector product of the mean continuation NLL), its share = "
+         "mean over documents / the all-cell mean; replay: L(δ) − L(0) along the same frozen path; measured: the loss "
+         "table's share of the real switch. Intervals: the loss table's document resamples.",
+         "conversion constant = measured gain / es reduction (mean over documents and switched cells of es(top-mass) − "
+         "es(switch)); dropped mass: the switched cells' mean under top-mass."),
     ),
     "allocation_table": TableLayout(
         "The allocation panel: re-allocating the budget by the map, at matched total", allocation_table,

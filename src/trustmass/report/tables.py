@@ -103,11 +103,18 @@ def markdown(layout: TableLayout, frame: pl.DataFrame, kappa_threshold: float | 
 
 def write(layout: TableLayout, frame: pl.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike,
           kappa_threshold: float | None = None) -> pl.DataFrame:  # fmt: skip
-    """Write the table as CSV (full precision) and Markdown, atomically; return the table."""
-    table = layout.shape(frame)
+    """Write the table as CSV (full precision) and Markdown, atomically; return the table.
+
+    A frame without columns is a panel the config switched off (e.g. ``loss.probe.enabled: false``):
+    an empty CSV and a Markdown page that says so."""
+    if frame.width == 0:
+        table = pl.DataFrame()
+        text = f"# {layout.title}\n\nNot produced in this run: its stage is switched off in the configuration.\n"
+    else:
+        table = layout.shape(frame)
+        text = markdown(layout, frame, kappa_threshold)
     with atomic_write(csv_path) as tmp:
         table.write_csv(tmp)
-    text = markdown(layout, frame, kappa_threshold)
     with atomic_write(md_path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return table

@@ -25,6 +25,7 @@ from trustmass.report.engine import StatisticsSettings, frame_from_rows, interva
 from trustmass.report.headline import headline_frame, row
 
 RANDOM = "random"
+ALL_CELL = "all_cell"
 POPULATION = "all"  # every held-out document (the claims' heldout_docs population)
 LOSS_TABLE_SCHEMA = {
     "model": pl.Utf8, "population": pl.Utf8, "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8,
@@ -53,10 +54,12 @@ def document_ce(tokens: pl.DataFrame) -> pl.DataFrame:
 
 
 class _Replicates:
-    """Per-config CE replicates of one model on shared document resamples (row 0: the estimate)."""
+    """Per-config means over documents (CE by default) of one model on shared document resamples
+    (row 0: the estimate).  The resamples depend only on the seed and the number of documents, so
+    two replicate sets over the same documents (say CE and a curvature prediction) are paired."""
 
-    def __init__(self, per_doc: pl.DataFrame, settings: StatisticsSettings):
-        wide = per_doc.pivot(on="config", index="cluster", values="ce").sort("cluster")
+    def __init__(self, per_doc: pl.DataFrame, settings: StatisticsSettings, on: str = "config", values: str = "ce"):
+        wide = per_doc.pivot(on=on, index="cluster", values=values).sort("cluster")
         self.configs = [c for c in wide.columns if c != "cluster"]
         ce = wide.select(self.configs).to_numpy().astype(np.float64)  # [docs, configs]
         n_docs = ce.shape[0]
@@ -129,6 +132,91 @@ def _max_abs_difference(tokens: pl.DataFrame, a: str, b: str) -> float | None:
     if a not in pair.columns or b not in pair.columns:
         return None
     return float((pair[a] - pair[b]).abs().max())
+
+
+# ------------------------------------------------------------------------------------ curvature
+
+CURVATURE_TABLE_SCHEMA = {
+    "model": pl.Utf8, "population": pl.Utf8, "cell_set": pl.Utf8, "n_cells": pl.Int64, "n_docs": pl.Int64,
+    "n": pl.Int64, **interval_columns("predicted_share", "replayed_share", "measured_share"),
+    "first_order": pl.Float64, "second_order": pl.Float64, "predicted": pl.Float64, "replayed": pl.Float64,
+    "measured_gain": pl.Float64, "es_reduction": pl.Float64, "conversion_constant": pl.Float64,
+    "mean_dropped_mass": pl.Float64,
+}  # fmt: skip
+
+
+def curvature_table(curvature: pl.DataFrame, table: pl.DataFrame, cells: pl.DataFrame,
+                    settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """Per (model, cell set): the second-order prediction's share of the all-cell change (mean over
+    documents of ``g'd + d'Hd/2``, divided by the all-cell mean, on the loss table's document
+    resamples) beside the measured share of the same switch (the loss table's); and the
+    conversion constant ``gain / es_reduction``: nats of CE per unit of mean es removed on the
+    switched cells (``es_reduction`` = mean over documents and switched cells of
+    es(top-mass) - es(switch), from the per-cell frames), with the switched cells' mean dropped mass
+    under top-mass.  `curvature` holds the rule loss_curvature's frames, `table` the loss table."""
+    rows = []
+    frame = curvature.with_columns(cluster=pl.concat_str("corpus", "doc", separator="/"))
+    for (model,), g in frame.group_by(["model"], maintain_order=True):
+        predicted = _Replicates(g, settings, on="cell_set", values="predicted")
+        replayed = _Replicates(g.with_columns(pl.col("replayed").fill_null(float("nan"))), settings, on="cell_set", values="replayed")
+        measured = {r["config"]: r for r in table.filter(pl.col("model") == model).iter_rows(named=True)}
+        reduction = _es_reduction(cells.filter(pl.col("model") == model))
+        for (cell_set,), c in g.group_by(["cell_set"], maintain_order=True):
+            loss = measured.get(cell_set, {})
+            es_cut, dropped = reduction.get(cell_set, (None, None))
+            gain = loss.get("gain")
+            rows.append({
+                "model": model, "population": POPULATION, "cell_set": cell_set, "n_cells": int(c["n_cells"][0]),
+                "n_docs": c.height, "n": loss.get("n"),
+                **predicted.interval("predicted_share", lambda s=cell_set: predicted.of(s) / predicted.of(ALL_CELL)),
+                **replayed.interval("replayed_share", lambda s=cell_set: replayed.of(s) / replayed.of(ALL_CELL)),
+                "measured_share": loss.get("share"), "measured_share_low": loss.get("share_low"),
+                "measured_share_high": loss.get("share_high"),
+                **{k: float(c[k].mean()) for k in ("first_order", "second_order", "predicted")},
+                "replayed": float(c["replayed"].mean()) if c["replayed"].null_count() == 0 else None,
+                "measured_gain": gain, "es_reduction": es_cut, "mean_dropped_mass": dropped,
+                "conversion_constant": gain / es_cut if gain is not None and es_cut else None,
+            })  # fmt: skip
+    return frame_from_rows(rows, CURVATURE_TABLE_SCHEMA)
+
+
+def _es_reduction(cells: pl.DataFrame) -> dict[str, tuple[float, float]]:
+    """config -> (mean es(top-mass) - es(config), mean dropped mass under top-mass) over the config's
+    switched cells of every document."""
+    key = ["corpus", "doc", "layer", "head"]
+    top = cells.filter(pl.col("config") == "top_mass").select(*key, es_top="mean_es", dropped_top="mean_dropped_mass")
+    switched = cells.filter(pl.col("switched")).join(top, on=key, how="inner")
+    out = {}
+    for (config,), g in switched.group_by(["config"]):
+        out[config] = (float((g["es_top"] - g["mean_es"]).mean()), float(g["dropped_top"].mean()))
+    return out
+
+
+def curvature_headline(table: pl.DataFrame) -> pl.DataFrame:
+    """Claims 126 (the flat switch's predicted and measured shares, per model) and 58 (how many
+    orders of magnitude the conversion constant spans over the models; with three or more, the rank
+    correlation of the constant with the reconstruction gain, the paper's 'smallest where the gain
+    is largest')."""
+    flat = table.filter(pl.col("cell_set") == "flat_switch")
+    rows = []
+    for rec in flat.iter_rows(named=True):
+        by, common = {"model": rec["model"]}, dict(n_docs=rec["n_docs"], models=rec["model"], n_instances=rec["n"])
+        for value, col in (("predicted_share", "predicted_share"), ("measured_share", "measured_share")):
+            rows.append(row(126, value, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
+                            source=f"curvature[flat_switch].{col}", **common))
+    constants = flat.filter(pl.col("conversion_constant") > 0)
+    if constants.height >= 2:
+        c = constants["conversion_constant"].to_numpy()
+        models = ",".join(sorted(constants["model"].to_list()))
+        rows.append(row(58, "conversion_constant_orders_of_magnitude", float(np.log10(c.max() / c.min())), POPULATION,
+                        models=models, n_docs=int(constants["n_docs"].min()), source="curvature[flat_switch].conversion_constant"))
+        if constants.height >= 3:
+            from scipy.stats import spearmanr
+
+            rho = spearmanr(c, constants["es_reduction"].to_numpy()).statistic
+            rows.append(row(58, "constant_vs_reconstruction_gain_spearman", float(rho), POPULATION, models=models,
+                            source="curvature[flat_switch]: conversion_constant vs es_reduction"))
+    return headline_frame(rows)
 
 
 # ---------------------------------------------------------------------------------------- the probe
@@ -225,7 +313,35 @@ def headline(table: pl.DataFrame, rules: tuple[str, ...]) -> pl.DataFrame:
         flat = table.filter((pl.col("config") == "flat_switch") & (pl.col("delta_vs_top_high") < 0))
         rows.append(row(52, "families_with_reduction", float(flat.height), POPULATION,
                         models=",".join(sorted(set(table["model"]))), source="loss_table: families with CI < 0"))
+    rows += _selector_order_rows(table, rules)
     return headline_frame(rows)
+
+
+def _selector_order_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> list[dict]:
+    """Claim 111, per model: the ranks of Quest (from the least) and StreamingLLM (from the most) by
+    the CE increase over top-mass of the rules run alone, and per-query minus cache-faithful CE of
+    every rule run both ways (needs loss.accounting to include cache_faithful)."""
+    out = []
+    for (model,), g in table.group_by(["model"], maintain_order=True):
+        alone = g.filter(pl.col("base_rule").is_in(list(rules)), pl.col("switch_rule").is_null(), pl.col("delta_vs_top").is_not_null())
+        per_query = alone.filter(pl.col("accounting") == "per_query")
+        increase = dict(zip(per_query["base_rule"], per_query["delta_vs_top"], strict=True))
+        common = dict(models=model, n_docs=int(g["n_docs"].max()), source="loss_table[<rule>].delta_vs_top")
+        if len(increase) >= 2:
+            if "quest" in increase:
+                rank = 1 + sum(v < increase["quest"] for v in increase.values())
+                out.append(row(111, "quest_rank_by_ce_increase", float(rank), POPULATION, by={"model": model}, **common))
+            if "streaming_llm" in increase:
+                rank = 1 + sum(v > increase["streaming_llm"] for v in increase.values())
+                out.append(row(111, "streaming_llm_rank_from_most_ce_increase", float(rank), POPULATION, by={"model": model}, **common))
+        faithful = alone.filter(pl.col("accounting") == "cache_faithful")
+        for rec in faithful.iter_rows(named=True):
+            if rec["base_rule"] in increase:
+                diff = float(per_query.filter(pl.col("base_rule") == rec["base_rule"])["ce"][0] - rec["ce"])
+                out.append(row(111, "per_query_minus_cache_faithful_ce", diff, POPULATION,
+                               by={"selector": rec["base_rule"], "model": model},
+                               **{**common, "source": "loss_table: ce[<rule>] - ce[<rule>@cache_faithful]"}))
+    return out
 
 
 def allocation_headline(panel: pl.DataFrame) -> pl.DataFrame:
