@@ -203,10 +203,10 @@ def test_roles_and_contents_are_checked():
 @pytest.mark.parametrize(
     ("documents", "heldout", "first"),
     [
-        ({"n_docs": 3, "doc_tokens": 2048}, {}, 6),  # the default: 1,024-token chunks after 6,144 capture tokens
+        ({"n_docs": 3, "doc_tokens": 2048}, {}, 12),  # the default: 512-token chunks after 6,144 capture tokens
         ({"n_docs": 20, "doc_tokens": 4096}, {"doc_tokens": None}, 20),  # paper.yaml, loss-cpu.yaml
         ({"n_docs": 3, "doc_tokens": 2048}, {"doc_tokens": 4096}, 2),  # longer held-out chunks: 6,144 tokens -> chunk 2
-        ({"n_docs": 3, "doc_tokens": 2048}, {"first_doc": 7}, 7),  # a stated first chunk stands
+        ({"n_docs": 3, "doc_tokens": 2048}, {"first_doc": 15}, 15),  # a stated first chunk stands
     ],
 )
 def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, first):

@@ -88,14 +88,14 @@ def test_a_heldout_range_inside_the_capture_documents(workflow):
     _fails_with(
         workflow,
         "loss:\n  heldout:\n    first_doc: 1\n",
-        "config.loss.heldout.first_doc: 1 chunks of 1024 tokens start inside the capture documents",
-        "fix: loss.heldout.first_doc: 6 or more",
+        "config.loss.heldout.first_doc: 1 chunks of 512 tokens start inside the capture documents",
+        "fix: loss.heldout.first_doc: 12 or more",
     )
 
 
 def test_a_loss_budget_above_the_visible_keys(workflow):
     _fails_with(
         workflow,
-        "loss:\n  budget: 990\n",
-        "config.loss.budget: 990 is not below the 896 keys the first restricted row sees",
+        "loss:\n  budget: 500\n",
+        "config.loss.budget: 500 is not below the 448 keys the first restricted row sees",
     )
