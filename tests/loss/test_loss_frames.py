@@ -73,6 +73,7 @@ def test_intervals_bracket_estimates(table):
 
 def test_keep_all_difference_and_headline(table):
     assert by_config(table, "keep_all")["max_abs_vs_dense"] == pytest.approx(0.0, abs=1e-12)
+    assert by_config(table, "keep_all")["max_ce_vs_dense"] == pytest.approx(0.0, abs=1e-12)
     frame = headline(table, ("snapkv",))
     got = {(r["claim_id"], r["value_name"]): r["estimate"] for r in frame.iter_rows(named=True)}
     assert got[(53, "flat_switch_share_of_all_cell_gain")] == pytest.approx(by_config(table, "flat_switch")["share"])
@@ -159,3 +160,45 @@ def test_selector_order_and_accounting_rows():
     assert got[(111, "quest_rank_by_ce_increase", "m")] == 1.0  # quest 4.1 < snapkv 4.53 < streaming 5.1
     assert got[(111, "streaming_llm_rank_from_most_ce_increase", "m")] == 1.0
     assert got[(111, "per_query_minus_cache_faithful_ce", "snapkv,m")] == pytest.approx(mean(CE["snapkv"]) - mean(extra["snapkv@cache_faithful"]))
+
+
+# ---- the probe: alpha calibrated on the first half of the documents, checked on the other -------
+
+
+def probe_tokens(probe_ce: dict) -> pl.DataFrame:
+    rows = []
+    for alpha, ces in probe_ce.items():
+        for d, ce in enumerate(ces):
+            rows.append({"model": "m", "corpus": "c", "doc": f"{d:04d}", "config": f"probe@{alpha:g}", "base_rule": "probe",
+                         "switch_rule": None, "cells": "none", "seed": None, "alpha": alpha, "budget": 8,
+                         "n_cells_switched": 0, "accounting": "per_query", "position": 10, "token_id": 1, "nll": ce})  # fmt: skip
+    return pl.concat([tokens().with_columns(alpha=pl.lit(None, dtype=pl.Float64)), pl.DataFrame(rows)], how="diagonal_relaxed")
+
+
+RECALL = pl.DataFrame({"model": ["m"] * 3, "alpha": [0.0, 0.5, 1.0], "recall": [0.0, 0.2, 0.3], "precision": [None, 0.1, 0.2],
+                       "stay": [1.0, 0.5, 0.4], "swap_rows": [40] * 3, "rank": [16] * 3, "train_docs": [1] * 3})  # fmt: skip
+
+
+def test_the_probe_alpha_is_chosen_on_the_first_half_and_judged_on_the_rest():
+    from trustmass.report.frames.loss import probe_headline, probe_table
+
+    # docs 0000, 0001 calibrate (probe@0.5 beats top-mass there), 0002 checks
+    table = probe_table(probe_tokens({0.5: [3.9, 4.3, 3.5], 1.0: [4.2, 4.6, 3.9]}), RECALL, StatisticsSettings(bootstrap=50))
+    rec = table.row(0, named=True)
+    assert rec["alpha"] == 0.5 and rec["n_calibration_docs"] == 2 and rec["n_docs"] == 1
+    top, bal = CE["top_mass"][2], CE["all_cell"][2]
+    assert rec["probe_ce_change"] == pytest.approx(3.5 - top)
+    assert rec["probe_share"] == pytest.approx((top - 3.5) / (top - bal))
+    assert rec["recall"] == 0.2 and rec["recall_trained_scale"] == 0.3
+    rows = {(r["claim_id"], r["value_name"]): r["estimate"] for r in probe_headline(table).iter_rows(named=True)}
+    assert rows[(57, "probe_share_of_loss_reduction")] == pytest.approx(rec["probe_share"])
+    assert rows[(124, "swap_recall")] == 0.3  # at the scale the probe was trained at, whatever alpha won
+
+
+def test_a_probe_worse_than_top_mass_everywhere_calibrates_to_alpha_zero():
+    from trustmass.report.frames.loss import probe_table
+
+    table = probe_table(probe_tokens({0.5: [4.5, 4.9, 4.1], 1.0: [5.0, 5.4, 4.6]}), RECALL, StatisticsSettings(bootstrap=0))
+    rec = table.row(0, named=True)
+    assert rec["alpha"] == 0.0 and rec["probe_ce_change"] == 0.0 and rec["probe_share"] == 0.0
+    assert rec["recall"] == 0.0 and rec["recall_trained_scale"] == 0.3

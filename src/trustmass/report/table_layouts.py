@@ -183,6 +183,7 @@ LOSS_COLUMNS = (
     Column("CE (nats)", "ce", 4, True), Column("CE − CE(top-mass)", "delta_vs_top", 4, True),
     Column("share of the all-cell gain", "share", 3, True), Column("CE − CE(rule)", "delta_vs_rule", 4, True),
     Column("rule's gap recovered", "gap_recovered", 3, True), Column("max |ΔNLL| vs dense", "max_abs_vs_dense", 9),
+    Column("max |ΔCE| vs dense", "max_ce_vs_dense", 9),
 )  # fmt: skip
 
 
@@ -214,7 +215,8 @@ def allocation_table(summary: pl.DataFrame) -> pl.DataFrame:
 
 PROBE_COLUMNS = (
     Column("rank", "rank", None), Column("training docs", "train_docs", None), Column("alpha", "alpha", 2),
-    Column("docs (check half)", "n_docs", None), Column("swap recall", "recall", 3), Column("precision", "precision", 3),
+    Column("docs (check half)", "n_docs", None), Column("swap recall", "recall", 3),
+    Column("swap recall at alpha 1", "recall_trained_scale", 3), Column("precision", "precision", 3),
     Column("CE change, probe", "probe_ce_change", 4, True), Column("CE change, balancing", "balancing_ce_change", 4, True),
     Column("probe's share", "probe_share", 3, True),
 )  # fmt: skip

@@ -9,8 +9,9 @@ resamples (the paired document-cluster bootstrap, spec §7.5):
 * for ``<rule>+flat``: ``delta_vs_rule = CE(rule+flat) - CE(rule)`` and the recovered gap
   ``(CE(rule) - CE(rule+flat)) / (CE(rule) - CE(all_cell))``;
 * ``random`` is the mean over the random-cell seeds, per document, before anything else;
-* ``keep_all``: ``max_abs_vs_dense`` is the largest token NLL difference from the dense model
-  (the operator's unit test at model scale).
+* ``keep_all``: ``max_abs_vs_dense`` is the largest token NLL difference from the dense model and
+  ``max_ce_vs_dense`` the largest per-document CE difference (the operator's unit test at model
+  scale: float32 roundings of two attention paths, compounded over the layers).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ LOSS_TABLE_SCHEMA = {
     "model": pl.Utf8, "population": pl.Utf8, "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8,
     "cells": pl.Utf8, "accounting": pl.Utf8, "n_docs": pl.Int64, "n": pl.Int64, "n_cells_switched": pl.Int64,
     "n_seeds": pl.Int64, **interval_columns("ce", "delta_vs_top", "share", "delta_vs_rule", "gap_recovered"),
-    "gain": pl.Float64, "max_abs_vs_dense": pl.Float64,
+    "gain": pl.Float64, "max_abs_vs_dense": pl.Float64, "max_ce_vs_dense": pl.Float64,
 }  # fmt: skip
 
 
@@ -108,6 +109,9 @@ def loss_table(tokens: pl.DataFrame, settings: StatisticsSettings = StatisticsSe
             out.update(_relative(reps, name, first["base_rule"], first["switch_rule"]))
             if name == "keep_all":
                 out["max_abs_vs_dense"] = _max_abs_difference(dense, "keep_all", "dense")
+                pair = g.filter(pl.col("config").is_in(["keep_all", "dense"])).pivot(on="config", index="cluster", values="ce")
+                if "dense" in pair.columns:
+                    out["max_ce_vs_dense"] = float((pair["keep_all"] - pair["dense"]).abs().max())
             rows.append(out)
     return frame_from_rows(rows, LOSS_TABLE_SCHEMA)
 
@@ -226,6 +230,7 @@ PROBE_SCHEMA = {
     "n_calibration_docs": pl.Int64, "n_docs": pl.Int64, "n": pl.Int64,
     **interval_columns("probe_ce_change", "balancing_ce_change", "probe_share"),
     "recall": pl.Float64, "precision": pl.Float64, "stay": pl.Float64, "swap_rows": pl.Int64,
+    "recall_trained_scale": pl.Float64,
 }  # fmt: skip
 
 
@@ -233,7 +238,8 @@ def probe_table(tokens: pl.DataFrame, recall: pl.DataFrame, settings: Statistics
     """The probe (App E), per model: alpha chosen on the first half of the held-out documents (lowest
     CE, alpha = 0 being top-mass), then on the other half the CE changes against top-mass of the
     probe and of all-cell balancing and the probe's share of balancing's reduction (paired
-    intervals), with the held-out swap recall at the chosen alpha.  One held-out document serves
+    intervals), with the held-out swap recall at the chosen alpha and at alpha = 1, the scale the
+    probe was trained at (the chosen alpha may be 0, where the probe is top-mass and recalls nothing).  One held-out document serves
     both halves (flagged by ``n_calibration_docs == n_docs``)."""
     per_doc = document_ce(tokens.filter(pl.col("accounting") == "per_query"))
     rows = []
@@ -252,7 +258,9 @@ def probe_table(tokens: pl.DataFrame, recall: pl.DataFrame, settings: Statistics
         part = g.filter(pl.col("cluster").is_in(check))
         reps = _Replicates(part, settings)
         top, bal, probe = reps.of("top_mass"), reps.of("all_cell"), reps.of(chosen)
-        at = recall.filter(pl.col("model") == model, (pl.col("alpha") - alpha).abs() < 1e-12).row(0, named=True)
+        mine = recall.filter(pl.col("model") == model)
+        at = mine.filter((pl.col("alpha") - alpha).abs() < 1e-12).row(0, named=True)
+        trained = mine.filter((pl.col("alpha") - 1.0).abs() < 1e-12)
         rows.append({
             "model": model, "population": POPULATION, "alpha": alpha, "rank": at["rank"], "train_docs": at["train_docs"],
             "n_calibration_docs": len(calibration), "n_docs": len(check),
@@ -260,6 +268,7 @@ def probe_table(tokens: pl.DataFrame, recall: pl.DataFrame, settings: Statistics
             **reps.interval("probe_ce_change", lambda: probe - top), **reps.interval("balancing_ce_change", lambda: bal - top),
             **reps.interval("probe_share", lambda: (top - probe) / (top - bal)),
             "recall": at["recall"], "precision": at["precision"], "stay": at["stay"], "swap_rows": at["swap_rows"],
+            "recall_trained_scale": trained["recall"][0] if trained.height else None,
         })  # fmt: skip
     return frame_from_rows(rows, PROBE_SCHEMA)
 
@@ -272,7 +281,8 @@ def probe_headline(table: pl.DataFrame) -> pl.DataFrame:
         rows.append(row(57, "probe_share_of_loss_reduction", rec["probe_share"], POPULATION, by={**by, "probe_rank": rec["rank"]},
                         low=rec["probe_share_low"], high=rec["probe_share_high"], source="probe.probe_share", **common))
         rows.append(row(124, "n_training_docs", rec["train_docs"], POPULATION, by=by, source="probe.train_docs", **common))
-        rows.append(row(124, "swap_recall", rec["recall"], POPULATION, by=by, source="probe.recall (other corpora's capture documents)",
+        rows.append(row(124, "swap_recall", rec["recall_trained_scale"], POPULATION, by=by,
+                        source="probe.recall_trained_scale (alpha = 1, the scale it was trained at; other corpora's capture documents)",
                         **{**common, "n_instances": rec["swap_rows"]}))
         for value, col in (("probe_ce_change", "probe_ce_change"), ("balancing_ce_change", "balancing_ce_change")):
             rows.append(row(124, value, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
