@@ -8,7 +8,9 @@ from trustmass.report.claims.data import claim as _claim
 
 CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
 #: stages whose results this workflow produces (the rest are "not produced yet")
-PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD", "LOSS"]
+PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD", "LOSS"] + [
+    stage for stage, on in (("PROBE", config["loss"]["probe"]["enabled"]), ("CURV", config["loss"]["curvature"]["enabled"])) if on
+]
 STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
 STATISTICS_RULES = {r.name: r for r in STATISTICS}
 
