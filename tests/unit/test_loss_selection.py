@@ -19,7 +19,6 @@ from trustmass.loss.selection import (
     SUPPORTED,
     LayerRows,
     select,
-    switch,
     to_csr,
 )
 
@@ -170,13 +169,19 @@ def test_csr_drops_the_padding():
     assert ptr.tolist() == [0, 2, 5] and idx.tolist() == [0, 3, 1, 2, 4]
 
 
-def test_switch_takes_the_other_rule_on_the_chosen_heads():
+def test_the_policy_takes_the_switch_rule_on_the_chosen_heads():
+    from trustmass.loss.configurations import Configuration
+    from trustmass.loss.policy import CellRecorder, SelectionPolicy
+
     rows, _ = synthetic()
     top, bal = select("top_mass", rows, 8), select("balancing", rows, 8)
-    heads = np.array([False, True, False, True])
-    both = switch(top, bal, heads)
-    assert torch.equal(both.kept[heads], bal.kept[heads]) and torch.equal(both.kept[~heads], top.kept[~heads])
-    assert torch.equal(both.swaps[heads], bal.swaps[heads]) and (both.swaps[~heads] == 0).all()
+    policy = SelectionPolicy(Configuration("flat_switch", "top_mass", "balancing", "flat"), np.zeros((1, 4), bool), 8, CellRecorder((1, 4)))
+    heads = torch.tensor([False, True, False, True])
+    kept, swaps = policy._switched_select(rows, heads)
+    assert torch.equal(kept[heads], bal.kept[heads]) and torch.equal(kept[~heads], top.kept[~heads])
+    assert torch.equal(swaps[heads], bal.swaps[heads]) and (swaps[~heads] == 0).all()
+    every, _ = policy._switched_select(rows, torch.ones(4, dtype=torch.bool))
+    assert torch.equal(every, bal.kept)
 
 
 def test_random_cells_are_deterministic_per_seed():

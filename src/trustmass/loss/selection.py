@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -36,7 +35,7 @@ from trustmass.loss.evidence import LayerRows
 #: relative error allowed a matrix-product page bound against |q| . max(|kmax|, |kmin|) (>> d eps)
 PAGE_TOL = 1e-12
 
-__all__ = ["SUPPORTED", "LayerRows", "Selection", "select", "switch", "to_csr"]
+__all__ = ["SUPPORTED", "LayerRows", "Selection", "select", "to_csr"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,22 +228,3 @@ def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
     shape = (rows.n_heads, rows.n_rows)
     kept = compress(mask, int(budget)).reshape(*shape, int(budget))
     return Selection(name, int(budget), kept, None if swaps is None else swaps.reshape(shape))
-
-
-def switch(base: Selection, other: Selection, heads) -> Selection:
-    """`other` on the query heads where `heads` (bool [Hq]) is set, `base` elsewhere (e.g. a rule on
-    the non-flat cells and balancing on the flat ones of one layer).  Swaps: each side's, 0 where a
-    side has none."""
-    if base.kept.shape != other.kept.shape:
-        raise ValueError(f"cannot switch selections of shapes {tuple(base.kept.shape)} and {tuple(other.kept.shape)}")
-    heads = torch.as_tensor(np.asarray(heads, dtype=bool))
-    if heads.shape != base.kept.shape[:1]:
-        raise ValueError(f"heads must be bool [{base.kept.shape[0]}]; got shape {tuple(heads.shape)}")
-    kept = torch.where(heads[:, None, None], other.kept, base.kept)
-    swaps = None
-    if base.swaps is not None or other.swaps is not None:
-        zero = torch.zeros(base.kept.shape[:2], dtype=torch.int64)
-        b = zero if base.swaps is None else base.swaps
-        o = zero if other.swaps is None else other.swaps
-        swaps = torch.where(heads[:, None], o, b)
-    return Selection(f"{base.name}|{other.name}", base.budget, kept, swaps)
