@@ -263,3 +263,22 @@ def test_sequential_sum_is_a_scalar_loop(shape):
     for i in range(shape[-1]):
         loop = loop + x[..., i]
     assert torch.equal(sequential_sum(x), loop)
+
+
+def test_cache_faithful_rules_evict_once_at_the_first_row_and_quest_does_not():
+    """The cache-faithful reading (the audit's): an evicting rule's row-0 set serves every later row
+    of the head; Quest keeps the full cache, so it selects per query either way."""
+    from trustmass.loss.configurations import CACHE_FAITHFUL, Configuration
+    from trustmass.loss.policy import CellRecorder, SelectionPolicy
+
+    rows, _ = synthetic(positions=np.tile(np.array([[20, 25, 30, 35, 40]]), (4, 1)))
+    for rule in ("top_mass", "snapkv", "h2o", "streaming_llm", "balancing", "quest"):
+        config = Configuration(f"{rule}@cf", rule, accounting=CACHE_FAITHFUL)
+        policy = SelectionPolicy(config, np.zeros((1, 4), bool), 16, CellRecorder((1, 4)))
+        kept, _ = policy._switched_select(rows, torch.zeros(4, dtype=torch.bool))
+        per_query = select(rule, rows, 16).kept
+        if rule == "quest":
+            assert torch.equal(kept, per_query)
+        else:
+            assert torch.equal(kept, per_query[:, :1].expand_as(kept)), rule
+            assert torch.equal(kept[:, 0], per_query[:, 0]) and not torch.equal(kept, per_query), rule

@@ -156,6 +156,7 @@ def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_r
     table = pl.read_parquet(wf.workdir / "results/stats/loss_table.parquet")
     configs = set(table["config"])
     assert {"dense", "keep_all", "top_mass", "all_cell", "flat_switch", "random", "snapkv+flat", "probe@1"} <= configs
+    assert {"top_mass@cache_faithful", "snapkv+flat@cache_faithful", "quest@cache_faithful"} <= configs
     keep_all = table.filter(pl.col("config") == "keep_all").row(0, named=True)
     assert keep_all["max_abs_vs_dense"] < 1e-5 and keep_all["max_ce_vs_dense"] < 1e-5
     curvature = pl.read_parquet(wf.workdir / "results/stats/curvature.parquet")

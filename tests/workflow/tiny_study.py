@@ -72,5 +72,6 @@ study:
 loss:
   continuation: 16
   heldout: {{doc_tokens: null}}
+  accounting: [per_query, cache_faithful]
   probe: {{steps: 5, train_docs: 1, alpha_grid: [0.0, 1.0]}}
 """

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 DENSE, KEEP_ALL, TOP_MASS, BALANCING = "dense", "keep_all", "top_mass", "balancing"
+PER_QUERY, CACHE_FAITHFUL = "per_query", "cache_faithful"  # the accountings (loss.policy)
 ALL_CELL, FLAT_SWITCH = "all_cell", "flat_switch"
 NO_CELLS, ALL_CELLS, FLAT_CELLS, RANDOM_CELLS = "none", "all", "flat", "random"
 #: the registry rules with a batched version in ``loss.selection.RULES`` (named here without torch,
@@ -57,7 +58,7 @@ class Configuration:
     switch_rule: str | None = None
     cells: str = NO_CELLS  # none | all | flat | random
     seed: int | None = None  # random cells only
-    accounting: str = "per_query"
+    accounting: str = PER_QUERY
     alpha: float | None = None  # the probe's mixing weight
 
     @property
@@ -65,18 +66,18 @@ class Configuration:
         return self.base_rule != DENSE
 
 
-def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] = ("per_query",),
+def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] = (PER_QUERY,),
          probe_alphas: tuple[float, ...] = ()) -> list[Configuration]:
     """Every configuration of one held-out document, in a fixed order (dense first)."""
     configs = [Configuration(DENSE, DENSE), Configuration(KEEP_ALL, KEEP_ALL)]
     for acc in accounting:
-        suffix = "" if acc == "per_query" else f"@{acc}"
+        suffix = "" if acc == PER_QUERY else f"@{acc}"
         configs += [
             Configuration(TOP_MASS + suffix, TOP_MASS, accounting=acc),
             Configuration(ALL_CELL + suffix, TOP_MASS, BALANCING, ALL_CELLS, accounting=acc),
             Configuration(FLAT_SWITCH + suffix, TOP_MASS, BALANCING, FLAT_CELLS, accounting=acc),
         ]
-        if acc == "per_query":
+        if acc == PER_QUERY:
             configs += [Configuration(f"random_{seed}", TOP_MASS, BALANCING, RANDOM_CELLS, seed) for seed in range(random_seeds)]
         for rule in rules:
             configs += [

@@ -141,6 +141,16 @@ class LayerRows:
         kv = self.kv_of_row if which is None else self.kv_of_row[which]
         return kv_tensor.reshape(n_kv * n, -1)[kv[:, None] * n + index]
 
+    def first_rows(self) -> LayerRows:
+        """Row 0 of every query head alone (M = 1): the eviction-time rows of the cache-faithful
+        reading."""
+        return LayerRows(
+            p=self.p[:, :1], positions=self.positions[:, :1], keys=self.keys, values=self.values,
+            query=None if self.query is None else self.query[:, :1],
+            acc_mass=None if self.acc_mass is None else self.acc_mass[:, :1],
+            window_sums=None if self.window_sums is None else {w: x[:, :1] for w, x in self.window_sums.items()},
+        )  # fmt: skip
+
     def heads(self, chosen: torch.Tensor) -> LayerRows:
         """The rows of the query heads where `chosen` (bool [Hq]) is set, each with its own copy of
         its KV head's keys and values (group 1): a rule on them chooses what it chooses on those

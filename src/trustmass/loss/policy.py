@@ -7,6 +7,12 @@ continuation rows; SnapKV's window sums reach back into the prefix's last rows. 
 records, per cell, the mean dropped mass ``1 - P(A)``, the mean reconstruction error
 ``es = ||mu - m_A||`` and the mean number of balancing swaps (the cells frame; ``es`` feeds the
 conversion constant).
+
+Accounting: ``per_query`` (each row chooses from its own evidence) or ``cache_faithful``, the
+audit's reading (``trustmass.audit.records``): a rule that evicts (contract ``cache_faithful =
+"frozen_prefill"``, or no reading declared, as balancing) chooses once, at the first restricted row with that row's evidence, and the
+frozen set serves every later row (the budget stays strict: keys written after the eviction are not
+kept); a rule that keeps the full cache (Quest: ``"no_eviction"``) selects per query either way.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.windows import snapkv_window
 from trustmass.loss import selection
 from trustmass.loss.batched import mask_to_csr
-from trustmass.loss.configurations import KEEP_ALL, Configuration
+from trustmass.loss.configurations import CACHE_FAITHFUL, KEEP_ALL, Configuration
 from trustmass.loss.forward import LayerCall, PrefixLayer
 
 
@@ -162,6 +168,12 @@ class SelectionPolicy:
     def _select(self, rule: str, rows) -> tuple[torch.Tensor, torch.Tensor | None]:
         if rule == "probe":
             return self.probe.select(self.layer, rows, self.budget), None
+        if self.config.accounting == CACHE_FAITHFUL and contract(REGISTRY[rule]).cache_faithful != "no_eviction":
+            # one eviction at the first restricted row; its kept set serves every later row (a rule
+            # that declares no reading, balancing, is a kept-set rule: it evicts)
+            chosen = selection.select(rule, rows.first_rows(), self.budget, rule=self.rules.get(rule))
+            swaps = None if chosen.swaps is None else chosen.swaps.expand(-1, rows.n_rows).contiguous()
+            return chosen.kept.expand(-1, rows.n_rows, -1).contiguous(), swaps
         chosen = selection.select(rule, rows, self.budget, rule=self.rules.get(rule))
         return chosen.kept, chosen.swaps
 

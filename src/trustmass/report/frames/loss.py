@@ -106,7 +106,7 @@ def loss_table(tokens: pl.DataFrame, settings: StatisticsSettings = StatisticsSe
                 "n_seeds": int(c["n_seeds"].max()),
                 **reps.interval("ce", lambda name=name: reps.of(name)),
             }  # fmt: skip
-            out.update(_relative(reps, name, first["base_rule"], first["switch_rule"]))
+            out.update(_relative(reps, name, first["base_rule"], first["switch_rule"], first["accounting"]))
             if name == "keep_all":
                 out["max_abs_vs_dense"] = _max_abs_difference(dense, "keep_all", "dense")
                 pair = g.filter(pl.col("config").is_in(["keep_all", "dense"])).pivot(on="config", index="cluster", values="ce")
@@ -116,16 +116,20 @@ def loss_table(tokens: pl.DataFrame, settings: StatisticsSettings = StatisticsSe
     return frame_from_rows(rows, LOSS_TABLE_SCHEMA)
 
 
-def _relative(reps: _Replicates, name: str, base: str, switch: str | None) -> dict:
+def _relative(reps: _Replicates, name: str, base: str, switch: str | None, accounting: str | None) -> dict:
+    """Changes against top-mass, shares of the all-cell gain and rules' recovered gaps, each against
+    the configurations of the same accounting (``top_mass@cache_faithful`` for a cache-faithful row)."""
+    suffix = "" if accounting in (None, "per_query") else f"@{accounting}"
+    top_name, all_name = "top_mass" + suffix, ALL_CELL + suffix
     out = {}
-    if reps.has("top_mass"):
-        out.update(reps.interval("delta_vs_top", lambda: reps.of(name) - reps.of("top_mass")))
+    if reps.has(top_name):
+        out.update(reps.interval("delta_vs_top", lambda: reps.of(name) - reps.of(top_name)))
         out["gain"] = -out["delta_vs_top"]
-        if reps.has("all_cell"):
-            top, all_cell = reps.of("top_mass"), reps.of("all_cell")
+        if reps.has(all_name):
+            top, all_cell = reps.of(top_name), reps.of(all_name)
             out.update(reps.interval("share", lambda: (top - reps.of(name)) / (top - all_cell)))
-    if switch is not None and base not in ("top_mass", "probe") and reps.has(base, "all_cell"):
-        rule, all_cell = reps.of(base), reps.of("all_cell")
+    if switch is not None and base not in ("top_mass", "probe") and reps.has(base + suffix, all_name):
+        rule, all_cell = reps.of(base + suffix), reps.of(all_name)
         out.update(reps.interval("delta_vs_rule", lambda: reps.of(name) - rule))
         out.update(reps.interval("gap_recovered", lambda: (rule - reps.of(name)) / (rule - all_cell)))
     return out
@@ -333,8 +337,8 @@ def _selector_order_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> list[di
     every rule run both ways (needs loss.accounting to include cache_faithful)."""
     out = []
     for (model,), g in table.group_by(["model"], maintain_order=True):
-        alone = g.filter(pl.col("base_rule").is_in(list(rules)), pl.col("switch_rule").is_null(), pl.col("delta_vs_top").is_not_null())
-        per_query = alone.filter(pl.col("accounting") == "per_query")
+        alone = g.filter(pl.col("base_rule").is_in(list(rules)), pl.col("switch_rule").is_null())
+        per_query = alone.filter(pl.col("accounting") == "per_query", pl.col("delta_vs_top").is_not_null())
         increase = dict(zip(per_query["base_rule"], per_query["delta_vs_top"], strict=True))
         common = dict(models=model, n_docs=int(g["n_docs"].max()), source="loss_table[<rule>].delta_vs_top")
         if len(increase) >= 2:
