@@ -282,3 +282,14 @@ def test_cache_faithful_rules_evict_once_at_the_first_row_and_quest_does_not():
         else:
             assert torch.equal(kept, per_query[:, :1].expand_as(kept)), rule
             assert torch.equal(kept[:, 0], per_query[:, 0]) and not torch.equal(kept, per_query), rule
+
+
+def test_window_sums_read_only_the_tail_rows_the_window_reaches():
+    """A prefix tail recorded for a larger budget's SnapKV window serves a smaller one (the
+    restricted benchmark records once for its largest budget)."""
+    from trustmass.loss.policy import window_sums
+
+    gen = torch.Generator().manual_seed(3)
+    p, tail = torch.rand(2, 5, 12, generator=gen), torch.rand(2, 31, 7, generator=gen)
+    assert torch.equal(window_sums(p, tail, 4), window_sums(p, tail[:, -3:], 4))
+    assert not torch.equal(window_sums(p, tail, 4), window_sums(p, None, 4))

@@ -45,11 +45,14 @@ def needs(rules: list[str], budget: int) -> dict:
 
 
 def window_sums(p: torch.Tensor, tail: torch.Tensor | None, w: int) -> torch.Tensor:
-    """``sum_{t = i-w+1..i} P[t, :]`` for every continuation row (p [Hq, M, N]; tail [Hq, <w-1, Np])."""
+    """``sum_{t = i-w+1..i} P[t, :]`` for every continuation row (p [Hq, M, N]; tail [Hq, T, Np], the
+    prefix's last T rows; rows beyond the w - 1 the window reaches are ignored, so a tail recorded
+    for a larger budget serves a smaller one)."""
     rows = p
     if w > 1 and tail is not None and tail.shape[1]:
+        tail = tail[:, -(w - 1) :]
         padded = p.new_zeros(p.shape[0], tail.shape[1], p.shape[2])
-        padded[:, :, : tail.shape[2]] = tail[:, -(w - 1) :]
+        padded[:, :, : tail.shape[2]] = tail
         rows = torch.cat((padded, p), dim=1)
     lead = rows.shape[1] - p.shape[1]
     out = torch.zeros_like(p)
