@@ -68,3 +68,17 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     totals = summed(from_dag)
     assert totals["instances"] == heads * 6 * 4 * N_DOCS * len(CORPORA) == 976_320
     assert totals["primary_instances"] == heads * 6 * 4 * 3 * len(CORPORA) == 146_448
+
+
+def test_the_loss_overlay_plans_21_heldout_documents_per_model_and_only_the_captures_it_reads(tmp_path):
+    """config/loss-cpu.yaml over the panel: the loss targets need the map's primary captures and the
+    probe's training documents, not the panel's 180."""
+    targets = ["fig4", "loss_table", "probe_table", "curvature_table", "allocation_table"]
+    run, done = offline_dry_run(tmp_path, *targets, "--configfile", str(PANEL), str(REPO / "config" / "loss-cpu.yaml"))
+    assert_planned_offline(run, done)
+    jobs = planned_jobs(done.output)
+    assert jobs["loss_document"] == jobs["loss_curvature"] == 3 * 21
+    assert jobs["probe_train"] == 3
+    # per model: 3 primary documents of each corpus (the map) plus Austen 3..11 (the probe's 12)
+    assert jobs["capture"] == 3 * (9 + 9)
+    assert "ceiling" not in jobs
