@@ -36,7 +36,10 @@ rule capture:
         doc="[0-9]{4}",
     log:
         "logs/capture/{model}/{corpus}/{doc}.log",
-    threads: 2
+    # One thread: imports and the model load are serial, so two one-thread captures on 2 cores finish
+    # sooner than two two-thread ones in turn (4 SmolLM2 documents: 44 s vs 68 s).  A GPU job or a
+    # cluster that wants more: --set-threads capture=N.
+    threads: 1
     resources:
         mem_mb=8000,
         runtime=60,
