@@ -231,6 +231,8 @@ def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run):
     jobs = planned_jobs(done.output)
     assert jobs["prepare_model"] == len(ARMS) and jobs["prepare_corpus"] == 1 and jobs["tokenize_documents"] == len(ARMS)
     assert jobs["capture"] == jobs["ceiling"] == 9 * 20 + 3  # 20 docs per arm, 3 for the 7B at 16,384 tokens
+    # every held-out document gets its curvature (the default slice caps it at one per model)
+    assert jobs["loss_curvature"] == jobs["loss_document"] > 0
 
 
 def test_the_planned_capture_jobs_give_the_papers_checksums(paper_dry_run, paper_config):

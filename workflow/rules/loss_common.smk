@@ -53,10 +53,13 @@ def curvature_path(model, corpus, doc):
 
 
 def curvature_outputs():
-    """Every held-out document's curvature frame (none when loss.curvature is off)."""
-    if not config["loss"]["curvature"]["enabled"]:
+    """The curvature frames: each model's first loss.curvature.max_docs held-out documents (none when off)."""
+    settings = config["loss"]["curvature"]
+    if not settings["enabled"]:
         return []
-    return [curvature_path(*key) for key in loss_documents()]
+    cap = settings.get("max_docs")
+    keys = [key for m in loss_models() for key in [k for k in loss_documents() if k[0] == m][:cap]]
+    return [curvature_path(*key) for key in keys]
 
 
 def cells_outputs():
