@@ -10,9 +10,11 @@ pytestmark = pytest.mark.workflow
 
 SLURM_PROFILE = REPO / "profiles" / "slurm"
 DEFAULT_PROFILE = REPO / "profiles" / "default"
-# GPU rules of later stages; the slurm profile configures them ahead of time (snakemake ignores
-# set-resources for rules that do not exist, which is also why a misspelled name must be caught here)
-FUTURE_GPU_RULES = {"capture", "heldout_loss", "deploy"}
+# The rules that run the model; the slurm profile gives each a GPU.  Deploy arrives with a later
+# stage and is configured ahead of time (snakemake ignores set-resources for rules that do not
+# exist, which is also why a misspelled name must be caught here).
+FUTURE_GPU_RULES = {"deploy"}
+GPU_RULES = {"capture", "loss_document", "loss_curvature", "probe_train"} | FUTURE_GPU_RULES
 
 needs_slurm_plugin = pytest.mark.skipif(
     importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
@@ -40,11 +42,12 @@ def test_slurm_profile_names_only_existing_or_planned_rules(workflow):
     configured = set(_profile(SLURM_PROFILE)["set-resources"])
     unknown = configured - rules - FUTURE_GPU_RULES
     assert not unknown, f"profiles/slurm set-resources names rules that do not exist: {sorted(unknown)}"
+    assert GPU_RULES - FUTURE_GPU_RULES <= rules
 
 
 def test_slurm_profile_gives_every_gpu_rule_a_gpu():
     resources = _profile(SLURM_PROFILE)["set-resources"]
-    for rule in FUTURE_GPU_RULES:
+    for rule in GPU_RULES:
         assert resources[rule].get("gpu") == 1 or "gpu" in str(resources[rule].get("gres", "")), rule
     assert "slurm_account" not in (_profile(SLURM_PROFILE).get("default-resources") or {})  # the user's
 
