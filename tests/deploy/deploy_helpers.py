@@ -79,6 +79,12 @@ def greedy(model, cache, token: torch.Tensor, steps: int, positions: int | None 
     return torch.stack(logits), tokens
 
 
+def extend(model, cache, block: torch.Tensor) -> torch.Tensor:
+    """Forward a block ``[1, M]`` of new tokens at once (a question); its logits ``[M, V]``."""
+    with torch.inference_mode():
+        return model(input_ids=block, past_key_values=cache).logits[0].float()
+
+
 def random_kept(n_layers: int, kv_heads: int, n: int, seed: int) -> list[list[torch.Tensor]]:
     """Per-head kept sets of different sizes (between n/8 and n/2), always keeping position n-1."""
     g = torch.Generator().manual_seed(seed)

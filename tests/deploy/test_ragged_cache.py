@@ -2,13 +2,13 @@
 
 import pytest
 import torch
-from deploy_helpers import KEEP, greedy, keep_masks, models, prefill, random_ids, random_kept
+from deploy_helpers import KEEP, extend, greedy, keep_masks, models, prefill, random_ids, random_kept
 from transformers import DynamicCache
 
 from trustmass.deploy import ledger, ragged
 from trustmass.deploy.ragged import RaggedCache
 
-N, STEPS, TOL = 48, 4, 1e-5
+N, BLOCK, STEPS, TOL = 48, 5, 4, 1e-5
 
 
 @pytest.fixture(autouse=True)
@@ -45,25 +45,32 @@ def test_all_kept_equals_dense_decode(llama):
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2", "gemma2", "gemma3"])
 def test_random_kept_equals_masked_reference(kind):
-    """GQA 4:2 and 4:1, soft-capping (gemma2), sliding windows (gemma2, gemma3), QK-norm (gemma3)."""
+    """GQA 4:2 and 4:1, soft-capping (gemma2), sliding windows (gemma2, gemma3), QK-norm (gemma3).
+
+    A block of BLOCK tokens first (causal inside the block), then single-token greedy steps.
+    """
     model, reference = models(kind)
     ids = random_ids(N, model.config.vocab_size, seed=1)
-    dense, first = prefill(model, ids)
+    block = random_ids(BLOCK, model.config.vocab_size, seed=9)
+    dense, _ = prefill(model, ids)
     n_layers, kv_heads, _ = shape_of(model)
     kept = random_kept(n_layers, kv_heads, N, seed=2)
     assert len({len(k) for heads in kept for k in heads}) > 1  # the counts really differ per head
     cache = RaggedCache.from_dense(dense, kept, windows=ragged.layer_windows(model.config))
-    got, got_tokens = greedy(model, cache, first, STEPS)
-    ref_cache, ref_first = prefill(reference, ids)  # dense prefill; eviction applies from the first decode step
-    assert torch.equal(ref_first, first)
+    got_block = extend(model, cache, block)
+    got, got_tokens = greedy(model, cache, got_block[-1:].argmax(-1, keepdim=True), STEPS)
+
+    ref_cache, _ = prefill(reference, ids)  # dense prefill; eviction applies from the first decode step
     KEEP.update(keep_masks(kept, N))
-    want, want_tokens = greedy(reference, ref_cache, first, STEPS)
+    want_block = extend(reference, ref_cache, block)
+    want, want_tokens = greedy(reference, ref_cache, want_block[-1:].argmax(-1, keepdim=True), STEPS)
+    assert (got_block - want_block).abs().max() <= TOL
     assert (got - want).abs().max() <= TOL
     assert got_tokens == want_tokens
     # eviction changed the result (else this test could not tell masked from dense decoding)
     KEEP.clear()
-    dense_logits, _ = greedy(reference, prefill(reference, ids)[0], first, STEPS)
-    assert (dense_logits - want).abs().max() > 1e-3
+    dense_block = extend(reference, prefill(reference, ids)[0], block)
+    assert (dense_block - want_block).abs().max() > 1e-3
 
 
 def test_positions_are_the_original_ones(llama):
