@@ -20,6 +20,8 @@ def llama():
 
 def press_prefill(model, ids, press):
     """kvpress's own recipe (spec part B): the press's hooks shrink the cache after each layer's prefill."""
+    for layer in model.model.layers:  # no head-wise masks left from an earlier press
+        layer.self_attn.masked_key_indices = None
     cache = DynamicCache()
     with torch.inference_mode(), press(model):
         hidden = model.model(input_ids=ids, past_key_values=cache).last_hidden_state
@@ -85,8 +87,6 @@ def test_adakv_as_shipped_holds_the_full_cache_plus_masks(llama):
     # per layer, AdaKV prunes Hkv * (N - n_kept) entries and stores (batch, head, position) int64 indices
     n_pruned = cfg.num_key_value_heads * (N - N // 2)
     assert ledger.bytes_held(shrunk, llama) == full + cfg.num_hidden_layers * 3 * n_pruned * 8
-    for layer in llama.model.layers:  # leave the shared model as it was
-        layer.self_attn.masked_key_indices = None
 
 
 def kept_from_masked(model, kv_heads: int, n: int) -> list[list[torch.Tensor]]:
