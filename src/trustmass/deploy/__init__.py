@@ -1,0 +1,5 @@
+"""Deployment (spec part B): eviction methods run under enforced budgets, with bytes measured.
+
+``ragged`` holds a physically ragged KV cache (one K/V tensor per layer and KV head) and the
+attention function that decodes over it; ``ledger`` measures the bytes a cache really holds.
+"""
