@@ -223,3 +223,44 @@ def test_record_scores_with_any_scorer(llama):
     dense = dense_prefill(llama, ids)
     for layer, got in enumerate(norms):
         assert torch.allclose(got, -dense.layers[layer].keys[0].norm(dim=-1))
+
+
+# ---- KVzip's reconstruction score ------------------------------------------------------------------------------
+
+
+def char_tokenizer(folder, vocab_size: int):
+    """A local one-character-per-token tokenizer (no chat template), so KVzip's AutoTokenizer load needs no hub."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = ["\n"] + [chr(c) for c in range(32, 32 + vocab_size - 2)]
+    vocab = {"<unk>": 0} | {c: i + 1 for i, c in enumerate(chars)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(folder)
+    return str(folder)
+
+
+def test_reconstruction_scores_give_kvzips_own_allocation(tmp_path):
+    """ContourKV (floor 0, global) on KVzip's score, sinks boosted as KVzip does, keeps exactly KVzip's kept set."""
+    from capture.tiny_models import tiny_model
+    from test_kvpress_ledger import kept_from_masked, press_prefill
+
+    from trustmass.deploy.contourkv import ReconstructionScores
+
+    model = tiny_model("llama", "sdpa")  # KVzip's masks need non-eager attention
+    model.config.name_or_path = char_tokenizer(tmp_path / "tok", model.config.vocab_size)
+    ids = random_ids(N, model.config.vocab_size, seed=24)
+    recorder = ReconstructionScores()
+    press_prefill(model, ids, recorder)
+    scores = [s.clone() for s in recorder.kept_scores]
+    assert len(scores) == 2 and scores[0].shape == (2, N) and all((s > 0).all() for s in scores)
+    kvzip = kvpress.KVzipPress(compression_ratio=0.75)
+    press_prefill(model, ids, kvzip)
+    want = kept_from_masked(model, 2, N)
+    top = max(float(s.max()) for s in scores) + 1.0
+    for s in scores:
+        s[:, : kvzip.n_sink] = top  # KVzip's compress_post: attention sinks are never evicted
+    got = contour_kept(scores, N // 4, floor=0)
+    assert as_sets(got) == as_sets(want)
+    assert len({len(k) for heads in want for k in heads}) > 1  # KVzip's own allocation is head-wise too
