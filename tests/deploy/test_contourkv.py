@@ -213,6 +213,10 @@ def test_uniform_top_s_of_window_scores_is_snapkvs_kept_set(llama):
     contour = contour_kept(scores, s, floor=WINDOW)
     assert total(contour) == total(want)
     assert as_sets(contour) != as_sets(want)
+    from trustmass.deploy.ragged import RaggedCache
+
+    ragged = RaggedCache.from_dense(dense_prefill(llama, ids), contour)  # the allocation ships as a ragged cache
+    assert [list(map(int, c)) for c in ragged.kept_counts()] == [[len(k) for k in heads] for heads in contour]
 
 
 def test_record_scores_with_any_scorer(llama):
