@@ -1,5 +1,7 @@
 """Deployment (spec part B): eviction methods run under enforced budgets, with bytes measured.
 
 ``ragged`` holds a physically ragged KV cache (one K/V tensor per layer and KV head) and the
-attention function that decodes over it; ``ledger`` measures the bytes a cache really holds.
+attention function that decodes over it; ``ledger`` measures the bytes a cache really holds;
+``contourkv`` allocates one global threshold's kept sets (spec §7.1) from kvpress scores; ``h2o_press``
+is H2O as a kvpress press.
 """
