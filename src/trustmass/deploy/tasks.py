@@ -14,11 +14,12 @@ Length: ``len(context_ids) + len(question_ids) + reserved == length``, where ``r
 template's own tokens (0 for ``prompt_format="plain"``).  The context is the haystack's first tokens
 with the needles spliced in whole; the haystack is never re-tokenized.
 
-Sentence boundary rule (token space): a needle goes before token ``i`` when token ``i-1`` decodes to
-text ending in ``.``, ``!`` or ``?`` (closing quotes/brackets allowed after it) and the pair
-``(i-1, i)`` decodes to that text followed by whitespace, or when token ``i-1`` itself ends in such
-punctuation plus whitespace; a title such as ``Mr.`` ends no sentence.  Needle ids are the tokens of
-``" " + needle`` as they appear after a full stop (``encode(". " + needle)`` minus ``encode(".")``), so the spliced text reads naturally.
+Sentence boundary rule (token space): a needle goes before token ``i`` when the tokens up to ``i-1``
+(the last four, decoded) end in ``.``, ``!`` or ``?`` (closing quotes/brackets allowed after it) and
+adding token ``i`` appends whitespace next, or when they already end in such punctuation plus
+whitespace; a title such as ``Mr.`` ends no sentence.  Needle ids are the tokens of ``" " + needle``
+as they appear after a full stop (``encode(". " + needle)`` minus ``encode(".")``), so the spliced
+text reads naturally.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ NOUNS = (
 ).split()
 _END = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")
 _END_WS = re.compile(r"[.!?][\"'\u2019\u201d)\]]*\s+$")
+_CLOSE = re.compile(r"[.!?\"'\u2019\u201d)\]]\s*$")  # tokens that may end a sentence
 _ABBREV = re.compile(r"\b(Mr|Mrs|Ms|Dr|St|Messrs|Col|Capt|Rev|Esq)\.$")  # "Mr. Bennet" ends no sentence
 
 
@@ -108,15 +110,15 @@ def _needle_ids(tokenizer, text: str) -> list[int]:
 def sentence_boundaries(ids, tokenizer) -> np.ndarray:
     """Positions ``i`` (``0 < i < len(ids)``) where a sentence ends just before token ``i`` (module rule)."""
     ids = np.asarray(ids, dtype=np.int64)
-    text = {int(u): _decode(tokenizer, [u]) for u in np.unique(ids)}
-    ends_ws = np.array([bool(_END_WS.search(text[int(t)])) for t in ids[:-1]], dtype=bool)
-    ends = np.array([bool(_END.search(text[int(t)])) for t in ids[:-1]], dtype=bool)
-    out = set((np.flatnonzero(ends_ws) + 1).tolist())
-    for i in np.flatnonzero(ends) + 1:
-        first, pair = text[int(ids[i - 1])], _decode(tokenizer, ids[i - 1 : i + 1])
-        if pair.startswith(first) and pair[len(first) : len(first) + 1].isspace():
-            out.add(int(i))
-    out = [i for i in sorted(out) if not _ABBREV.search(_decode(tokenizer, ids[max(0, i - 4) : i]).rstrip())]
+    closes = {int(u) for u in np.unique(ids[:-1]) if _CLOSE.search(_decode(tokenizer, [u]))}
+    out = []
+    for i in np.flatnonzero(np.isin(ids[:-1], list(closes))) + 1:
+        prev = _decode(tokenizer, ids[max(0, i - 4) : i])  # a few tokens, so a split '."' is seen whole
+        if _ABBREV.search(prev.rstrip()):
+            continue
+        pair = _decode(tokenizer, ids[max(0, i - 4) : i + 1])
+        if _END_WS.search(prev) or (_END.search(prev) and pair.startswith(prev) and pair[len(prev) :][:1].isspace()):
+            out.append(int(i))
     return np.array(out, dtype=np.int64)
 
 
