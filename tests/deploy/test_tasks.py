@@ -22,18 +22,25 @@ PROSE = (
 )
 
 
-@pytest.fixture(scope="module")
-def tok():
-    """A byte-level BPE trained on the fixture prose, wrapped as a transformers fast tokenizer."""
+@pytest.fixture(scope="module", params=["byte-level", "metaspace"])
+def tok(request):
+    """A BPE trained on the fixture prose (GPT-2-style byte-level or SentencePiece-style metaspace), as a fast tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    backend.train_from_iterator([PROSE * 4], trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=backend)
+    if request.param == "byte-level":
+        backend = Tokenizer(models.BPE())
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        backend.train_from_iterator([PROSE * 4], trainer)
+        return PreTrainedTokenizerFast(tokenizer_object=backend)
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    alphabet = "0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz -:=?!()"
+    backend.train_from_iterator([PROSE * 4 + alphabet], trainers.BpeTrainer(vocab_size=500, special_tokens=["<unk>"]))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +206,17 @@ def test_load_external(tmp_path):
         load_external("longbench", lb)
     with pytest.raises(ValueError, match="kind = 'babilong'"):
         load_external("babilong", lb)
+
+
+def test_needle_the_tokenizer_cannot_write():
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.train_from_iterator([PROSE], trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>"]))
+    no_digits = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    ids = np.asarray(no_digits.encode(PROSE * 30, add_special_tokens=False))
+    with pytest.raises(ValueError, match="does not round-trip the needle"):
+        make_item("niah_single", 700, 0, haystack_ids=ids, tokenizer=no_digits, seed=0)
+

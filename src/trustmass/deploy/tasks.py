@@ -104,7 +104,11 @@ def _needle_ids(tokenizer, text: str) -> list[int]:
     stop, joined = _encode(tokenizer, "."), _encode(tokenizer, ". " + text)
     if stop and joined[: len(stop)] == stop and _decode(tokenizer, joined[len(stop):]).strip() == text:
         return joined[len(stop):]
-    return _encode(tokenizer, " " + text)
+    ids = _encode(tokenizer, " " + text)
+    if _decode(tokenizer, ids).strip() != text:
+        raise ValueError(f"the tokenizer does not round-trip the needle {text!r} (unknown characters?); "
+                         "fix: use the model's own tokenizer")
+    return ids
 
 
 def sentence_boundaries(ids, tokenizer) -> np.ndarray:
