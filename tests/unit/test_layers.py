@@ -2,7 +2,7 @@
 
 Layers, bottom up: core (shared math, no I/O); plumbing and contracts (config, provenance, rule glue,
 the file formats stages hand over); sources; the stages
-(capture, ceiling, certification, audit, selfcheck, loss), which hand data over by files and never
+(capture, ceiling, certification, audit, selfcheck, loss, deploy), which hand data over by files and never
 import each other; the reporting layer; the tools (bench, cli).  Found statically (ast): every
 ``trustmass`` import of every module, at any depth.
 """
@@ -27,6 +27,7 @@ LAYERS = {
     "audit": 3,
     "selfcheck": 3,
     "loss": 3,
+    "deploy": 3,
     "report": 4,
     "bench": 5,
     "cli": 5,
