@@ -18,7 +18,7 @@ MASKED_NAME = "test_masked_dense"
 KEEP: dict[int, torch.Tensor] = {}
 
 
-def masked_dense_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def masked_dense_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """Eager attention over the full dense cache with evicted positions at -inf (float32)."""
     group = query.shape[1] // key.shape[1]
     n_keys, n_rows = key.shape[2], query.shape[2]

@@ -114,7 +114,7 @@ class _Session:
                 )
 
 
-def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """The registered attention function: the model's own output, plus the capture side effects."""
     softcap = kwargs.get("softcap")
     window = kwargs.get("sliding_window")

@@ -225,7 +225,7 @@ def ragged_attention(query: torch.Tensor, keys: RaggedHeads, values: RaggedHeads
     return torch.cat(outputs).transpose(0, 1).unsqueeze(0).to(query.dtype)
 
 
-def ragged_attention_function(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def ragged_attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """The registered function: ragged attention over a RaggedCache, else the model's own attention."""
     scaling, softcap = default_scaling(query, scaling), kwargs.get("softcap")
     if not isinstance(key, RaggedHeads):

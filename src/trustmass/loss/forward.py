@@ -96,7 +96,7 @@ def _logits_dtype(query: torch.Tensor) -> torch.dtype | None:
     return None if query.dtype == torch.float32 else query.dtype
 
 
-def restricted_attention_function(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def restricted_attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """The registered attention function: the model's own output, or the active policy's."""
     softcap, window = kwargs.get("softcap"), kwargs.get("sliding_window")
     scaling = default_scaling(query, scaling)
