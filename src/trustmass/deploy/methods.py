@@ -7,6 +7,7 @@ Kinds (what :func:`trustmass.deploy.runner.kept_sets` does with a method's recor
                ``scores.topk`` (``ScorerPress.compress``), so every head keeps exactly ``s``.
 ``pyramid``    PyramidKV: SnapKV's score, top ``n_l`` per head with kvpress's per-layer budget
                (``PyramidKVPress.get_layer_budget``); layers differ, so the cells do not average exactly ``s``.
+               With its 64-query window kvpress falls back to SnapKV's uniform ``s`` below ``s = beta * 64 = 1,280``.
 ``headwise``   AdaKV's allocation over the inner scorer's score (safeguard top ``alpha * s`` per head, then the
                bottom scores pruned across the layer's heads), kvpress ships it as masks; here it is ragged.
 ``contourkv``  ContourKV (spec §7.1) on SnapKV's window score (window 32): ``unenforced`` (one global threshold)
