@@ -140,6 +140,16 @@ def test_run_item_rows(llama, item):
             assert r["kept_max_head"] <= BUDGET and r["kept_min_head"] >= 8
 
 
+def test_qwen2_without_config_head_dim(item):
+    """CriticalKV reads config.head_dim, which Qwen2 configs lack: score_all fills it in."""
+    tok, it = item
+    qwen = models("qwen2")[0]
+    assert getattr(qwen.config, "head_dim", None) is None
+    rows = run_item(qwen, tok, it, ["criticalkv", "snapkv"], BUDGET, max_new_tokens=2)
+    assert [(r["kept_min_head"], r["kept_max_head"]) for r in rows] == [(BUDGET, BUDGET)] * 2
+    assert qwen.config.head_dim == 16
+
+
 def test_bad_inputs(llama, item):
     tok, it = item
     n = it.context_ids.size

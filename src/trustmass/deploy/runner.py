@@ -53,6 +53,9 @@ def score_all(model, context_ids, presses: dict, seed: int = 0) -> Prefill:
     ``torch.manual_seed(seed)`` in a forked RNG state, so scores are reproducible and the caller's RNG is untouched.
     """
     ids = _ids(context_ids, model.device)
+    text = model.config.get_text_config(decoder=True)
+    if getattr(text, "head_dim", None) is None:  # CriticalKV reads config.head_dim; Qwen2 configs lack it
+        text.head_dim = text.hidden_size // text.num_attention_heads
     cache, start = DynamicCache(), time.perf_counter()  # no config: sliding layers keep every position too
     with torch.random.fork_rng():
         torch.manual_seed(seed)
