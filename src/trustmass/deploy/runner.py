@@ -119,7 +119,8 @@ def pyramid_budgets(press, config, n: int) -> list[int]:
 
 def _eos(model, tokenizer, eos_ids) -> set[int]:
     if eos_ids is None:
-        eos_ids = getattr(model.generation_config, "eos_token_id", None) or getattr(tokenizer, "eos_token_id", None)
+        eos_ids = getattr(model.generation_config, "eos_token_id", None)
+        eos_ids = getattr(tokenizer, "eos_token_id", None) if eos_ids is None else eos_ids
     if eos_ids is None:
         return set()
     return {int(eos_ids)} if isinstance(eos_ids, int) else {int(e) for e in eos_ids}
