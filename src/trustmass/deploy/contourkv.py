@@ -15,11 +15,13 @@ most ``cap`` per cell (for ``caps = s``: at most SnapKV's ``s`` per head, never 
 
 Scores: :func:`window_scores` records kvpress's own ``SnapKVPress.score`` (observation window)
 on one dense prefill; :class:`ReconstructionScores` keeps KVzip's ``score_val`` (context
-reconstruction) instead of evicting with it.  :func:`record_scores` works with any ``ScorerPress``.
+reconstruction) instead of evicting with it.  :func:`record_scores` works with any ``ScorerPress``, and
+:func:`record_all` records several on the same prefill.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +31,7 @@ from kvpress.presses.base_press import BasePress
 from kvpress.presses.scorer_press import ScorerPress
 from transformers import DynamicCache
 
-__all__ = ["ReconstructionScores", "ScoreRecorder", "contour_kept", "record_scores", "window_scores"]
+__all__ = ["ReconstructionScores", "ScoreRecorder", "contour_kept", "record_all", "record_scores", "window_scores"]
 
 
 def _check(scores, budget: int, floor: int, floor_counts_toward_budget: bool, scope: str):
@@ -127,26 +129,47 @@ def contour_kept(
 
 @dataclass
 class ScoreRecorder(BasePress):
-    """kvpress's ``BasePress`` hooks running ``scorer.score`` on every layer's prefill and evicting nothing.
+    """kvpress's ``BasePress`` hooks fanning one dense prefill out to several ``ScorerPress`` objects, evicting nothing.
 
-    ``compress`` stores ``scorer.score(...)[0]`` (``[Hkv, N]``, batch 1) per layer in ``scores`` and
-    returns the keys and values unchanged.
+    ``compress`` stores ``scorer.score(...)[0]`` (``[Hkv, N]``, batch 1) per scorer name and layer in
+    ``scores[name][layer]``, adds the time each ``score`` call took to ``seconds[name]``, and returns
+    the keys and values unchanged.  Every scorer sees the same layer inputs: nothing is evicted, so
+    the next layer's input is the dense one, exactly as in a prefill of its own.
     """
 
-    scorer: ScorerPress = None
-    scores: dict = field(default_factory=dict)
+    scorers: dict = field(default_factory=dict)  # name -> ScorerPress
+    scores: dict = field(default_factory=dict)  # name -> {layer: [Hkv, N]}
+    seconds: dict = field(default_factory=dict)  # name -> seconds spent in its score calls
+
+    def post_init_from_model(self, model):
+        for scorer in self.scorers.values():
+            scorer.post_init_from_model(model)
 
     def compress(self, module, hidden_states, keys, values, attentions, kwargs):
-        self.scores[int(module.layer_idx)] = self.scorer.score(module, hidden_states, keys, values, attentions, kwargs)[0]
+        for name, scorer in self.scorers.items():
+            start = time.perf_counter()
+            score = scorer.score(module, hidden_states, keys, values, attentions, kwargs)[0]
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            self.scores.setdefault(name, {})[int(module.layer_idx)] = score
         return keys, values
+
+    def per_layer(self, name: str) -> list[torch.Tensor]:
+        layers = self.scores.get(name, {})
+        return [layers[i] for i in range(len(layers))]
+
+
+def record_all(model, input_ids: torch.Tensor, scorers: dict, cache=None) -> ScoreRecorder:
+    """Run ONE dense prefill of ``input_ids`` [1, N] into ``cache`` (default a fresh ``DynamicCache()``),
+    recording every scorer's per-layer ``[Hkv, N]`` score; the recorder holds ``scores`` and ``seconds``."""
+    recorder = ScoreRecorder(scorers=dict(scorers))
+    with torch.inference_mode(), recorder(model):
+        model.model(input_ids=input_ids, past_key_values=DynamicCache() if cache is None else cache)
+    return recorder
 
 
 def record_scores(model, input_ids: torch.Tensor, scorer: ScorerPress) -> list[torch.Tensor]:
     """Per layer ``[Hkv, N]`` scores of ``scorer`` (a kvpress ``ScorerPress``) on one dense prefill of ``input_ids`` [1, N]."""
-    recorder = ScoreRecorder(scorer=scorer)
-    with torch.inference_mode(), recorder(model):
-        model.model(input_ids=input_ids, past_key_values=DynamicCache())
-    return [recorder.scores[i] for i in range(len(recorder.scores))]
+    return record_all(model, input_ids, {"scorer": scorer}).per_layer("scorer")
 
 
 def window_scores(model, input_ids: torch.Tensor, window_size: int = 32, kernel_size: int = 5) -> list[torch.Tensor]:

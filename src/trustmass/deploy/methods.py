@@ -1,0 +1,109 @@
+"""The method roster of the deployment runner (spec part B): which kvpress scorer, and how its score becomes kept sets.
+
+Kinds (what :func:`trustmass.deploy.runner.kept_sets` does with a method's recorded score):
+
+``dense``      every position kept (no scorer): the ragged path's dense reference.
+``uniform``    a kvpress ``ScorerPress``: the top ``s`` positions of its score per (layer, KV head), kvpress's own
+               ``scores.topk`` (``ScorerPress.compress``), so every head keeps exactly ``s``.
+``pyramid``    PyramidKV: SnapKV's score, top ``n_l`` per head with kvpress's per-layer budget
+               (``PyramidKVPress.get_layer_budget``); layers differ, so the cells do not average exactly ``s``.
+               With its 64-query window kvpress falls back to SnapKV's uniform ``s`` below ``s = beta * 64 = 1,280``.
+``headwise``   AdaKV's allocation over the inner scorer's score (safeguard top ``alpha * s`` per head, then the
+               bottom scores pruned across the layer's heads), kvpress ships it as masks; here it is ragged.
+``contourkv``  ContourKV (spec §7.1) on SnapKV's window score (window 32): ``unenforced`` (one global threshold)
+               or ``enforced`` (each cell capped at ``s``, SnapKV's count).
+
+A press factory takes kvpress's ``compression_ratio`` for the item (:func:`ratio_for`), because several
+scores depend on it: StreamingLLM's pruned span, H2O's recency window, CriticalKV's stage-1 selection,
+Compactor's blending.  ``needs_hub`` methods download weights or masks (KVzap's scorer models, DuoAttention's
+head patterns, FastKVzip's gates); :func:`method` refuses them unless ``hub=True``.  KVzip is not in this
+roster: its reconstruction pass is not a ``ScorerPress`` (``contourkv.ReconstructionScores`` keeps its score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import kvpress
+import numpy as np
+from kvpress.utils import compute_n_kept
+
+from trustmass.deploy.h2o_press import H2OPress
+
+__all__ = ["KINDS", "METHODS", "Method", "method", "ratio_for"]
+
+KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv")
+CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kind: str
+    press_factory: Callable[[float], kvpress.ScorerPress] | None  # compression_ratio -> scorer (None: dense)
+    status: str = "offline"  # "offline" or "needs_hub"
+    mode: str | None = None  # contourkv: "enforced" or "unenforced"
+
+
+def _uniform(name: str, press_class, **kw) -> Method:
+    return Method(name, "uniform", lambda ratio: press_class(compression_ratio=ratio, **kw))
+
+
+def _contour(mode: str) -> Method:
+    return Method(f"contourkv_{mode}", "contourkv",
+                  lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio, window_size=CONTOUR_WINDOW), mode=mode)
+
+
+def _hub(name: str, press_class) -> Method:
+    return Method(name, "uniform", lambda ratio: press_class(compression_ratio=ratio), status="needs_hub")
+
+
+_ROSTER = [
+    Method("dense", "dense", None),
+    _uniform("snapkv", kvpress.SnapKVPress),
+    Method("pyramidkv", "pyramid", lambda ratio: kvpress.PyramidKVPress(compression_ratio=ratio)),
+    _uniform("tova", kvpress.TOVAPress),
+    _uniform("streaming_llm", kvpress.StreamingLLMPress),
+    _uniform("knorm", kvpress.KnormPress),
+    _uniform("keydiff", kvpress.KeyDiffPress),
+    Method("criticalkv", "uniform", lambda ratio: kvpress.CriticalKVPress(kvpress.SnapKVPress(compression_ratio=ratio))),
+    _uniform("expected_attention", kvpress.ExpectedAttentionPress),
+    _uniform("compactor", kvpress.CompactorPress),
+    _uniform("h2o", H2OPress),
+    Method("adakv", "headwise", lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio)),
+    _contour("enforced"),
+    _contour("unenforced"),
+    _hub("kvzap", kvpress.KVzapPress),
+    Method("duo_attention", "headwise", lambda ratio: kvpress.DuoAttentionPress(head_compression_ratio=ratio),
+           status="needs_hub"),
+    Method("fastkvzip", "headwise", lambda ratio: kvpress.FastKVzipPress(compression_ratio=ratio), status="needs_hub"),
+]
+METHODS: dict[str, Method] = {m.name: m for m in _ROSTER}
+
+
+def method(name: str, *, hub: bool = False) -> Method:
+    """The roster entry ``name``; ValueError for an unknown name, or a ``needs_hub`` one without ``hub=True``."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}")
+    found = METHODS[name]
+    if found.status == "needs_hub" and not hub:
+        raise ValueError(
+            f"method {name!r} needs hub access (kvpress downloads its weights); enable it by listing it in "
+            "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))"
+        )
+    return found
+
+
+def ratio_for(budget: int, n_tokens: int) -> float:
+    """kvpress's ``compression_ratio`` that keeps exactly ``budget`` of ``n_tokens`` (``compute_n_kept``).
+
+    ``1 - budget / n`` can round so that ``int(n * (1 - ratio))`` is ``budget - 1``; the ratio is nudged down
+    one float step at a time until kvpress keeps ``budget``.
+    """
+    if not 1 <= budget <= n_tokens:
+        raise ValueError(f"budget={budget} must lie in [1, context length {n_tokens}]")
+    ratio = 1.0 - budget / n_tokens
+    while compute_n_kept(n_tokens, ratio) < budget:
+        ratio = float(np.nextafter(ratio, -1.0))
+    return max(ratio, 0.0)
