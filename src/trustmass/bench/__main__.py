@@ -16,6 +16,7 @@ BENCHMARKS = {
     "kernels": "trustmass.bench.kernels",
     "certify": "trustmass.bench.certify",
     "restricted": "trustmass.bench.restricted",
+    "deploy": "trustmass.bench.deploy",
 }
 
 
@@ -31,6 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--min-keys", type=int, default=0, help="certify --shard: only rows with at least this many keys")
     parser.add_argument("--time-limit", type=float, help="certify: seconds per SCIP solve (default: the benchmark's 10 s)")
     parser.add_argument("--budgets", help="certify: comma-separated budgets (default: 4,8,16,32)")
+    parser.add_argument("--budget", type=int, help="deploy: kept entries per KV head (default 64)")
     parser.add_argument("--continuation", type=int, help="restricted: restricted rows (default: the benchmark's 128)")
     parser.add_argument("--repeats", type=int, help="restricted, capture: timed calls per measurement (median; default 3 and 2)")
     parser.add_argument("--out", help="also write the JSON to this file")
@@ -44,7 +46,7 @@ def main(argv=None) -> int:
     given["shard"], given["min_keys"] = args.shard, args.min_keys
     if args.time_limit is not None:
         given["time_limit"] = args.time_limit
-    for name in ("continuation", "repeats"):
+    for name in ("budget", "continuation", "repeats"):
         if getattr(args, name) is not None:
             given[name] = getattr(args, name)
     if args.budgets:

@@ -31,7 +31,7 @@ from kvpress.utils import compute_n_kept
 
 from trustmass.deploy.h2o_press import H2OPress
 
-__all__ = ["KINDS", "METHODS", "Method", "method", "ratio_for"]
+__all__ = ["KINDS", "METHODS", "Method", "method", "ratio_for", "shipped_press"]
 
 KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv")
 CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
@@ -93,6 +93,15 @@ def method(name: str, *, hub: bool = False) -> Method:
             "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))"
         )
     return found
+
+
+def shipped_press(found: Method, scorer):
+    """The press as kvpress ships ``found`` (for the as-shipped byte ledger): head-wise methods wrap their
+    scorer in ``AdaKVPress`` (which masks a full-size cache); the others are their scorer; ContourKV and
+    dense have none (None)."""
+    if found.kind in ("dense", "contourkv"):
+        return None
+    return kvpress.AdaKVPress(scorer) if found.name == "adakv" else scorer
 
 
 def ratio_for(budget: int, n_tokens: int) -> float:
