@@ -250,14 +250,14 @@ def test_reconstruction_scores_give_kvzips_own_allocation(tmp_path):
     from capture.tiny_models import tiny_model
     from test_kvpress_ledger import kept_from_masked, press_prefill
 
-    from trustmass.deploy.contourkv import ReconstructionScores
+    from trustmass.deploy.shipped import KVzipScores
 
     model = tiny_model("llama", "sdpa")  # KVzip's masks need non-eager attention
     model.config.name_or_path = char_tokenizer(tmp_path / "tok", model.config.vocab_size)
     ids = random_ids(N, model.config.vocab_size, seed=24)
-    recorder = ReconstructionScores()
+    recorder = KVzipScores()
     press_prefill(model, ids, recorder)
-    scores = [s.clone() for s in recorder.kept_scores]
+    scores = [s.clone() for s in recorder.scores]
     assert len(scores) == 2 and scores[0].shape == (2, N) and all((s > 0).all() for s in scores)
     kvzip = kvpress.KVzipPress(compression_ratio=0.75)
     press_prefill(model, ids, kvzip)
@@ -268,3 +268,4 @@ def test_reconstruction_scores_give_kvzips_own_allocation(tmp_path):
     got = contour_kept(scores, N // 4, floor=0)
     assert as_sets(got) == as_sets(want)
     assert len({len(k) for heads in want for k in heads}) > 1  # KVzip's own allocation is head-wise too
+    assert as_sets(recorder.kept_sets(model, 0.75)) == as_sets(want)  # the same pass, kvpress's allocation re-run

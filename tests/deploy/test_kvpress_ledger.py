@@ -5,6 +5,7 @@ import torch
 from deploy_helpers import greedy, models, random_ids
 from transformers import DynamicCache
 
+from trustmass.deploy.shipped import kept_from_masks
 from trustmass.deploy import ledger
 from trustmass.deploy.ragged import RaggedCache
 
@@ -89,15 +90,7 @@ def test_adakv_as_shipped_holds_the_full_cache_plus_masks(llama):
     assert ledger.bytes_held(shrunk, llama) == full + cfg.num_hidden_layers * 3 * n_pruned * 8
 
 
-def kept_from_masked(model, kv_heads: int, n: int) -> list[list[torch.Tensor]]:
-    """Per layer and KV head, the positions kvpress's masked_key_indices leave visible."""
-    kept = []
-    for layer in model.model.layers:
-        _, heads, positions = layer.self_attn.masked_key_indices
-        visible = torch.ones(kv_heads, n, dtype=torch.bool)
-        visible[heads, positions] = False
-        kept.append([visible[h].nonzero()[:, 0] for h in range(kv_heads)])
-    return kept
+kept_from_masked = kept_from_masks  # the library's reader of kvpress's head-wise masks
 
 
 def test_adakv_ragged_decodes_like_kvpress_masked_decode(llama):

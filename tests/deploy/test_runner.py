@@ -6,7 +6,7 @@ import torch
 from deploy_helpers import models, random_ids
 from test_kvpress_ledger import dense_prefill, kept_from_masked, kept_positions, press_prefill
 
-from trustmass.deploy import ledger, methods
+from trustmass.deploy import ledger, methods, names
 from trustmass.deploy.contourkv import record_scores
 from trustmass.deploy.ragged import RaggedCache
 from trustmass.deploy.runner import greedy_answer, kept_sets, pyramid_budgets, run_item, score_all
@@ -112,12 +112,21 @@ def item():
     return tok, make_item("niah_single", 420, 0, haystack_ids=hay, tokenizer=tok, seed=3)
 
 
-def test_run_item_rows(llama, item):
-    tok, it = item
+@pytest.fixture(scope="module")
+def kvzip_ready(llama, item, tmp_path_factory):
+    """KVzip's pass loads the tokenizer from model.config.name_or_path."""
+    folder = tmp_path_factory.mktemp("tok")
+    item[0].save_pretrained(folder)
+    llama.config.name_or_path = str(folder)
+    return llama
+
+
+def test_run_item_rows(kvzip_ready, item):
+    llama, (tok, it) = kvzip_ready, item
     n, cfg = it.context_ids.size, llama.config
     d, cells = cfg.hidden_size // cfg.num_attention_heads, cfg.num_hidden_layers * cfg.num_key_value_heads
     rows = run_item(llama, tok, it, OFFLINE, BUDGET, max_new_tokens=4, contour={"floor": 8})
-    assert [r["method"] for r in rows] == OFFLINE
+    assert [r["method"] for r in rows] == OFFLINE and set(OFFLINE) == set(names.OFFLINE)
     full = ledger.full_bytes(n, cfg.num_hidden_layers, cfg.num_key_value_heads, d, torch.float32)
     for r in rows:
         kind = methods.method(r["method"]).kind
@@ -134,10 +143,41 @@ def test_run_item_rows(llama, item):
             assert r["bytes_ragged"] == ledger.ragged_bytes(np.full((2, 2), BUDGET), d, torch.float32)
         if kind in ("headwise", "contourkv"):  # average s per cell: the same bytes as the uniform methods
             assert r["kept_entries"] <= BUDGET * cells
-        if r["method"] == "contourkv_unenforced" or kind == "headwise":
+        assert r["variant"] == "doc_boundary" and r["n_cached"] == n and r["question_in_cache"] == 0
+        if r["method"] in ("contourkv_unenforced", "contourkv_recon_unenforced") or kind == "headwise":
             assert r["kept_entries"] == BUDGET * cells
-        if r["method"] == "contourkv_enforced":
+        if kind == "kvzip":  # KVzip prunes int(ratio * L * Hkv * N) entries: one more kept at most
+            assert abs(r["kept_entries"] - BUDGET * cells) <= 1 and r["kept_min_head"] < r["kept_max_head"]
+        if r["method"] in ("contourkv_enforced", "contourkv_recon_enforced"):
             assert r["kept_max_head"] <= BUDGET and r["kept_min_head"] >= 8
+
+
+def test_question_visible_rows_and_decomposition(kvzip_ready, item):
+    """Question-visible eviction compresses context + question[:-1]; doc_rows keeps every question position in
+    the budget; doc_boundary compresses the context alone; dense answers once for every budget."""
+    llama, (tok, it) = kvzip_ready, item
+    n_ctx, n_q = it.context_ids.size, it.question_ids.size
+    rows = run_item(llama, tok, it, ["dense", "snapkv", "contourkv_enforced"], [BUDGET, 2 * BUDGET], max_new_tokens=3,
+                    query_aware=True, decomposition=["snapkv", "contourkv_enforced"], contour={"floor": 8})
+    got = {(r["variant"], r["budget"], r["method"]) for r in rows}
+    assert got == {(v, b, m) for b in (BUDGET, 2 * BUDGET) for v, ms in
+                   (("unmodified", ("dense", "snapkv", "contourkv_enforced")),
+                    ("doc_rows", ("snapkv", "contourkv_enforced")), ("doc_boundary", ("snapkv", "contourkv_enforced")))
+                   for m in ms}
+    for r in rows:
+        assert r["query_aware"] is True
+        if r["variant"] == "doc_boundary":
+            assert r["n_cached"] == n_ctx and r["question_in_cache"] == r["question_kept_mean"] == 0
+        else:
+            assert r["n_cached"] == n_ctx + n_q - 1 and r["question_in_cache"] == n_q - 1
+        if r["variant"] == "doc_rows" and r["method"] == "snapkv":  # the question rows outrank every document row
+            assert r["question_kept_mean"] == min(n_q - 1, r["budget"])
+        if r["method"] == "snapkv":
+            assert r["kept_min_head"] == r["kept_max_head"] == r["budget"]
+    dense = [r for r in rows if r["method"] == "dense"]
+    assert len(dense) == 2 and dense[0]["answer"] == dense[1]["answer"] and dense[0]["frac_full"] == 1.0
+    with pytest.raises(ValueError, match="decomposition needs query_aware"):
+        run_item(llama, tok, it, ["snapkv"], BUDGET, max_new_tokens=2, decomposition=["snapkv"])
 
 
 def test_qwen2_without_config_head_dim(item):

@@ -25,6 +25,7 @@ from transformers import DynamicCache
 from trustmass.bench.capture import SMOLLM2_SHAPES
 from trustmass.deploy import ledger, ragged
 from trustmass.deploy.methods import method, ratio_for, shipped_press
+from trustmass.deploy.shipped import as_shipped
 from trustmass.deploy.runner import greedy_answer, kept_sets, pyramid_budgets, score_all
 
 METHODS = ("snapkv", "streaming_llm", "knorm", "tova", "h2o", "pyramidkv", "adakv", "contourkv_enforced", "contourkv_unenforced")
@@ -57,18 +58,6 @@ def _dense_decode_s(model, dense: DynamicCache, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def _as_shipped_bytes(model, ids: torch.Tensor, press) -> int:
-    """Bytes kvpress's own prefill under `press` holds: the cache and any head-wise masks on the model."""
-    cache = DynamicCache()
-    with torch.inference_mode(), press(model):
-        model.model(input_ids=ids, past_key_values=cache)
-    held = ledger.bytes_held(cache, model)
-    for module in model.modules():  # the masks belong to this prefill only
-        if getattr(module, "masked_key_indices", None) is not None:
-            module.masked_key_indices = None
-    return held
-
-
 def run(n_keys: int = 2048, budget: int = 64, methods: tuple[str, ...] = METHODS, decode_tokens: int = 16,
         model_dir: str | None = None, seed: int = 0, threads: int | None = None) -> dict:  # fmt: skip
     if threads:
@@ -89,7 +78,7 @@ def run(n_keys: int = 2048, budget: int = 64, methods: tuple[str, ...] = METHODS
         cache = ragged.RaggedCache.from_dense(pre.cache, kept, windows)
         row = ledger.ledger_row(ledger.bytes_held(cache), "ragged", cache.kept_counts(), n_keys, keys.shape[-1], keys.dtype)
         contour = m.kind == "contourkv"
-        shipped = row.bytes_layer_padded if contour else _as_shipped_bytes(model, ids, shipped_press(m, presses[m.name]))
+        shipped = row.bytes_layer_padded if contour else as_shipped(model, ids, shipped_press(m, ratio))[0]
         seconds = _decode_s(model, cache, decode_tokens)
         rows[m.name] = {"kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head,
                         "bytes_ragged": row.bytes_measured, "bytes_as_shipped": shipped,

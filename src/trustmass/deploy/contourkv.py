@@ -14,8 +14,8 @@ the next entries in the order, so the cache then holds at most ``K`` non-floor e
 most ``cap`` per cell (for ``caps = s``: at most SnapKV's ``s`` per head, never more bytes).
 
 Scores: :func:`window_scores` records kvpress's own ``SnapKVPress.score`` (observation window)
-on one dense prefill; :class:`ReconstructionScores` keeps KVzip's ``score_val`` (context
-reconstruction) instead of evicting with it.  :func:`record_scores` works with any ``ScorerPress``, and
+on one dense prefill; ``shipped.KVzipScores`` keeps KVzip's context-reconstruction
+score (its pass evicts nothing from the dense cache).  :func:`record_scores` works with any ``ScorerPress``, and
 :func:`record_all` records several on the same prefill.
 """
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from kvpress import KVzipPress, SnapKVPress
+from kvpress import SnapKVPress
 from kvpress.presses.base_press import BasePress
 from kvpress.presses.scorer_press import ScorerPress
 from transformers import DynamicCache
 
-__all__ = ["ReconstructionScores", "ScoreRecorder", "contour_kept", "record_all", "record_scores", "window_scores"]
+__all__ = ["ScoreRecorder", "contour_kept", "record_all", "record_scores", "window_scores"]
 
 
 def _check(scores, budget: int, floor: int, floor_counts_toward_budget: bool, scope: str):
@@ -179,20 +179,3 @@ def window_scores(model, input_ids: torch.Tensor, window_size: int = 32, kernel_
     lie inside ContourKV's floor anyway.  Needs ``N > window_size`` (kvpress asserts it).
     """
     return record_scores(model, input_ids, SnapKVPress(window_size=window_size, kernel_size=kernel_size))
-
-
-@dataclass
-class ReconstructionScores(KVzipPress):
-    """KVzip's context-reconstruction pass, keeping its ``score_val`` and evicting nothing.
-
-    After ``with press(model): model.model(input_ids=ids, past_key_values=DynamicCache())``,
-    ``list(press.kept_scores)`` is ContourKV's per-layer ``[Hkv, N]`` score.  ``compression_ratio`` only
-    needs to be > 0 (KVzip skips scoring at 0); KVzip's ``compress_post`` (sink boost, masks) is
-    skipped.  KVzip loads a tokenizer from ``model.config.name_or_path`` (the hub or a local folder).
-    """
-
-    compression_ratio: float = 0.5
-    kept_scores: torch.Tensor | None = None
-
-    def compress_post(self, model):
-        self.kept_scores = self.score_val[:, 0].detach().clone()  # [L, Hkv, N]; batch 1

@@ -10,14 +10,17 @@ Kinds (what :func:`trustmass.deploy.runner.kept_sets` does with a method's recor
                With its 64-query window kvpress falls back to SnapKV's uniform ``s`` below ``s = beta * 64 = 1,280``.
 ``headwise``   AdaKV's allocation over the inner scorer's score (safeguard top ``alpha * s`` per head, then the
                bottom scores pruned across the layer's heads), kvpress ships it as masks; here it is ragged.
-``contourkv``  ContourKV (spec §7.1) on SnapKV's window score (window 32): ``unenforced`` (one global threshold)
-               or ``enforced`` (each cell capped at ``s``, SnapKV's count).
+``contourkv``  ContourKV (spec §7.1) on SnapKV's window score (window 32), or (``score="reconstruction"``) on
+               KVzip's context-reconstruction score: ``unenforced`` (one global threshold) or ``enforced``
+               (each cell capped at ``s``, SnapKV's count).
+``kvzip``      KVzip's own kept sets: kvpress's ``compress_post`` on its reconstruction score
+               (``shipped.KVzipScores``); kvpress ships them as masks, here they are ragged.
 
 A press factory takes kvpress's ``compression_ratio`` for the item (:func:`ratio_for`), because several
 scores depend on it: StreamingLLM's pruned span, H2O's recency window, CriticalKV's stage-1 selection,
 Compactor's blending.  ``needs_hub`` methods download weights or masks (KVzap's scorer models, DuoAttention's
-head patterns, FastKVzip's gates); :func:`method` refuses them unless ``hub=True``.  KVzip is not in this
-roster: its reconstruction pass is not a ``ScorerPress`` (``contourkv.ReconstructionScores`` keeps its score).
+head patterns, FastKVzip's gates); :func:`method` refuses them unless ``hub=True``.  KVzip's reconstruction pass
+is not a ``ScorerPress``: its methods have no factory, the runner runs the pass once per item.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from trustmass.deploy.h2o_press import H2OPress
 
 __all__ = ["KINDS", "METHODS", "Method", "method", "ratio_for", "shipped_press"]
 
-KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv")
+KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv", "kvzip")
 CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
 
 
@@ -44,6 +47,7 @@ class Method:
     press_factory: Callable[[float], kvpress.ScorerPress] | None  # compression_ratio -> scorer (None: dense)
     status: str = "offline"  # "offline" or "needs_hub"
     mode: str | None = None  # contourkv: "enforced" or "unenforced"
+    score: str = "press"  # "press" (the factory's scorer) or "reconstruction" (KVzip's pass)
 
 
 def _uniform(name: str, press_class, **kw) -> Method:
@@ -53,6 +57,10 @@ def _uniform(name: str, press_class, **kw) -> Method:
 def _contour(mode: str) -> Method:
     return Method(f"contourkv_{mode}", "contourkv",
                   lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio, window_size=CONTOUR_WINDOW), mode=mode)
+
+
+def _contour_recon(mode: str) -> Method:
+    return Method(f"contourkv_recon_{mode}", "contourkv", None, mode=mode, score="reconstruction")
 
 
 def _hub(name: str, press_class) -> Method:
@@ -72,8 +80,11 @@ _ROSTER = [
     _uniform("compactor", kvpress.CompactorPress),
     _uniform("h2o", H2OPress),
     Method("adakv", "headwise", lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio)),
+    Method("kvzip", "kvzip", None, score="reconstruction"),
     _contour("enforced"),
     _contour("unenforced"),
+    _contour_recon("enforced"),
+    _contour_recon("unenforced"),
     _hub("kvzap", kvpress.KVzapPress),
     Method("duo_attention", "headwise", lambda ratio: kvpress.DuoAttentionPress(head_compression_ratio=ratio),
            status="needs_hub"),
@@ -95,12 +106,15 @@ def method(name: str, *, hub: bool = False) -> Method:
     return found
 
 
-def shipped_press(found: Method, scorer):
-    """The press as kvpress ships ``found`` (for the as-shipped byte ledger): head-wise methods wrap their
-    scorer in ``AdaKVPress`` (which masks a full-size cache); the others are their scorer; ContourKV and
-    dense have none (None)."""
+def shipped_press(found: Method, ratio: float):
+    """The press as kvpress ships ``found`` at ``compression_ratio = ratio`` (for the as-shipped byte ledger):
+    head-wise methods wrap their scorer in ``AdaKVPress``, KVzip is ``KVzipPress`` (both mask a full-size
+    cache); the others are their scorer; ContourKV and dense have none (None)."""
     if found.kind in ("dense", "contourkv"):
         return None
+    if found.kind == "kvzip":
+        return kvpress.KVzipPress(compression_ratio=ratio)
+    scorer = found.press_factory(ratio)
     return kvpress.AdaKVPress(scorer) if found.name == "adakv" else scorer
 
 

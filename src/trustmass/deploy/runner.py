@@ -1,8 +1,8 @@
 """The deployment runner (spec part B): one dense prefill per item, every method decoded from a ragged cache.
 
-For one item and budget ``s``:
+For one item (at every budget ``s``, :func:`run_item`):
 
-1. :func:`score_all` runs ONE dense prefill of the context that records every method's kvpress score on
+1. :func:`score_all` runs ONE dense prefill of the compressed prefix (:func:`layout`) that records every method's kvpress score on
    the same layer inputs (``contourkv.record_all``) and keeps the full-length dense ``DynamicCache``;
 2. :func:`kept_sets` turns each score into per-(layer, KV head) kept positions (see ``methods.KINDS``);
 3. ``RaggedCache.from_dense`` copies those rows out of the dense cache (which stays intact for the next
@@ -25,8 +25,9 @@ from transformers import DynamicCache
 from trustmass.deploy import ledger, ragged, tasks
 from trustmass.deploy.contourkv import contour_kept, record_all
 from trustmass.deploy.methods import Method, method, ratio_for
+from trustmass.deploy.shipped import KVzipScores, clear_masks, press_prefill
 
-__all__ = ["Prefill", "greedy_answer", "kept_sets", "pyramid_budgets", "run_item", "score_all"]
+__all__ = ["VARIANTS", "Prefill", "greedy_answer", "kept_sets", "layout", "pyramid_budgets", "run_item", "score_all"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ def kept_sets(kind: str, scores, budget: int, *, mode: str | None = None, layer_
         return [list(_top(s, int(k))) for s, k in zip(scores, layer_budgets)]
     if kind == "headwise":
         return [_adakv(s, budget, alpha_safeguard) for s in scores]
+    if kind == "kvzip":
+        raise ValueError("kind 'kvzip' keeps KVzip's own sets: shipped.KVzipScores.kept_sets, not kept_sets")
     if kind == "contourkv":
         if mode not in ("enforced", "unenforced"):
             raise ValueError(f"ContourKV mode={mode!r} must be 'enforced' or 'unenforced'")
@@ -145,44 +148,144 @@ def greedy_answer(model, cache: ragged.RaggedCache, question_ids, max_new_tokens
             block = torch.tensor([[token]], device=model.device)
 
 
-def run_item(model, tokenizer, item: tasks.Item, methods, budget: int, *, max_new_tokens: int, eos_ids=None,
-             contour: dict | None = None, alpha_safeguard: float = 0.20, seed: int = 0) -> list[dict]:
-    """One row per method (``Method`` objects or roster names) for ``item`` at per-cell budget ``budget``.
+VARIANTS = ("unmodified", "doc_rows", "doc_boundary")
 
-    ``prefill_s`` is the shared dense prefill (less every score call), the same in every row; ``score_s`` the
-    method's own score calls plus its kept-set selection; ``decode_s`` the question block and the decode.
-    ``contour``: ContourKV's ``contour_kept`` options (default: floor 32, floor counts toward the budget, global).
+
+def layout(item: tasks.Item, query_aware: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(the prefix the methods compress, the block decoded first).
+
+    Question-visible (``query_aware``, the paper's harness: "evicts after the question enters the cache"): the
+    context and all but the last question token are prefilled and compressed together, the last token
+    starts the decode.  Otherwise the context alone is compressed and the whole question follows it.
     """
-    n = int(item.context_ids.size)
-    if not 1 <= budget <= n:
-        raise ValueError(f"budget={budget} must lie in [1, context length {n}] (item {item.item_id}): lower the budget")
+    context, question = np.asarray(item.context_ids), np.asarray(item.question_ids)
+    if not query_aware:
+        return context, question
+    if question.size < 2:
+        raise ValueError(f"item {item.item_id}: a question-visible run needs a question of >= 2 tokens")
+    return np.concatenate([context, question[:-1]]), question[-1:]
+
+
+def _key(name: str, budget: int) -> str:
+    return f"{name}@{budget}"
+
+
+@dataclass
+class _Scored:
+    """Every method's score on one prefix (one prefill, plus KVzip's pass when a method needs it)."""
+
+    prefix: np.ndarray
+    pre: Prefill
+    presses: dict  # _key(name, budget) -> press
+    recon: KVzipScores | None = None
+    recon_s: float = 0.0
+
+
+def _score_prefix(model, prefix, roster, budgets, seed: int) -> _Scored:
+    n = int(prefix.size)
+    presses = {_key(m.name, b): m.press_factory(ratio_for(b, n)) for m in roster if m.press_factory for b in budgets}
+    scored = _Scored(prefix, score_all(model, prefix, presses, seed), presses)
+    if any(m.score == "reconstruction" for m in roster):
+        scored.recon = KVzipScores()
+        _, scored.recon_s = press_prefill(model, _ids(prefix, model.device), scored.recon)
+        clear_masks(model)
+    return scored
+
+
+def _padded(scores, extra: int) -> list[torch.Tensor]:
+    """Per layer ``[Hkv, N + extra]``: the question positions appended with the highest score (always kept)."""
+    top = torch.finfo(scores[0].dtype).max
+    return [torch.cat([s, torch.full((s.shape[0], extra), top, dtype=s.dtype, device=s.device)], dim=1) for s in scores]
+
+
+def _kept(model, m: Method, scored: _Scored, budget: int, pad: int, alpha_safeguard: float, contour: dict):
+    """Per layer and KV head kept positions of ``m`` at ``budget`` over ``scored``'s prefix (+ ``pad`` kept positions)."""
+    n = int(scored.prefix.size)
+    if m.kind == "kvzip":
+        return scored.recon.kept_sets(model, ratio_for(budget, n))
+    if m.kind == "dense":  # no scorer: any [Hkv, N] tensors per layer give kept_sets the shape
+        scores = [layer.keys[0, :, :, 0] for layer in scored.pre.cache.layers]
+    else:
+        scores = scored.recon.scores if m.score == "reconstruction" else scored.pre.scores[_key(m.name, budget)]
+    if pad:
+        scores = _padded(scores, pad)
+    press = scored.presses.get(_key(m.name, budget))
+    layer_budgets = pyramid_budgets(press, model.config, n + pad) if m.kind == "pyramid" else None
+    return kept_sets(m.kind, scores, budget, mode=m.mode, layer_budgets=layer_budgets,
+                     alpha_safeguard=alpha_safeguard, **contour)
+
+
+def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_tokens: int, query_aware: bool = False,
+             decomposition=(), eos_ids=None, contour: dict | None = None, alpha_safeguard: float = 0.20,
+             seed: int = 0) -> list[dict]:
+    """One row per (variant, budget, method) for ``item``; ``budgets`` an int or a list (per-cell budgets).
+
+    The main rows are variant ``unmodified`` when ``query_aware`` (question-visible eviction, see
+    :func:`layout`), else ``doc_boundary`` (the context compressed before the question).  ``decomposition``:
+    methods also run in the question-visible decomposition (Table 5; needs ``query_aware``): ``doc_rows``
+    (the same eviction point, ranking by the document rows only: the score of a prefill of the context,
+    every question position kept and counted in the budget) and ``doc_boundary`` (the context compressed at
+    its boundary, the question entering uncompressed).  One prefill per prefix serves every method and
+    budget (kvpress's ``compression_ratio`` differs per budget, so scorers are recorded once per budget).
+
+    ``prefill_s`` is the shared dense prefill (less every score call); ``score_s`` the method's own score
+    calls (plus KVzip's pass for reconstruction-scored methods) and its kept-set selection; ``decode_s`` the
+    first block and the decode.  ``contour``: ContourKV's ``contour_kept`` options.
+    """
+    budgets = [int(budgets)] if np.isscalar(budgets) else [int(b) for b in budgets]
     roster = [m if isinstance(m, Method) else method(m) for m in methods]
-    ratio = ratio_for(budget, n)
-    presses = {m.name: m.press_factory(ratio) for m in roster if m.kind != "dense"}
-    pre = score_all(model, item.context_ids, presses, seed)
+    extra = [m if isinstance(m, Method) else method(m) for m in decomposition]
+    if extra and not query_aware:
+        raise ValueError("decomposition needs query_aware: it decomposes question-visible eviction; fix: set "
+                         "deploy.query_aware: true or deploy.decomposition.methods: []")
+    if any(m.score == "reconstruction" or m.kind == "dense" for m in extra):
+        raise ValueError("decomposition methods must rank with a press score (not dense, KVzip or its score)")
+    prefix, block = layout(item, query_aware)
+    for b in budgets:
+        if not 1 <= b <= prefix.size:
+            raise ValueError(f"budget={b} must lie in [1, context length {prefix.size}] (item {item.item_id}): lower the budget")
+    main = _score_prefix(model, prefix, roster, budgets, seed)
+    runs = [("unmodified" if query_aware else "doc_boundary", main, 0, block, roster)]
+    if extra:
+        context = _score_prefix(model, np.asarray(item.context_ids), extra, budgets, seed)
+        runs += [("doc_rows", context, prefix.size - context.prefix.size, block, extra),
+                 ("doc_boundary", context, 0, np.asarray(item.question_ids), extra)]
     windows, eos = ragged.layer_windows(model.config), _eos(model, tokenizer, eos_ids)
-    keys = pre.cache.layers[0].keys
+    n_context = int(np.asarray(item.context_ids).size)
     rows = []
-    for m in roster:
-        start = time.perf_counter()
-        # dense has no scorer: any [Hkv, N] tensors per layer give kept_sets the shape
-        scores = pre.scores.get(m.name) or [layer.keys[0, :, :, 0] for layer in pre.cache.layers]
-        layer_budgets = pyramid_budgets(presses[m.name], model.config, n) if m.kind == "pyramid" else None
-        kept = kept_sets(m.kind, scores, budget, mode=m.mode, layer_budgets=layer_budgets,
-                         alpha_safeguard=alpha_safeguard, **(contour or {}))
-        cache = ragged.RaggedCache.from_dense(pre.cache, kept, windows)
-        score_s = pre.score_s.get(m.name, 0.0) + time.perf_counter() - start
-        held = ledger.bytes_held(cache)
-        row = ledger.ledger_row(held, "ragged", cache.kept_counts(), n, keys.shape[-1], keys.dtype)
-        start = time.perf_counter()
-        tokens = greedy_answer(model, cache, item.question_ids, max_new_tokens, eos)
-        decode_s = time.perf_counter() - start
-        answer = tokenizer.decode(tokens, skip_special_tokens=True)
-        rows.append({
-            "item_id": item.item_id, "method": m.name, "kind": m.kind, "mode": m.mode, "budget": budget,
-            "answer": answer, "score": tasks.score(answer, item.gold), "kept_entries": row.kept_entries,
-            "kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head, "bytes_ragged": held,
-            "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full, "frac_full": row.frac_full,
-            "prefill_s": pre.prefill_s, "score_s": score_s, "decode_s": decode_s,
-        })
+    for variant, scored, pad, first, chosen in runs:
+        # doc_rows ranks the context's positions by the context prefill's score, decodes from the full prefix's cache
+        cache_of = main.pre.cache if pad else scored.pre.cache
+        n = int(scored.prefix.size) + pad
+        keys = cache_of.layers[0].keys
+        dense_row = None
+        for budget in budgets:
+            for m in chosen:
+                if m.kind == "dense" and dense_row is not None:  # the same answer at every budget
+                    rows.append({**dense_row, "budget": budget})
+                    continue
+                start = time.perf_counter()
+                kept = _kept(model, m, scored, budget, pad, alpha_safeguard, contour or {})
+                cache = ragged.RaggedCache.from_dense(cache_of, kept, windows)
+                score_s = scored.pre.score_s.get(_key(m.name, budget), 0.0) + time.perf_counter() - start
+                score_s += scored.recon_s if m.score == "reconstruction" else 0.0
+                held = ledger.bytes_held(cache)
+                row = ledger.ledger_row(held, "ragged", cache.kept_counts(), n, keys.shape[-1], keys.dtype)
+                start = time.perf_counter()
+                tokens = greedy_answer(model, cache, first, max_new_tokens, eos)
+                decode_s = time.perf_counter() - start
+                answer = tokenizer.decode(tokens, skip_special_tokens=True)
+                in_question = [int((k >= n_context).sum()) for heads in kept for k in heads]
+                rows.append({
+                    "item_id": item.item_id, "method": m.name, "kind": m.kind, "mode": m.mode, "score_source": m.score,
+                    "variant": variant, "query_aware": query_aware, "budget": budget, "n_cached": n,
+                    "question_in_cache": n - n_context, "question_kept_mean": float(np.mean(in_question)),
+                    "answer": answer, "score": tasks.score(answer, item.gold), "kept_entries": row.kept_entries,
+                    "kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head, "bytes_ragged": held,
+                    "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full,
+                    "frac_full": row.frac_full, "prefill_s": scored.pre.prefill_s, "score_s": score_s,
+                    "decode_s": decode_s,
+                })  # fmt: skip
+                if m.kind == "dense":
+                    dense_row = rows[-1]
     return rows

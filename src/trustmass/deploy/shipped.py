@@ -1,0 +1,105 @@
+"""kvpress as it ships: its own prefill under a press, the head-wise masks it leaves, and KVzip's pass.
+
+* :func:`press_prefill` is kvpress's recipe (``with press(model): model.model(...)``): uniform presses
+  shrink the ``DynamicCache``; head-wise ones (AdaKV, CriticalAdaKV, KVzip, DuoAttention) keep every
+  row and put ``masked_key_indices`` on the attention modules.
+* :func:`kept_from_masks` turns those masks into per-(layer, KV head) kept positions, so a head-wise
+  method's selection can be decoded from a physically ragged cache (``ragged.RaggedCache``).
+* :class:`KVzipScores` is KVzip's context-reconstruction pass keeping its score: the same pass yields
+  KVzip's own kept sets at any budget (kvpress's ``compress_post`` re-run on the saved score) and the
+  reconstruction score ContourKV allocates with.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from kvpress import KVzipPress
+from transformers import DynamicCache
+
+from trustmass.deploy import ledger
+
+__all__ = ["KVzipScores", "as_shipped", "clear_masks", "kept_from_masks", "press_prefill"]
+
+
+def clear_masks(model) -> None:
+    """Drop kvpress's head-wise masks from every attention module (they belong to one prefill)."""
+    for module in model.modules():
+        if getattr(module, "masked_key_indices", None) is not None:
+            module.masked_key_indices = None
+
+
+def press_prefill(model, ids: torch.Tensor, press) -> tuple[DynamicCache, float]:
+    """kvpress's own prefill of ``ids`` [1, N] under ``press`` (None: plain); the cache and its seconds."""
+    clear_masks(model)
+    cache = DynamicCache()
+    start = time.perf_counter()
+    with torch.inference_mode():
+        if press is None:
+            model.model(input_ids=ids, past_key_values=cache)
+        else:
+            with press(model):
+                model.model(input_ids=ids, past_key_values=cache)
+    return cache, time.perf_counter() - start
+
+
+def kept_from_masks(model, kv_heads: int, n: int) -> list[list[torch.Tensor]]:
+    """Per layer and KV head, the positions kvpress's ``masked_key_indices`` leave visible (all when unmasked)."""
+    kept = []
+    for layer in model.model.layers:
+        visible = torch.ones(kv_heads, n, dtype=torch.bool)
+        masked = getattr(layer.self_attn, "masked_key_indices", None)
+        if masked is not None:
+            _, heads, positions = masked
+            visible[heads.cpu(), positions.cpu()] = False
+        kept.append([visible[h].nonzero()[:, 0] for h in range(kv_heads)])
+    return kept
+
+
+def as_shipped(model, ids: torch.Tensor, press) -> tuple[int, float, int]:
+    """(bytes held, prefill seconds, cache rows per layer) of kvpress's own prefill under ``press``.
+
+    Bytes: every tensor of the cache plus the head-wise masks on the model (``ledger.bytes_held``); the
+    masks are cleared afterwards.
+    """
+    cache, seconds = press_prefill(model, ids, press)
+    held = ledger.bytes_held(cache, model)
+    rows = int(cache.layers[0].keys.shape[-2])
+    clear_masks(model)
+    return held, seconds, rows
+
+
+@dataclass
+class KVzipScores(KVzipPress):
+    """KVzip's reconstruction pass, keeping the score it allocates with.
+
+    After :func:`press_prefill` under this press, ``scores`` is the per-layer ``[Hkv, N]`` reconstruction
+    score (before KVzip boosts its sink positions), and :meth:`kept_sets` gives KVzip's own kept
+    positions at another compression ratio by re-running kvpress's ``compress_post`` on that score.
+    ``compression_ratio`` must be > 0 for KVzip to score at all.  KVzip loads a tokenizer from
+    ``model.config.name_or_path``.
+    """
+
+    compression_ratio: float = 0.5
+    scores: list | None = None
+
+    def compress_post(self, model):
+        self.scores = list(self.score_val[:, 0].detach().clone())  # [L] x [Hkv, N]; batch 1
+        super().compress_post(model)
+
+    def kept_sets(self, model, compression_ratio: float) -> list[list[torch.Tensor]]:
+        """KVzip's kept positions at ``compression_ratio`` (kvpress's allocation on the saved score)."""
+        if self.scores is None:
+            raise ValueError("KVzipScores.kept_sets before its pass: run press_prefill(model, ids, press) first")
+        saved = self.compression_ratio
+        self.score_val = torch.stack(self.scores).unsqueeze(1).clone()
+        self.compression_ratio = compression_ratio
+        try:
+            KVzipPress.compress_post(self, model)
+            heads, n = self.scores[0].shape
+            return kept_from_masks(model, heads, n)
+        finally:
+            self.compression_ratio = saved
+            clear_masks(model)
