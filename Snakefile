@@ -5,7 +5,7 @@
 #   snakemake --profile profiles/slurm ...     on a SLURM cluster
 #
 # The stages hand data over by files, each in its own rules file (and library package):
-#   sources -> capture -> ceiling -> {certification, audit} -> report (statistics, figures, tables,
+#   sources -> capture -> ceiling -> {certification, audit, loss}; sources -> deploy; -> report (statistics, figures, tables,
 #   claims); selfcheck stands alone.  Every figure and table is an entry of the catalog
 #   (trustmass.report.catalog): its render rule and its named target are generated from it.
 
@@ -36,6 +36,8 @@ include: "workflow/rules/certification.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/loss_common.smk"
 include: "workflow/rules/loss.smk"
+include: "workflow/rules/deploy_common.smk"
+include: "workflow/rules/deploy.smk"
 include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
@@ -61,6 +63,7 @@ localrules:
     captures,
     records,
     loss,
+    deploy,
     claims,
     certify_manifest,
 
@@ -99,6 +102,13 @@ rule loss:
     """The held-out loss of every configuration on every held-out document (Figure 4's inputs)."""
     input:
         loss_outputs(),
+
+
+rule deploy:
+    """Every deployment condition's rows and the byte replay (Tables 3-5's inputs)."""
+    input:
+        deploy_outputs(),
+        replay_outputs(),
 
 
 # ---- the claims ----------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_every_row_needs_its_snapkv_reference():
     "change, message",
     [
         (lambda f: f.drop("bytes_full"), "lack column"),
-        (lambda f: f.with_columns(storage=pl.lit("masked")), "not as_shipped or ragged"),
+        (lambda f: f.with_columns(storage=pl.lit("masked")), "not one of as_shipped, ragged, layer_padded"),
         (lambda f: pl.concat([f, f.head(1)]), "repeat"),
         (lambda f: f.with_columns(bytes_full=pl.lit(0)), "positive"),
     ],

@@ -134,6 +134,28 @@ rule loss_statistics:
         "../../scripts/loss_statistics.py"
 
 
+rule deploy_statistics:
+    """Tables 3-5, the bytes table, timing and the deployment claims, from the deployment rows and the replay."""
+    input:
+        rows=deploy_outputs(),
+        replay=replay_outputs(),
+        code=library_code(STATISTICS_RULES["deploy_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("deploy_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG),
+    log:
+        "logs/report/deploy_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/deploy_statistics.py"
+
+
 rule selfcheck_statistics:
     """The theory claims (worked examples, EF bound, reduction gap), from the self-check."""
     input:

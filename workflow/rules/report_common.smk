@@ -10,7 +10,7 @@ CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claim
 #: stages whose results this workflow produces (the rest are "not produced yet")
 PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD", "LOSS"] + [
     stage for stage, on in (("PROBE", config["loss"]["probe"]["enabled"]), ("CURV", config["loss"]["curvature"]["enabled"])) if on
-]
+] + (["DEP", "BYTES", "RETR", "TIME"] if config["deploy"]["enabled"] else [])
 STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
 STATISTICS_RULES = {r.name: r for r in STATISTICS}
 

@@ -2,7 +2,7 @@
 
 Input: ledger rows, one per (model, item, budget, method, storage) with ``bytes_measured``,
 ``bytes_full``, ``kept_min_head`` and ``kept_max_head`` (``storage``: ``as_shipped`` -- the cache
-as the library leaves it, masks and indices included -- or ``ragged``).  Every row is divided by
+as the library leaves it, masks and indices included --, ``ragged``, or the ``layer_padded`` counterfactual).  Every row is divided by
 SnapKV's row of the same model, item, budget and storage (SnapKV shrinks the cache to exactly s per
 head, the paper's reference), then summarised per (model, length, budget, method, storage):
 the fraction of the full cache and the ratio to SnapKV as median, min and max over items, and the
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["REFERENCE", "bytes_summary"]
+__all__ = ["REFERENCE", "STORAGES", "bytes_summary"]
 
 REFERENCE = "snapkv"
+#: as_shipped: the library's own cache; ragged: one tensor per head; layer_padded: the counterfactual of one
+#: tensor per layer with as many slots as its widest head (what the shared pipeline would hold)
+STORAGES = ("as_shipped", "ragged", "layer_padded")
 _REQUIRED = ("model", "item_id", "length", "budget", "method", "storage", "bytes_measured", "bytes_full",
              "kept_min_head", "kept_max_head")  # fmt: skip
 _PAIR = ["model", "item_id", "budget", "storage"]
@@ -25,9 +28,9 @@ def _check(rows: pl.DataFrame) -> None:
     missing = [c for c in _REQUIRED if c not in rows.columns]
     if missing:
         raise ValueError(f"ledger rows lack column(s) {missing}: write them with deploy.ledger.ledger_row")
-    storages = set(rows["storage"].unique().to_list()) - {"as_shipped", "ragged"}
+    storages = set(rows["storage"].unique().to_list()) - set(STORAGES)
     if storages:
-        raise ValueError(f"storage {sorted(storages)} is not as_shipped or ragged")
+        raise ValueError(f"storage {sorted(storages)} is not one of {', '.join(STORAGES)}")
     if rows.select(_PAIR + ["method"]).is_duplicated().any():
         raise ValueError("ledger rows repeat a (model, item_id, budget, storage, method): one measurement each")
     if (rows["bytes_full"] <= 0).any():

@@ -26,7 +26,7 @@ is not a ``ScorerPress``: its methods have no factory, the runner runs the pass 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import kvpress
 import numpy as np
@@ -34,7 +34,7 @@ from kvpress.utils import compute_n_kept
 
 from trustmass.deploy.h2o_press import H2OPress
 
-__all__ = ["KINDS", "METHODS", "Method", "method", "ratio_for", "shipped_press"]
+__all__ = ["FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "roster", "shipped_press"]
 
 KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv", "kvzip")
 CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
@@ -48,6 +48,7 @@ class Method:
     status: str = "offline"  # "offline" or "needs_hub"
     mode: str | None = None  # contourkv: "enforced" or "unenforced"
     score: str = "press"  # "press" (the factory's scorer) or "reconstruction" (KVzip's pass)
+    options: tuple = ()  # contourkv: (key, value) pairs of contour_kept options (a floor reading, a scope)
 
 
 def _uniform(name: str, press_class, **kw) -> Method:
@@ -104,6 +105,28 @@ def method(name: str, *, hub: bool = False) -> Method:
             "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))"
         )
     return found
+
+
+#: ContourKV's floor readings and scopes (spec §7.1 [A]) -> (contour_kept options, method-name suffix)
+FLOOR_READINGS = {"counts": ({"floor_counts_toward_budget": True}, ""),
+                  "extra": ({"floor_counts_toward_budget": False}, "_floor_extra")}
+SCOPES = {"global": ({"scope": "global"}, ""), "per_layer": ({"scope": "per_layer"}, "_per_layer")}
+
+
+def roster(names, floor_readings=("counts",), scopes=("global",), *, hub: bool = False) -> list[Method]:
+    """The methods ``names`` in order; every ContourKV method expanded into each floor reading and scope
+    (the default reading ``counts`` and scope ``global`` keep the plain name)."""
+    out = []
+    for name in names:
+        found = method(name, hub=hub)
+        if found.kind != "contourkv":
+            out.append(found)
+            continue
+        for reading in floor_readings:
+            for scope in scopes:
+                (a, sa), (b, sb) = FLOOR_READINGS[reading], SCOPES[scope]
+                out.append(replace(found, name=found.name + sa + sb, options=tuple(sorted({**a, **b}.items()))))
+    return out
 
 
 def shipped_press(found: Method, ratio: float):

@@ -129,8 +129,11 @@ def _eos(model, tokenizer, eos_ids) -> set[int]:
     return {int(eos_ids)} if isinstance(eos_ids, int) else {int(e) for e in eos_ids}
 
 
-def greedy_answer(model, cache: ragged.RaggedCache, question_ids, max_new_tokens: int, eos_ids=()) -> list[int]:
-    """Append ``question_ids`` to the ragged ``cache`` and decode greedily; the new tokens (an eos one included)."""
+def greedy_answer(model, cache: ragged.RaggedCache, question_ids, max_new_tokens: int, eos_ids=(), stop=None) -> list[int]:
+    """Append ``question_ids`` to the ragged ``cache`` and decode greedily; the new tokens (an eos one included).
+
+    ``stop(tokens) -> bool``: end early once it holds (the runner stops when every gold string is in the answer,
+    where more tokens cannot change a containment score)."""
     if model.config._attn_implementation != ragged.ATTENTION_NAME:
         raise ValueError(f"the model runs {model.config._attn_implementation!r} attention; a ragged cache needs "
                          f"{ragged.ATTENTION_NAME!r}: load it with attn_implementation=ragged.register()")
@@ -143,7 +146,7 @@ def greedy_answer(model, cache: ragged.RaggedCache, question_ids, max_new_tokens
         while True:
             token = int(model(input_ids=block, past_key_values=cache).logits[0, -1].argmax())
             tokens.append(token)
-            if token in eos or len(tokens) == max_new_tokens:
+            if token in eos or len(tokens) == max_new_tokens or (stop is not None and stop(tokens)):
                 return tokens
             block = torch.tensor([[token]], device=model.device)
 
@@ -212,7 +215,7 @@ def _kept(model, m: Method, scored: _Scored, budget: int, pad: int, alpha_safegu
     press = scored.presses.get(_key(m.name, budget))
     layer_budgets = pyramid_budgets(press, model.config, n + pad) if m.kind == "pyramid" else None
     return kept_sets(m.kind, scores, budget, mode=m.mode, layer_budgets=layer_budgets,
-                     alpha_safeguard=alpha_safeguard, **contour)
+                     alpha_safeguard=alpha_safeguard, **{**contour, **dict(m.options)})
 
 
 def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_tokens: int, query_aware: bool = False,
@@ -230,7 +233,8 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
 
     ``prefill_s`` is the shared dense prefill (less every score call); ``score_s`` the method's own score
     calls (plus KVzip's pass for reconstruction-scored methods) and its kept-set selection; ``decode_s`` the
-    first block and the decode.  ``contour``: ContourKV's ``contour_kept`` options.
+    first block and the decode (which stops once the answer holds every gold string).  ``contour``: ContourKV's ``contour_kept`` options (a method's own ``options``,
+    its floor reading and scope, override them).
     """
     budgets = [int(budgets)] if np.isscalar(budgets) else [int(b) for b in budgets]
     roster = [m if isinstance(m, Method) else method(m) for m in methods]
@@ -252,6 +256,10 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                  ("doc_boundary", context, 0, np.asarray(item.question_ids), extra)]
     windows, eos = ragged.layer_windows(model.config), _eos(model, tokenizer, eos_ids)
     n_context = int(np.asarray(item.context_ids).size)
+
+    def answered(tokens):  # every gold string already in the answer: more tokens cannot change the score
+        return tasks.score(tokenizer.decode(tokens, skip_special_tokens=True), item.gold) == 100.0
+
     rows = []
     for variant, scored, pad, first, chosen in runs:
         # doc_rows ranks the context's positions by the context prefill's score, decodes from the full prefix's cache
@@ -272,7 +280,7 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                 held = ledger.bytes_held(cache)
                 row = ledger.ledger_row(held, "ragged", cache.kept_counts(), n, keys.shape[-1], keys.dtype)
                 start = time.perf_counter()
-                tokens = greedy_answer(model, cache, first, max_new_tokens, eos)
+                tokens = greedy_answer(model, cache, first, max_new_tokens, eos, stop=answered)
                 decode_s = time.perf_counter() - start
                 answer = tokenizer.decode(tokens, skip_special_tokens=True)
                 in_question = [int((k >= n_context).sum()) for heads in kept for k in heads]
@@ -280,6 +288,7 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                     "item_id": item.item_id, "method": m.name, "kind": m.kind, "mode": m.mode, "score_source": m.score,
                     "variant": variant, "query_aware": query_aware, "budget": budget, "n_cached": n,
                     "question_in_cache": n - n_context, "question_kept_mean": float(np.mean(in_question)),
+                    "block_tokens": int(np.asarray(first).size),
                     "answer": answer, "score": tasks.score(answer, item.gold), "kept_entries": row.kept_entries,
                     "kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head, "bytes_ragged": held,
                     "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full,

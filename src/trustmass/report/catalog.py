@@ -95,6 +95,9 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    ("loss_table", "allocation", "probe", "curvature", "headline_loss"),
                    "Figure 4, the loss table, the allocation panel, the probe, curvature and the loss claims, from the "
                    "held-out NLLs, per-cell frames and the panels"),
+    StatisticsRule("deploy_statistics", "trustmass.report.frames.deploy",
+                   ("table3", "table4", "table5", "deploy_bytes", "deploy_timing", "headline_deploy"),
+                   "Tables 3-5, the bytes table, timing and the deployment claims, from the deployment rows and the replay"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip
@@ -139,6 +142,16 @@ OUTPUTS: tuple[Output, ...] = (
            ("curvature",), "curvature_table", f"{_TABLES}/curvature.csv", None, (58, 126)),
     Output("allocation_table", "table", "The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
            ("allocation",), "allocation_table", f"{_TABLES}/allocation_panel.csv", None, (97,)),
+    Output("table3", "table", "Table 3: ContourKV's W/T/L, unenforced and enforced", ("table3",), "table3",
+           f"{_TABLES}/table3_wtl.csv", None, (4, 64, 65, 66, 70, 71)),
+    Output("table4", "table", "Table 4: retrieval W/T/L of window-scored enforced ContourKV", ("table4",), "table4",
+           f"{_TABLES}/table4_retrieval.csv", None, (67, 73, 75, 120)),
+    Output("table5", "table", "Table 5: the question-visible decomposition", ("table5",), "table5",
+           f"{_TABLES}/table5_decomposition.csv", None, (5, 76, 77, 78)),
+    Output("bytes_table", "table", "The byte ledger: every method's cache, ragged, layer-padded and as shipped",
+           ("deploy_bytes",), "bytes_table", f"{_TABLES}/bytes.csv", None, (3, 59, 60, 61, 113, 114)),
+    Output("timing_table", "table", "Deployment timing per method (prefill, scoring, decode; replay cost)",
+           ("deploy_timing",), "timing_table", f"{_TABLES}/deploy_timing.csv", None, (69, 115)),
 )  # fmt: skip
 
 

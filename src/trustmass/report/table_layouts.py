@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from trustmass.report.deploy_layouts import DEPLOY_LAYOUTS
 from trustmass.report.engine import POOLED
 from trustmass.report.tables import Column, TableLayout, check_columns, order_rows, populations_of, value_columns, write
 
@@ -321,3 +322,4 @@ LAYOUTS: dict[str, TableLayout] = {
          "certificate: top-mass's own label κ̂ > threshold scored by dropped mass (Figure 3's reference row)."),
     ),
 }  # fmt: skip
+LAYOUTS.update(DEPLOY_LAYOUTS)

@@ -1,0 +1,36 @@
+"""Rule deploy_replay: the prefill-only byte replay through kvpress's own pipeline, per model.
+
+Glue only: trustmass.deploy.replay.
+"""
+
+from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+
+started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
+
+from pathlib import Path  # noqa: E402
+
+import polars as pl  # noqa: E402
+
+from trustmass.deploy.job import items_for, open_model  # noqa: E402
+from trustmass.deploy.replay import replay_rows  # noqa: E402
+from trustmass.plumbing.rule_io import clean_exit_on, finish, write_parquet  # noqa: E402
+from trustmass.sources.loading import source_record  # noqa: E402
+
+smk = snakemake  # noqa: F821
+cfg = smk.params.config
+deploy = cfg["deploy"]
+model_name = smk.wildcards.model
+job = f"deploy_replay {model_name}"
+frames = []
+with clean_exit_on(ValueError, job=job):
+    model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
+    for task in deploy["tasks"]:
+        for length in deploy["lengths"]:
+            items = items_for(cfg, model, tokenizer, smk.input.haystack, task, int(length), int(deploy["replay"]["items"]))
+            frames.append(replay_rows(model, items, deploy["replay"]["methods"], deploy["budgets"],
+                                      query_aware=bool(deploy["query_aware"]), hub=bool(deploy["hub"])))
+            print(f"{task}/{length}: {frames[-1].height} measurements")
+rows = pl.concat(frames).with_columns(model=pl.lit(model_name))
+write_parquet(rows, smk.output.rows)
+finish(smk, [smk.output.rows], [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.code], cfg, started,
+       summary={"measurements": rows.height}, model_source=source_record(Path(smk.input.model).parent), device=device)

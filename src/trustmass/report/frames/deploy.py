@@ -1,0 +1,328 @@
+"""The deployment statistics (spec §7): Tables 3, 4 and 5, the bytes table, timing, and the deployment claims.
+
+Inputs: the rows of every ``deploy_condition`` job (one per item, variant, budget and method; scores on the
+0-100 scale, ``dense_valid`` per item) and the ``deploy_replay`` rows (kvpress's own prefill, bytes as
+shipped).  The main rows are the run's own eviction point: ``unmodified`` (question-visible) or
+``doc_boundary``.  Every W/T/L is ``deploy.wtl`` (literal and 0.05-point ties, paired item bootstrap per
+condition), on dense-valid items only; retrieval and benchmark conditions are never pooled (one table row per
+setting).  Results on the packaged models and synthetic items are analogues of the paper's: the claims
+report judges them by their own verdict kinds and names the models.
+
+- Table 3: every ContourKV variant against its paper opponents (KVzip, Compactor, SnapKV) and against its
+  own unenforced form (the enforcement effect: conditions lowered / raised, mean change).
+- Table 4: window-scored enforced ContourKV against every other method, pooled and per budget, with both
+  methods' hit rates and the bytes ratio.
+- Table 5: the question-visible decomposition per (model, budget, method): hit rate of each variant, its
+  change against ``unmodified`` (paired), memory at the first answer token relative to ``doc_boundary``,
+  the question rows in the cache and evicted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from trustmass.deploy import wtl as wtl_mod
+from trustmass.deploy.bytes_table import bytes_summary
+from trustmass.report.engine import StatisticsSettings
+from trustmass.report.headline import headline_frame, row
+
+__all__ = ["bytes_rows", "decomposition_table", "headline", "main_rows", "table3", "table4", "timing_table"]
+
+POPULATION = "all"
+ENFORCED = "contourkv_enforced"
+#: Table 3's comparisons: (ContourKV variant, opponent, what the paper's row is)
+TABLE3_PAIRS = (
+    ("contourkv_recon_unenforced", "kvzip", "vs KVzip, unenforced (reconstruction score)"),
+    ("contourkv_recon_enforced", "kvzip", "vs KVzip, enforced"),
+    ("contourkv_enforced", "compactor", "vs Compactor"),
+    ("contourkv_recon_enforced", "compactor", "vs Compactor (reconstruction score)"),
+    ("contourkv_enforced", "snapkv", "window-score reallocation vs SnapKV"),
+    ("contourkv_recon_enforced", "contourkv_recon_unenforced", "enforcement effect (reconstruction score)"),
+    ("contourkv_enforced", "contourkv_unenforced", "enforcement effect (window score)"),
+)
+PER_HEAD_KINDS = ("headwise", "kvzip")
+UNIFORM_KINDS = ("uniform", "pyramid")
+
+
+def main_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the run's own eviction point (not the decomposition's extra variants)."""
+    main = pl.when(pl.col("query_aware")).then(pl.lit("unmodified")).otherwise(pl.lit("doc_boundary"))
+    return rows.filter(pl.col("variant") == main)
+
+
+def _wtl(frame: pl.DataFrame, variant: str, opponents, settings: StatisticsSettings, **kw) -> pl.DataFrame:
+    return wtl_mod.wtl(frame, variant, opponents, B=max(settings.bootstrap, 1), seed=settings.seed,
+                       level=settings.level, **kw)
+
+
+def _valid(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(pl.col("dense_valid"))
+
+
+def _hit(frame: pl.DataFrame, method: str) -> float | None:
+    part = _valid(frame).filter(pl.col("method") == method)
+    return float(part["score"].mean()) / 100.0 if part.height else None
+
+
+def _excluded(frame: pl.DataFrame) -> int:
+    items = frame.filter(pl.col("method") == "dense").unique(["model", "task", "length", "item_id"])
+    return int((~items["dense_valid"]).sum())
+
+
+def table3(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """Table 3: ContourKV's variants against KVzip, Compactor, SnapKV and their own unenforced form."""
+    main, methods = main_rows(rows), set(rows["method"].unique().to_list())
+    out = []
+    for variant, opponent, label in TABLE3_PAIRS:
+        if {variant, opponent} <= methods:
+            got = _wtl(main, variant, [opponent], settings).row(0, named=True)
+            share = main.filter(pl.col("method") == variant)["frac_full"]
+            out.append({"setting": wtl_mod.setting_of(main), "comparison": label, **got,
+                        "variant_hit": _hit(main, variant), "opponent_hit": _hit(main, opponent),
+                        "variant_frac_min": float(share.min()), "variant_frac_max": float(share.max()),
+                        "n_excluded_items": _excluded(main)})
+    return pl.DataFrame(out) if out else pl.DataFrame()
+
+
+def table4(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """Table 4: window-scored enforced ContourKV against every other method, pooled and per budget."""
+    main = main_rows(rows)
+    if ENFORCED not in set(main["method"].unique().to_list()):
+        return pl.DataFrame()
+    opponents = [m for m in main["method"].unique(maintain_order=True).to_list() if m not in ("dense", ENFORCED)]
+    out = []
+    for budget in _budget_levels(main):
+        part = main if budget is None else main.filter(pl.col("budget") == budget)
+        for got in _wtl(part, ENFORCED, opponents, settings).iter_rows(named=True):
+            opp = got["opponent"]
+            ratio = _bytes_ratio(part, ENFORCED, opp)
+            out.append({"setting": wtl_mod.setting_of(part), "budget": "all" if budget is None else str(budget), **got,
+                        "variant_hit": _hit(part, ENFORCED), "opponent_hit": _hit(part, opp), "bytes_ratio": ratio})
+    return pl.DataFrame(out)
+
+
+def _budget_levels(frame: pl.DataFrame) -> list:
+    """[None (pooled), each budget], or the one budget alone (its pooled row would repeat it)."""
+    budgets = sorted(frame["budget"].unique().to_list())
+    return budgets if len(budgets) == 1 else [None, *budgets]
+
+
+def _bytes_ratio(frame: pl.DataFrame, a: str, b: str) -> float | None:
+    """Median over items of a's ragged bytes over b's."""
+    keys = ["model", "task", "length", "budget", "item_id"]
+    x = frame.filter(pl.col("method") == a).select([*keys, "bytes_ragged"])
+    y = frame.filter(pl.col("method") == b).select([*keys, pl.col("bytes_ragged").alias("other")])
+    j = x.join(y, on=keys)
+    return float((j["bytes_ragged"] / j["other"]).median()) if j.height else None
+
+
+def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """Table 5: per (model, budget, method) and pooled over budgets ("all"), each variant against ``unmodified``."""
+    variants = set(rows["variant"].unique().to_list())
+    if not {"unmodified", "doc_rows", "doc_boundary"} <= variants:
+        return pl.DataFrame()
+    methods = rows.filter(pl.col("variant") == "doc_rows")["method"].unique(maintain_order=True).to_list()
+    cells = _cells(rows)
+    frame = rows.filter(pl.col("method").is_in(methods)).with_columns(rows_at_answer=pl.col("kept_entries") / cells + pl.col("block_tokens"))
+    out = []
+    for (model, method), group in frame.group_by(["model", "method"], maintain_order=True):
+        for budget in _budget_levels(group):
+            part = group if budget is None else group.filter(pl.col("budget") == budget)
+            reference = _valid(part).filter(pl.col("variant") == "doc_boundary")
+            memory_ref = float(reference["rows_at_answer"].mean()) if reference.height else float("nan")
+            for variant in ("unmodified", "doc_rows", "doc_boundary"):
+                mine = _valid(part).filter(pl.col("variant") == variant)
+                change = {"mean_delta": 0.0, "delta_lo": None, "delta_hi": None, "n_conditions": None}
+                if variant != "unmodified":
+                    got = _wtl(part, variant, ["unmodified"], settings, method_col="variant").row(0, named=True)
+                    change = {k: got[k] for k in change}
+                out.append({
+                    "model": model, "method": method, "budget": "all" if budget is None else str(budget),
+                    "variant": variant, "n_items": mine.height, "hit_rate": float(mine["score"].mean()) / 100.0,
+                    "hit_change_points": change["mean_delta"], "hit_change_lo": change["delta_lo"],
+                    "hit_change_hi": change["delta_hi"], "n_conditions": change["n_conditions"],
+                    "memory_vs_doc_boundary": float(mine["rows_at_answer"].mean()) / memory_ref,
+                    "question_rows": float(mine["question_in_cache"].mean()),
+                    "question_rows_evicted": float((mine["question_in_cache"] - mine["question_kept_mean"]).mean()),
+                })  # fmt: skip
+    return pl.DataFrame(out)
+
+
+def _cells(frame: pl.DataFrame) -> int:
+    """(layer, KV head) cells of the model: the dense rows keep every position of every cell."""
+    dense = frame.filter(pl.col("method") == "dense")
+    if dense.height:
+        r = dense.row(0, named=True)
+        return int(round(r["kept_entries"] / r["n_cached"]))
+    r = frame.row(0, named=True)  # a uniform method would do; fall back on bytes: full = N * cells * row bytes
+    return int(round(r["bytes_full"] / r["bytes_ragged"] * r["kept_entries"] / r["n_cached"]))
+
+
+def bytes_rows(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
+    """The bytes table: the runs' ragged bytes and layer-padded counterfactual, and the replay's as-shipped bytes."""
+    main = main_rows(rows)
+    common = ["model", "item_id", "length", "budget", "method", "bytes_full", "kept_min_head", "kept_max_head"]
+    ledger = [main.select([*common, pl.lit("ragged").alias("storage"), pl.col("bytes_ragged").alias("bytes_measured")]),
+              main.select([*common, pl.lit("layer_padded").alias("storage"),
+                           pl.col("bytes_layer_padded").alias("bytes_measured")])]
+    if replay.height:
+        shipped = replay.filter(pl.col("method") != "dense")
+        ledger.append(shipped.select([*common, "storage", "bytes_measured"]))
+    table = bytes_summary(pl.concat(ledger, how="vertical_relaxed"))
+    kinds = rows.select("method", "kind").unique("method")
+    return table.join(kinds, on="method", how="left")
+
+
+def timing_table(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
+    """Seconds per method (mean over items and budgets of the main rows) and, from the replay, each press's
+    prefill over the plain prefill (median over items)."""
+    main = main_rows(rows)
+    out = main.group_by(["model", "length", "method"], maintain_order=True).agg(
+        n=pl.len(), prefill_s=pl.col("prefill_s").mean(), score_s=pl.col("score_s").mean(),
+        decode_s=pl.col("decode_s").mean())
+    if replay.height:
+        cost = replay.group_by(["model", "length", "method"]).agg(
+            replay_prefill_s=pl.col("prefill_s").median(), replay_cost_over_dense=pl.col("cost_over_dense").median())
+        out = out.join(cost, on=["model", "length", "method"], how="full", coalesce=True)
+    return out.sort(["model", "length", "method"])
+
+
+# ---------------------------------------------------------------------------------------------- claims
+
+
+def _models(frame: pl.DataFrame) -> str:
+    return ",".join(sorted(set(frame["model"].to_list()))) if "model" in frame.columns and frame.height else ""
+
+
+def _bytes_claims(table: pl.DataFrame) -> list[dict]:
+    """Claims 3, 59, 60, 61, 63, 64, 113, 114 from the bytes table (fractions of the full cache, ratios to SnapKV)."""
+    out = []
+
+    def emit(claim, value, rec, column="frac_full_median", **by):
+        out.append(row(claim, value, rec[column], POPULATION, by={"model": rec["model"], "length": rec["length"],
+                       "budget": rec["budget"], **by}, n_instances=rec["n_items"], models=rec["model"],
+                       source=f"deploy_bytes[{rec['method']}, {rec['storage']}].{column}"))
+
+    for rec in table.iter_rows(named=True):
+        m, storage, kind = rec["method"], rec["storage"], rec.get("kind")
+        if storage == "ragged" and kind in UNIFORM_KINDS:
+            emit(59, "uniform_methods_cache_share", rec, method=m)
+        if storage == "ragged" and m == "snapkv":
+            emit(63, "kept_cache_share", rec, method=m)
+        if storage == "as_shipped" and kind in PER_HEAD_KINDS:
+            emit(59, "per_head_methods_cache_share", rec, method=m)
+            emit(3, "held_cache_share", rec, method=m)
+        if storage == "as_shipped" and m in ("snapkv", "compactor"):
+            emit(61, "snapkv_compactor_cache_share", rec, method=m)
+        if storage == "as_shipped" and m == "kvzip":
+            emit(61, "kvzip_cache_share", rec)
+            emit(113, "kvzip_bytes_over_snapkv", rec, "ratio_to_snapkv_median")
+        if storage == "ragged" and m in ("contourkv_enforced", "contourkv_recon_enforced"):
+            emit(60, "contourkv_cache_share_enforced", rec, method=m)
+            emit(60, "contourkv_bytes_over_snapkv_enforced", rec, "ratio_to_snapkv_median", method=m)
+        if storage == "layer_padded" and m in ("contourkv_unenforced", "contourkv_recon_unenforced"):
+            emit(60, "contourkv_cache_share_unenforced", rec, method=m)
+            emit(114, "median_bytes_over_snapkv", rec, "ratio_to_snapkv_median", method=m)
+            if m == "contourkv_recon_unenforced":
+                emit(64, "contourkv_cache_share", rec)
+        if storage == "ragged" and m in ("contourkv_unenforced", "contourkv_recon_unenforced"):
+            out.append(row(114, "overkeep_over_nominal", rec["kept_max_head"] / rec["budget"], POPULATION,
+                           by={"model": rec["model"], "length": rec["length"], "budget": rec["budget"], "method": m},
+                           n_instances=rec["n_items"], models=rec["model"],
+                           source=f"deploy_bytes[{m}]: widest cell / s"))
+    return out
+
+
+def _wtl_claims(t3: pl.DataFrame, t4: pl.DataFrame) -> list[dict]:
+    """Claims 4, 67, 71, 73, 75 from Tables 3 and 4 (margins in points, hit rates as fractions)."""
+    out = []
+    for rec in t3.iter_rows(named=True) if t3.height else []:
+        common = dict(n_instances=rec["n_conditions"], source=f"table3[{rec['comparison']}].mean_delta")
+        if rec["comparison"].startswith("enforcement effect"):
+            out.append(row(4, "enforcement_cost", -rec["mean_delta"], POPULATION, by={"variant": rec["variant"]},
+                           low=-rec["delta_hi"], high=-rec["delta_lo"], **common))
+        if rec["comparison"] == "window-score reallocation vs SnapKV":
+            out.append(row(71, "mean_margin_vs_snapkv", rec["mean_delta"], POPULATION,
+                           low=rec["delta_lo"], high=rec["delta_hi"], **common))
+    for rec in t4.iter_rows(named=True) if t4.height else []:
+        if rec["opponent"] != "snapkv" or rec["budget"] == "all":
+            continue
+        by = {"budget": int(rec["budget"])}
+        common = dict(n_instances=rec["n_conditions"], source=f"table4[snapkv, s={rec['budget']}]")
+        out.append(row(67, "advantage_vs_snapkv", rec["mean_delta"], POPULATION, by=by, low=rec["delta_lo"],
+                       high=rec["delta_hi"], **common))
+        out.append(row(73, "contourkv_hit_rate", rec["variant_hit"], POPULATION, by=by, **common))
+        out.append(row(73, "snapkv_hit_rate", rec["opponent_hit"], POPULATION, by=by, **common))
+        out.append(row(75, "bytes_over_snapkv", rec["bytes_ratio"], POPULATION, by=by, **common))
+    return out
+
+
+def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dict]:
+    """Claim 116: enforced reconstruction-scored ContourKV over KVzip per condition, with its interval."""
+    main = main_rows(rows)
+    if not {"contourkv_recon_enforced", "kvzip"} <= set(main["method"].unique().to_list()):
+        return []
+    per = wtl_mod.conditions(main, "contourkv_recon_enforced", "kvzip", B=max(settings.bootstrap, 1),
+                             seed=settings.seed, level=settings.level)
+    out = []
+    for rec in per.iter_rows(named=True) if per.height else []:
+        by = {k: rec[k] for k in ("model", "task", "length", "budget")}
+        common = dict(n_instances=rec["n_items"], models=rec["model"], source="conditions[recon_enforced vs kvzip]")
+        out.append(row(116, "margin_vs_kvzip", rec["delta"], POPULATION, by=by, low=rec["delta_lo"], high=rec["delta_hi"], **common))
+        out.append(row(116, "ci_low", rec["delta_lo"], POPULATION, by=by, **common))
+    return out
+
+
+def _decomposition_claims(t5: pl.DataFrame) -> list[dict]:
+    """Claims 5, 76, 78 from Table 5's pooled rows of window-scored enforced ContourKV (else the first method)."""
+    if not t5.height:
+        return []
+    method = ENFORCED if ENFORCED in set(t5["method"].to_list()) else t5["method"][0]
+    out = []
+    for model in sorted(set(t5["model"].to_list())):
+        pooled = {r["variant"]: r for r in t5.filter((pl.col("model") == model) & (pl.col("method") == method)
+                                                      & (pl.col("budget") == "all")).iter_rows(named=True)}
+        doc_rows, boundary = pooled.get("doc_rows"), pooled.get("doc_boundary")
+        if doc_rows is None or boundary is None:
+            continue
+        common = dict(n_instances=doc_rows["n_items"], models=model, source=f"table5[{method}, all budgets]")
+        for name, rec in (("doc_rows_ranking", doc_rows), ("doc_boundary_eviction", boundary)):
+            out.append(row(76, "hit_rate_change", rec["hit_change_points"], POPULATION, by={"model": model, "variant": name},
+                           low=rec["hit_change_lo"], high=rec["hit_change_hi"], **common))
+        out.append(row(76, "main_costs_difference", abs(doc_rows["hit_change_points"] - boundary["hit_change_points"]),
+                       POPULATION, by={"model": model}, **common))
+        out.append(row(5, "retrieval_margin_question_visible", -doc_rows["hit_change_points"], POPULATION,
+                       by={"model": model}, low=_neg(doc_rows["hit_change_hi"]), high=_neg(doc_rows["hit_change_lo"]), **common))
+        out.append(row(78, "question_rows_evicted", doc_rows["question_rows_evicted"], POPULATION, by={"model": model}, **common))
+    return out
+
+
+def _timing_claims(timing: pl.DataFrame) -> list[dict]:
+    """Claims 69 and 115: each press's prefill in the replay over the plain prefill."""
+    out = []
+    if "replay_cost_over_dense" not in timing.columns:
+        return out
+    for rec in timing.filter(pl.col("replay_cost_over_dense").is_not_null()).iter_rows(named=True):
+        by, m = {"model": rec["model"], "length": rec["length"]}, rec["method"]
+        common = dict(models=rec["model"], source=f"deploy_timing[{m}].replay_cost_over_dense")
+        if m == "kvzip":
+            out.append(row(69, "reconstruction_score_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
+            out.append(row(115, "reconstruction_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
+        if m == "snapkv":
+            out.append(row(115, "snapkv_compresskv_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
+    return out
+
+
+def _neg(x):
+    return None if x is None else -x
+
+
+def headline(rows: pl.DataFrame, t3: pl.DataFrame, t4: pl.DataFrame, t5: pl.DataFrame, table: pl.DataFrame,
+             timing: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
+    """Every deployment claim value this run measures (the W/T/L counts of the paper's grid are not judged: they
+    count conditions of a grid this run does not have; Tables 3 and 4 print them)."""
+    out = _bytes_claims(table) + _wtl_claims(t3, t4) + _kvzip_margins(rows, settings) + _decomposition_claims(t5)
+    out += _timing_claims(timing)
+    models = _models(rows)
+    return headline_frame([{**r, "models": r["models"] or models} for r in out])
