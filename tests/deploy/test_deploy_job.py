@@ -1,0 +1,82 @@
+"""The deployment job: items cut from the haystack, the roster expanded, rows with dense-valid gating, the replay."""
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from test_runner import BUDGET, char_tok, item, kvzip_ready, llama  # noqa: F401 (fixtures)
+from test_tasks import PROSE
+
+from trustmass.deploy import ledger, methods, names
+from trustmass.deploy.job import build_items, condition_rows, haystack_ids, methods_of
+from trustmass.deploy.replay import replay_rows
+
+DEPLOY = {
+    "methods": ["dense", "snapkv", "kvzip", "contourkv_enforced"], "hub": False, "budgets": [BUDGET],
+    "max_new_tokens": 3, "query_aware": True, "alpha_safeguard": 0.2,
+    "contour": {"floor": 8, "floor_readings": ["counts", "extra"], "scopes": ["global", "per_layer"]},
+    "decomposition": {"methods": ["contourkv_enforced"]},
+}  # fmt: skip
+
+
+def test_the_roster_names_are_the_light_lists():
+    assert tuple(m for m, v in methods.METHODS.items() if v.status == "offline") == names.OFFLINE
+    assert tuple(m for m, v in methods.METHODS.items() if v.status == "needs_hub") == names.NEEDS_HUB
+    assert {m for m, v in methods.METHODS.items() if v.score == "reconstruction"} == set(names.RECONSTRUCTION)
+
+
+def test_contourkv_is_expanded_per_floor_reading_and_scope():
+    run, extra = methods_of(DEPLOY)
+    assert [m.name for m in run] == ["dense", "snapkv", "kvzip", "contourkv_enforced", "contourkv_enforced_per_layer",
+                                     "contourkv_enforced_floor_extra", "contourkv_enforced_floor_extra_per_layer"]
+    options = {m.name: dict(m.options) for m in run}
+    assert options["contourkv_enforced_floor_extra_per_layer"] == {"floor_counts_toward_budget": False, "scope": "per_layer"}
+    assert len(extra) == 4 and all(m.kind == "contourkv" for m in extra)
+    with pytest.raises(ValueError, match="needs hub access"):
+        methods_of({**DEPLOY, "methods": ["kvzap"]})
+
+
+def test_items_are_cut_from_successive_haystack_spans():
+    tok = char_tok()
+    hay = haystack_ids(tok, PROSE * 4, 1260)
+    assert hay.size == 1260 and hay.dtype == np.int64
+    items = build_items("niah_single", 420, 3, hay, tok, seed=1)
+    assert [it.item_id for it in items] == [f"niah_single-420-{i:04d}" for i in range(3)]
+    assert items[0].context_ids[:10].tolist() != items[1].context_ids[:10].tolist()
+    assert items[1].context_ids[:5].tolist() == hay[420:425].tolist()  # item 1 reads from token 420
+    with pytest.raises(ValueError, match="the items need 50000"):
+        haystack_ids(tok, PROSE, 50000)
+    with pytest.raises(ValueError, match="exceeds the model's window"):
+        build_items("niah_single", 420, 1, hay, tok, seed=1, max_positions=256)
+
+
+def test_condition_rows_flag_dense_valid_items(kvzip_ready):  # noqa: F811
+    tok = char_tok()
+    items = build_items("niah_single", 420, 2, haystack_ids(tok, PROSE * 4, 840), tok, seed=3)
+    logged = []
+    rows = condition_rows(kvzip_ready, tok, items, {**DEPLOY, "contour": {**DEPLOY["contour"], "scopes": ["global"]}},
+                          seed=0, log=logged.append)
+    assert len(logged) == 2 and all("dense" in line for line in logged)
+    assert set(rows["item_id"].to_list()) == {it.item_id for it in items}
+    for item_id, group in rows.group_by("item_id"):
+        dense = group.filter((pl.col("method") == "dense"))["score"].item()
+        assert group["dense_valid"].unique().to_list() == [dense == 100.0]  # a random tiny model misses: excluded
+    assert set(rows["variant"].to_list()) == {"unmodified", "doc_rows", "doc_boundary"}
+    assert {"task", "length", "depth"} <= set(rows.columns)
+
+
+def test_replay_measures_kvpress_own_bytes(kvzip_ready):  # noqa: F811
+    tok = char_tok()
+    items = build_items("niah_single", 420, 1, haystack_ids(tok, PROSE * 4, 420), tok, seed=3)
+    rows = replay_rows(kvzip_ready, items, ["snapkv", "adakv", "kvzip"], [BUDGET], query_aware=True)
+    by = {r["method"]: r for r in rows.iter_rows(named=True)}
+    cfg = kvzip_ready.config
+    n = by["dense"]["n_cached"]
+    d = cfg.hidden_size // cfg.num_attention_heads
+    assert by["dense"]["bytes_measured"] == by["dense"]["bytes_full"] == ledger.full_bytes(
+        n, cfg.num_hidden_layers, cfg.num_key_value_heads, d, torch.float32)
+    assert by["snapkv"]["bytes_measured"] == ledger.ragged_bytes(np.full((2, 2), BUDGET), d, torch.float32)
+    assert by["snapkv"]["cache_rows"] == BUDGET
+    for masked in ("adakv", "kvzip"):  # head-wise: the full cache plus the index tensors
+        assert by[masked]["frac_full"] > 1.0 and by[masked]["cache_rows"] == n
+    assert by["dense"]["cost_over_dense"] == 1.0 and all(r["prefill_s"] > 0 for r in by.values())
