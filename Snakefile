@@ -132,5 +132,5 @@ rule all:
         rules.bench.input,
         rules.captures.input,
         rules.records.input,
-        [getattr(rules, out.name).input for out in OUTPUTS],
+        [getattr(rules, out.name).input for out in ACTIVE_OUTPUTS],
         rules.claims.input,

@@ -17,8 +17,8 @@ smk = snakemake  # noqa: F821
 cfg = smk.params.config
 settings = StatisticsSettings.from_config(cfg)
 files, replays = list(smk.input.rows), list(smk.input.replay)
-if not files:  # deploy.enabled is false: empty frames, so the tables say "no rows" rather than fail
-    raise SystemExit("deploy_statistics: no deployment rows (deploy.enabled: false); nothing to tabulate")
+if not files:  # only asked for by name: `all` and the claims leave the stage out when deploy.enabled is false
+    raise SystemExit("deploy_statistics: no deployment rows: deploy.enabled is false; fix: set it true")
 rows = read_parquets(files, how="diagonal_relaxed")
 replay = read_parquets(replays, how="diagonal_relaxed") if replays else pl.DataFrame()
 print(f"{rows.height} rows from {len(files)} conditions, {replay.height} replay measurements; {settings}")

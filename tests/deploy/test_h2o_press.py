@@ -32,11 +32,12 @@ def reference_mass(eager, ids) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("ratio", [0.5, 0.8])
-def test_scores_are_accumulated_attention(pair, ratio):
+@pytest.mark.parametrize("block", [7, 256])  # several query blocks (each reads only its visible keys), or one
+def test_scores_are_accumulated_attention(pair, ratio, block):
     sdpa, eager = pair
     ids = random_ids(N, sdpa.config.vocab_size, seed=31)
     want = reference_mass(eager, ids)
-    press = H2OPress(compression_ratio=ratio)
+    press = H2OPress(compression_ratio=ratio, query_block=block)
     recent = press.n_recent(N)
     assert recent == int(int(N * (1 - ratio)) * 0.5) > 0
     for model in (sdpa, eager):  # recomputed weights, and the weights eager attention hands the hook

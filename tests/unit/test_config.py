@@ -234,7 +234,7 @@ def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, fi
         ({"decomposition": {"methods": ["kvzip"]}}, "config.deploy.decomposition.methods: 'kvzip' does not rank with a press score"),
         ({"replay": {"methods": ["contourkv_enforced"]}}, "'contourkv_enforced' has no kvpress form to replay"),
         ({"haystack": "wikitext"}, "config.deploy.haystack: 'wikitext' is not a corpus of config.corpora"),
-        ({"models": ["gemma"]}, "config.deploy.models: 'gemma' is not in study.models"),
+        ({"models": ["gemma"]}, "config.deploy.models: 'gemma' is not a model of config.models"),
     ],
 )
 def test_deploy_settings_are_checked_at_start_up(change, message):

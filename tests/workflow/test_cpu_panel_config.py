@@ -82,3 +82,19 @@ def test_the_loss_overlay_plans_21_heldout_documents_per_model_and_only_the_capt
     # per model: 3 primary documents of each corpus (the map) plus Austen 3..11 (the probe's 12)
     assert jobs["capture"] == 3 * (9 + 9)
     assert "ceiling" not in jobs
+
+
+def test_deploy_cpu_overlay_plans_the_issues_grid(tmp_path):
+    from conftest import Workflow, planned_jobs
+
+    from trustmass.cli.plan import resolve_config
+
+    packaged, overlay = REPO / "config" / "models-packaged.yaml", REPO / "config" / "deploy-cpu.yaml"
+    deploy = resolve_config(packaged, overlay)["deploy"]
+    assert deploy["items"] >= 40 and deploy["budgets"] == [32, 64, 128] and deploy["lengths"] == [1024, 2048, 4096]
+    assert "kvzip" in deploy["methods"] and deploy["decomposition"]["methods"]
+    done = Workflow(tmp_path).run("--dry-run", "table3", "table4", "table5", "bytes_table",
+                                  "--configfile", str(packaged), str(overlay))
+    assert done.returncode == 0, done.output
+    jobs = planned_jobs(done.output)
+    assert jobs["deploy_condition"] == 2 * 4 * 3 and jobs["deploy_replay"] == 2

@@ -373,3 +373,28 @@ def test_capture_checks_the_declared_shape_before_any_compute():
     for later in ("load_documents(", "load_prepared_model(", "capture_document(", "write_shard("):
         assert check < text.index(later), f"scripts/capture.py calls {later} before check_declared_shape"
     assert "snakemake.params.declared" in text[:check]
+
+
+# ---- deployment: off on the base arms, the paper's grid in the companion --------------------------------
+
+PAPER_DEPLOY = REPO / "config" / "paper-deploy.yaml"
+
+
+def test_paper_config_plans_no_deployment_and_its_claims_do_not_wait_for_one(paper_dry_run):
+    _, done = paper_dry_run
+    jobs = planned_jobs(done.output)
+    assert not {"deploy_condition", "deploy_replay", "deploy_statistics", "render_table3"} & set(jobs), jobs
+    assert jobs["claims_report"] == 1
+
+
+def test_paper_deploy_companion_plans_the_papers_grid_offline(tmp_path):
+    config = resolve_config(PAPER, PAPER_DEPLOY)
+    deploy = config["deploy"]
+    assert {"kvzap", "duo_attention", "fastkvzip"} <= set(deploy["methods"]) and deploy["hub"]
+    run, done = offline_dry_run(tmp_path, "table3", "table4", "table5", "bytes_table",
+                                "--configfile", str(PAPER), str(PAPER_DEPLOY))
+    assert_planned_offline(run, done)
+    jobs = planned_jobs(done.output)
+    assert jobs["deploy_condition"] == 4 * 4 * 4  # models x tasks x lengths
+    assert jobs["deploy_replay"] == 4 and jobs["deploy_statistics"] == 1
+    assert "capture" not in jobs  # deployed models are not captured

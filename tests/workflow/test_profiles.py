@@ -10,11 +10,9 @@ pytestmark = pytest.mark.workflow
 
 SLURM_PROFILE = REPO / "profiles" / "slurm"
 DEFAULT_PROFILE = REPO / "profiles" / "default"
-# The rules that run the model; the slurm profile gives each a GPU.  Deploy arrives with a later
-# stage and is configured ahead of time (snakemake ignores set-resources for rules that do not
-# exist, which is also why a misspelled name must be caught here).
-FUTURE_GPU_RULES = {"deploy"}
-GPU_RULES = {"capture", "loss_document", "loss_curvature", "probe_train"} | FUTURE_GPU_RULES
+# The rules that run the model; the slurm profile gives each a GPU (snakemake ignores set-resources
+# for rules that do not exist, which is why a misspelled name must be caught here).
+GPU_RULES = {"capture", "loss_document", "loss_curvature", "probe_train", "deploy_condition", "deploy_replay"}
 
 needs_slurm_plugin = pytest.mark.skipif(
     importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
@@ -40,9 +38,9 @@ def test_slurm_profile_names_only_existing_or_planned_rules(workflow):
     rules = {line.split()[0] for line in done.stdout.splitlines() if line and not line.startswith(" ")}
     assert {"all", "worked_examples", "bench_enumeration"} <= rules, done.output
     configured = set(_profile(SLURM_PROFILE)["set-resources"])
-    unknown = configured - rules - FUTURE_GPU_RULES
+    unknown = configured - rules
     assert not unknown, f"profiles/slurm set-resources names rules that do not exist: {sorted(unknown)}"
-    assert GPU_RULES - FUTURE_GPU_RULES <= rules
+    assert GPU_RULES <= rules
 
 
 def test_slurm_profile_gives_every_gpu_rule_a_gpu():

@@ -215,7 +215,7 @@ for _out in OUTPUTS:
 rule claims_report:
     """Paper value, regenerated value with interval, models and verdict for every claim."""
     input:
-        headline=[stats_path(f) for f in HEADLINE_FRAMES],
+        headline=[stats_path(f) for f in ACTIVE_HEADLINE_FRAMES],
         claims=CLAIMS_FILE,
         code=library_code("trustmass.report.claims.report", "trustmass.report.claims.roles", "trustmass.plumbing.rule_io"),
     output:

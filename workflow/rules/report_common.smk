@@ -11,6 +11,11 @@ CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claim
 PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD", "LOSS"] + [
     stage for stage, on in (("PROBE", config["loss"]["probe"]["enabled"]), ("CURV", config["loss"]["curvature"]["enabled"])) if on
 ] + (["DEP", "BYTES", "RETR", "TIME"] if config["deploy"]["enabled"] else [])
+#: the statistics rules of stages switched off, their frames, and the outputs and claims that remain
+_OFF_RULES = set() if config["deploy"]["enabled"] else {"deploy_statistics"}
+_OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
+ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]
+ACTIVE_HEADLINE_FRAMES = [f for f in HEADLINE_FRAMES if f not in _OFF_FRAMES]
 STATISTICS_CONFIG = ("seed", "labels", "statistics", "study/headline", "study/models", "study/corpora")
 STATISTICS_RULES = {r.name: r for r in STATISTICS}
 

@@ -27,7 +27,7 @@ from transformers.models.llama.modeling_llama import repeat_kv, rotate_half
 __all__ = ["H2OPress", "accumulated_attention"]
 
 
-def accumulated_attention(module, hidden_states: torch.Tensor, keys: torch.Tensor, position_embeddings, block: int = 1024):
+def accumulated_attention(module, hidden_states: torch.Tensor, keys: torch.Tensor, position_embeddings, block: int = 256):
     """Column sums ``[B, Hq, N]`` of the causal softmax of every prefill query over the keys ``[B, Hkv, N, d]``."""
     n = keys.shape[2]
     groups = module.config.num_attention_heads // keys.shape[1]
@@ -40,9 +40,10 @@ def accumulated_attention(module, hidden_states: torch.Tensor, keys: torch.Tenso
         q = get_prerope_query_states(module, hidden_states[:, start:stop])
         c, s = cos[:, start:stop].unsqueeze(1), sin[:, start:stop].unsqueeze(1)
         q = (q * c + rotate_half(q) * s).float()
-        logits = torch.matmul(q, key_states.transpose(2, 3)) * scaling  # [B, Hq, rows, N]
-        future = torch.arange(n, device=keys.device)[None, :] > torch.arange(start, stop, device=keys.device)[:, None]
-        mass += torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1).sum(dim=-2)
+        # queries start..stop-1 see keys 0..stop-1 only: the later keys are never computed (causal)
+        logits = torch.matmul(q, key_states[:, :, :stop].transpose(2, 3)) * scaling  # [B, Hq, rows, stop]
+        future = torch.arange(stop, device=keys.device)[None, :] > torch.arange(start, stop, device=keys.device)[:, None]
+        mass[..., :stop] += torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1).sum(dim=-2)
     return mass
 
 
@@ -56,13 +57,13 @@ class H2OPress(ScorerPress):
         Fraction of key-value pairs to remove (kvpress's convention); ``n_kept = compute_n_kept(N, ratio)``.
     recent_ratio : float, default=0.5
         Share of ``n_kept`` given to the most recent positions unconditionally (H2O's s/2).
-    query_block : int, default=1024
-        Queries per block when the attention weights are recomputed.
+    query_block : int, default=256
+        Queries per block when the attention weights are recomputed (each block reads only the keys it can see).
     """
 
     compression_ratio: float = 0.0
     recent_ratio: float = 0.5
-    query_block: int = 1024
+    query_block: int = 256
 
     def __post_init__(self):
         super().__post_init__()

@@ -340,19 +340,19 @@ def _snapkv_window_problems(config: dict) -> list[str]:
 
 
 def _deploy_problems(config: dict) -> list[str]:
-    """deploy: study models, a prose haystack corpus, known methods (hub ones only with deploy.hub), the
+    """deploy: defined models, a prose haystack corpus, known methods (hub ones only with deploy.hub), the
     required references, decomposition and replay methods among the run ones, budgets below every length."""
     from trustmass.deploy.names import CONTOURKV, RECONSTRUCTION, method_problems
 
     deploy = config.get("deploy") or {}
     if not deploy.get("enabled", False):
         return []
-    study = config.get("study", {}) or {}
     methods = list(deploy.get("methods") or [])
     problems = [
-        f"config.deploy.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
+        f"config.deploy.models: {m!r} is not a model of config.models ({', '.join(config.get('models') or {})}); "
+        "fix: define it there (a deployed model need not be captured) or remove it here"
         for m in deploy.get("models") or []
-        if m not in study.get("models", [])
+        if m not in (config.get("models") or {})
     ]
     haystack = deploy.get("haystack")
     if haystack is not None and haystack not in (config.get("corpora") or {}):
