@@ -212,3 +212,13 @@ def test_ratio_for_keeps_exactly_the_budget():
     for n in (49, 192, 1971, 4096):
         for s in sorted({1, 7, 32, 64, n - 1, n} & set(range(1, n + 1))):
             assert compute_n_kept(n, methods.ratio_for(s, n)) == s
+
+
+def test_one_prefill_for_every_budget_equals_one_run_per_budget(kvzip_ready, item):
+    """Scorers recorded per budget on one prefill choose what a run at that budget alone chooses."""
+    llama, (tok, it) = kvzip_ready, item
+    names = ["dense", "snapkv", "streaming_llm", "h2o", "pyramidkv", "adakv", "kvzip", "contourkv_enforced"]
+    keep = ("method", "budget", "variant", "answer", "kept_entries", "kept_min_head", "kept_max_head", "bytes_ragged")
+    both = run_item(llama, tok, it, names, [BUDGET, 2 * BUDGET], max_new_tokens=3, contour={"floor": 8})
+    alone = [r for b in (BUDGET, 2 * BUDGET) for r in run_item(llama, tok, it, names, b, max_new_tokens=3, contour={"floor": 8})]
+    assert [{k: r[k] for k in keep} for r in both] == [{k: r[k] for k in keep} for r in alone]

@@ -27,6 +27,8 @@ rule deploy_condition:
     log:
         "logs/deploy/condition/{model}/{task}/{length}.log",
     threads: config["deploy"]["threads"]
+    # below the capture -> ceiling -> certification chain: the deployment fills the cores that chain leaves idle
+    priority: -1
     resources:
         mem_mb=6000,
         runtime=120,
@@ -51,6 +53,7 @@ rule deploy_replay:
     log:
         "logs/deploy/replay/{model}.log",
     threads: config["deploy"]["threads"]
+    priority: -1
     resources:
         mem_mb=6000,
         runtime=60,

@@ -28,7 +28,8 @@ TABLE5_COLUMNS = (
 BYTES_COLUMNS = (
     Column("items", "n_items", None), Column("share of the full cache", "frac_full_median", 4),
     Column("min", "frac_full_min", 4), Column("max", "frac_full_max", 4),
-    Column("× SnapKV's bytes", "ratio_to_snapkv_median", 3), Column("kept per head, min", "kept_min_head", None),
+    Column("× SnapKV's bytes", "ratio_to_snapkv_median", 3), Column("K/V rows held / positions", "kv_rows_share_median", 4),
+    Column("kept per head, min", "kept_min_head", None),
     Column("kept per head, max", "kept_max_head", None),
 )  # fmt: skip
 TIMING_COLUMNS = (
@@ -97,7 +98,8 @@ DEPLOY_LAYOUTS = {
         ("as_shipped: kvpress's own prefill (prefill-only replay), every tensor of the cache plus the head-wise "
          "masks. ragged: one K/V tensor per (layer, KV head), the kept rows only. layer_padded: the counterfactual "
          "of one tensor per layer with as many slots as its widest head.",
-         "× SnapKV: over SnapKV's bytes on the same item, budget and storage."),
+         "× SnapKV: over SnapKV's bytes on the same item, budget and storage. K/V rows held: per head, over the "
+         "positions (as shipped; 1 for a masked full-size cache, whose index tensors come on top)."),
     ),
     "timing_table": TableLayout(
         "Seconds per method: prefill, scoring, decode, and the replay's prefill over the plain prefill",

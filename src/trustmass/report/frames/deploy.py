@@ -171,7 +171,13 @@ def bytes_rows(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
         ledger.append(shipped.select([*common, "storage", "bytes_measured"]))
     table = bytes_summary(pl.concat(ledger, how="vertical_relaxed"))
     kinds = rows.select("method", "kind").unique("method")
-    return table.join(kinds, on="method", how="left")
+    table = table.join(kinds, on="method", how="left")
+    if replay.height:  # K/V rows the shipped cache holds per head, over the positions (1 for a masked full cache)
+        share = replay.filter(pl.col("method") != "dense").group_by(["model", "length", "budget", "method"]).agg(
+            kv_rows_share_median=(pl.col("cache_rows") / pl.col("n_cached")).median())
+        return table.join(share.with_columns(storage=pl.lit("as_shipped")), on=["model", "length", "budget", "method", "storage"],
+                          how="left")
+    return table.with_columns(kv_rows_share_median=pl.lit(None, dtype=pl.Float64))
 
 
 def timing_table(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
@@ -210,13 +216,14 @@ def _bytes_claims(table: pl.DataFrame) -> list[dict]:
             emit(59, "uniform_methods_cache_share", rec, method=m)
         if storage == "ragged" and m == "snapkv":
             emit(63, "kept_cache_share", rec, method=m)
+        # claims 3, 59, 61 speak of the K/V rows held; the head-wise masks' index tensors come on top (bytes table)
         if storage == "as_shipped" and kind in PER_HEAD_KINDS:
-            emit(59, "per_head_methods_cache_share", rec, method=m)
-            emit(3, "held_cache_share", rec, method=m)
+            emit(59, "per_head_methods_cache_share", rec, "kv_rows_share_median", method=m)
+            emit(3, "held_cache_share", rec, "kv_rows_share_median", method=m)
         if storage == "as_shipped" and m in ("snapkv", "compactor"):
-            emit(61, "snapkv_compactor_cache_share", rec, method=m)
+            emit(61, "snapkv_compactor_cache_share", rec, "kv_rows_share_median", method=m)
         if storage == "as_shipped" and m == "kvzip":
-            emit(61, "kvzip_cache_share", rec)
+            emit(61, "kvzip_cache_share", rec, "kv_rows_share_median")
             emit(113, "kvzip_bytes_over_snapkv", rec, "ratio_to_snapkv_median")
         if storage == "ragged" and m in ("contourkv_enforced", "contourkv_recon_enforced"):
             emit(60, "contourkv_cache_share_enforced", rec, method=m)
@@ -240,8 +247,8 @@ def _wtl_claims(t3: pl.DataFrame, t4: pl.DataFrame) -> list[dict]:
     for rec in t3.iter_rows(named=True) if t3.height else []:
         common = dict(n_instances=rec["n_conditions"], source=f"table3[{rec['comparison']}].mean_delta")
         if rec["comparison"].startswith("enforcement effect"):
-            out.append(row(4, "enforcement_cost", -rec["mean_delta"], POPULATION, by={"variant": rec["variant"]},
-                           low=-rec["delta_hi"], high=-rec["delta_lo"], **common))
+            out.append(row(4, "enforcement_cost", _neg(rec["mean_delta"]), POPULATION, by={"variant": rec["variant"]},
+                           low=_neg(rec["delta_hi"]), high=_neg(rec["delta_lo"]), **common))
         if rec["comparison"] == "window-score reallocation vs SnapKV":
             out.append(row(71, "mean_margin_vs_snapkv", rec["mean_delta"], POPULATION,
                            low=rec["delta_lo"], high=rec["delta_hi"], **common))
@@ -281,18 +288,19 @@ def _decomposition_claims(t5: pl.DataFrame) -> list[dict]:
     method = ENFORCED if ENFORCED in set(t5["method"].to_list()) else t5["method"][0]
     out = []
     for model in sorted(set(t5["model"].to_list())):
-        pooled = {r["variant"]: r for r in t5.filter((pl.col("model") == model) & (pl.col("method") == method)
-                                                      & (pl.col("budget") == "all")).iter_rows(named=True)}
+        mine = t5.filter((pl.col("model") == model) & (pl.col("method") == method))
+        level = "all" if "all" in set(mine["budget"].to_list()) else mine["budget"][0]  # one budget: no pooled row
+        pooled = {r["variant"]: r for r in mine.filter(pl.col("budget") == level).iter_rows(named=True)}
         doc_rows, boundary = pooled.get("doc_rows"), pooled.get("doc_boundary")
         if doc_rows is None or boundary is None:
             continue
-        common = dict(n_instances=doc_rows["n_items"], models=model, source=f"table5[{method}, all budgets]")
+        common = dict(n_instances=doc_rows["n_items"], models=model, source=f"table5[{method}, budget {level}]")
         for name, rec in (("doc_rows_ranking", doc_rows), ("doc_boundary_eviction", boundary)):
             out.append(row(76, "hit_rate_change", rec["hit_change_points"], POPULATION, by={"model": model, "variant": name},
                            low=rec["hit_change_lo"], high=rec["hit_change_hi"], **common))
         out.append(row(76, "main_costs_difference", abs(doc_rows["hit_change_points"] - boundary["hit_change_points"]),
                        POPULATION, by={"model": model}, **common))
-        out.append(row(5, "retrieval_margin_question_visible", -doc_rows["hit_change_points"], POPULATION,
+        out.append(row(5, "retrieval_margin_question_visible", _neg(doc_rows["hit_change_points"]), POPULATION,
                        by={"model": model}, low=_neg(doc_rows["hit_change_hi"]), high=_neg(doc_rows["hit_change_lo"]), **common))
         out.append(row(78, "question_rows_evicted", doc_rows["question_rows_evicted"], POPULATION, by={"model": model}, **common))
     return out
@@ -315,7 +323,7 @@ def _timing_claims(timing: pl.DataFrame) -> list[dict]:
 
 
 def _neg(x):
-    return None if x is None else -x
+    return None if x is None else 0.0 - x  # 0.0 - 0.0 is 0.0, not -0.0
 
 
 def headline(rows: pl.DataFrame, t3: pl.DataFrame, t4: pl.DataFrame, t5: pl.DataFrame, table: pl.DataFrame,
