@@ -220,33 +220,3 @@ def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, fi
     # a model's own documents: override (the paper's 7B at 3 x 16,384 tokens) moves its first chunk
     assert heldout_first_doc(resolved, {"n_docs": 3, "doc_tokens": 16384}) == (first if "first_doc" in heldout else -(-3 * 16384 // int(resolved["loss"]["heldout"]["doc_tokens"] or 16384)))
 
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        ({"methods": ["dense", "snapkv", "nope"]}, "config.deploy.methods: unknown method 'nope'; fix: use one of dense, snapkv"),
-        ({"methods": ["dense", "snapkv", "kvzap"]}, "config.deploy.methods: 'kvzap' needs hub access"),
-        ({"methods": ["dense", "knorm"], "replay": {"methods": []}, "decomposition": {"methods": []}},
-         "config.deploy.methods: 'snapkv' is required (bytes are reported over SnapKV's)"),
-        ({"budgets": [1024]}, "config.deploy.budgets: 1024 is not below the shortest item length 1024"),
-        ({"budgets": [16]}, "config.deploy.budgets: 16 is below ContourKV's floor 32 under the 'counts' reading"),
-        ({"query_aware": False}, "config.deploy.decomposition.methods: the decomposition splits question-visible eviction"),
-        ({"decomposition": {"methods": ["kvzip"]}}, "config.deploy.decomposition.methods: 'kvzip' does not rank with a press score"),
-        ({"replay": {"methods": ["contourkv_enforced"]}}, "'contourkv_enforced' has no kvpress form to replay"),
-        ({"haystack": "wikitext"}, "config.deploy.haystack: 'wikitext' is not a corpus of config.corpora"),
-        ({"models": ["gemma"]}, "config.deploy.models: 'gemma' is not a model of config.models"),
-    ],
-)
-def test_deploy_settings_are_checked_at_start_up(change, message):
-    config = copy.deepcopy(DEFAULT)
-    config["deploy"].update(change)
-    found = problems(config)
-    assert any(message in p for p in found), found
-
-
-def test_deploy_hub_methods_pass_with_hub_access_and_a_disabled_stage_is_not_checked():
-    config = copy.deepcopy(DEFAULT)
-    config["deploy"].update({"hub": True, "methods": [*DEFAULT["deploy"]["methods"], "kvzap", "duo_attention"]})
-    assert validate_config(config, SCHEMA)["deploy"]["hub"] is True
-    config["deploy"].update({"hub": False, "enabled": False})
-    assert validate_config(config, SCHEMA)["deploy"]["enabled"] is False

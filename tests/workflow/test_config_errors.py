@@ -24,7 +24,7 @@ def test_misspelled_top_level_key(workflow):
         workflow,
         "enumeratoin:\n  subset_cap: 5\n",
         "config: unknown key 'enumeratoin' at top level",
-        "allowed: balancing, benchmark, budgets, cache_dir, capture, certification, corpora, documents",
+        "allowed: balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, documents",
         "did you mean 'enumeration'?",
     )
 
@@ -98,4 +98,14 @@ def test_a_loss_budget_above_the_visible_keys(workflow):
         workflow,
         "loss:\n  budget: 500\n",
         "config.loss.budget: 500 is not below the 448 keys the first restricted row sees",
+    )
+
+
+def test_a_hub_method_offline_and_a_budget_above_the_items(workflow):
+    _fails_with(
+        workflow,
+        "deploy:\n  methods: [dense, snapkv, kvzap, snapvk]\n  budgets: [2048]\n  replay: {methods: [snapkv]}\n",
+        "config.deploy.methods: 'kvzap' needs hub access",
+        "config.deploy.methods: unknown method 'snapvk'",
+        "config.deploy.budgets: 2048 is not below the shortest item length 1024",
     )

@@ -166,3 +166,21 @@ def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_r
     for claim in (52, 53, 111, 126):  # 125 is stated per paper model: the tiny model plays no role
         statuses = {v["all"]["status"] for v in claims[claim]["values"]}
         assert statuses - {"not produced yet"}, (claim, statuses)
+
+
+def test_the_deploy_stage_wrote_tables_3_to_5_and_the_byte_ledger(tiny_run):
+    import polars as pl
+
+    wf, _, _ = tiny_run
+    for name in ("table3_wtl", "table4_retrieval", "table5_decomposition", "bytes", "deploy_timing"):
+        assert (wf.workdir / f"results/tables/{name}.md").is_file(), name
+    rows = pl.read_parquet(wf.workdir / "results/deploy/tiny-reader/niah_single/400.parquet")
+    assert rows["item_id"].n_unique() == 2 and set(rows["variant"]) == {"unmodified", "doc_rows", "doc_boundary"}
+    table = pl.read_parquet(wf.workdir / "results/stats/deploy_bytes.parquet")
+    shipped = {r["method"]: r for r in table.filter(pl.col("storage") == "as_shipped").iter_rows(named=True)}
+    assert shipped["adakv"]["frac_full_median"] > 1.0 and shipped["kvzip"]["kv_rows_share_median"] == 1.0
+    ragged = {r["method"]: r for r in table.filter(pl.col("storage") == "ragged").iter_rows(named=True)}
+    assert ragged["snapkv"]["kept_min_head"] == ragged["snapkv"]["kept_max_head"] == 40
+    assert ragged["contourkv_enforced"]["kept_max_head"] <= 40 and ragged["adakv"]["ratio_to_snapkv_median"] == 1.0
+    claims = {c["id"]: c for c in json.loads((wf.workdir / "results/claims.json").read_text())["claims"]}
+    assert {v["all"]["status"] for v in claims[60]["values"]} - {"not produced yet"}

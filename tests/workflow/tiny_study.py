@@ -19,7 +19,7 @@ def make_tiny_model(folder: Path, seed: int = 0) -> Path:
     from tokenizers.models import WordLevel
     from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
 
-    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate([*WORDS, "."])}}
     backend = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
@@ -39,22 +39,50 @@ def make_tiny_model(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
+def make_tiny_char_model(folder: Path, seed: int = 1) -> Path:
+    """A random-weight Llama with a character tokenizer (every printable ASCII character): the deployment's
+    needles and questions round-trip through it, as they must through a real model's tokenizer."""
+    import torch
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
+
+    chars = ["\n"] + [chr(c) for c in range(32, 127)]
+    backend = Tokenizer(models.WordLevel(vocab={"<unk>": 0} | {c: i + 1 for i, c in enumerate(chars)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    config = LlamaConfig(vocab_size=len(chars) + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+    torch.manual_seed(seed)
+    AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def make_tiny_corpus(folder: Path, n_words: int = 2000, seed: int = 0) -> Path:
+    """Random words in sentences of 12 (full stops: the deployment's needles go at sentence boundaries)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "a.txt").write_text(" ".join(rng.choice(WORDS, size=n_words)), encoding="utf-8")
+    words = rng.choice(WORDS, size=n_words).tolist()
+    text = " . ".join(" ".join(words[i : i + 12]) for i in range(0, n_words, 12)) + " ."
+    (folder / "a.txt").write_text(text, encoding="utf-8")
     return folder
 
 
 def tiny_study_config(workdir: Path) -> str:
     """Config text (merged over config.yaml) for a study of the tiny model on the tiny corpus."""
     model = make_tiny_model(workdir / "tiny-model")
+    reader = make_tiny_char_model(workdir / "tiny-reader")
     corpus = make_tiny_corpus(workdir / "tiny-corpus")
     return f"""\
 models:
   tiny:
     source: local
     path: {model}
+    declared: {{layers: 2, heads: 4, kv_heads: 2}}
+  tiny-reader:
+    source: local
+    path: {reader}
     declared: {{layers: 2, heads: 4, kv_heads: 2}}
 corpora:
   words: {{source: local, path: {corpus}}}
@@ -74,4 +102,13 @@ loss:
   heldout: {{doc_tokens: null}}
   accounting: [per_query, cache_faithful]
   probe: {{steps: 5, train_docs: 1, alpha_grid: [0.0, 1.0]}}
+deploy:
+  models: [tiny-reader]        # deployed, not captured
+  lengths: [400]
+  items: 2
+  budgets: [40]
+  max_new_tokens: 2
+  methods: [dense, snapkv, h2o, adakv, kvzip, compactor, contourkv_enforced, contourkv_unenforced,
+            contourkv_recon_enforced, contourkv_recon_unenforced]
+  replay: {{methods: [snapkv, adakv, kvzip], items: 1}}
 """

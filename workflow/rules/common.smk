@@ -48,6 +48,13 @@ _loss_rule_problems = loss_rule_problems(config["loss"]["rules"])
 if _loss_rule_problems:
     raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _loss_rule_problems))
 
+# the deployment stage's methods, budgets and references (torch-free check)
+from trustmass.deploy.names import config_problems as deploy_problems
+
+_deploy_problems = deploy_problems(config)
+if _deploy_problems:
+    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _deploy_problems))
+
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
 

@@ -33,7 +33,10 @@ rule prepare_model:
         model=_SOURCE_NAME,
     log:
         "logs/sources/prepare_model/{model}.log",
-    threads: 2
+    # the root of every model stage: first in line, on one core (the conversion gains little from a second;
+    # the small self-check and benchmark jobs take the other)
+    threads: 1
+    priority: 10
     resources:
         mem_mb=model_mem_mb,
         runtime=60,

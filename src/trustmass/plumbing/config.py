@@ -236,7 +236,6 @@ def _cross_field_problems(config: dict) -> list[str]:
     problems += _snapkv_window_problems(config)
     problems += _headline_problems(config)
     problems += _loss_problems(config)
-    problems += _deploy_problems(config)
     return problems
 
 
@@ -338,54 +337,3 @@ def _snapkv_window_problems(config: dict) -> list[str]:
         f"(window = {windows.SNAPKV_WINDOW_RULE}); fix: capture.windows: {sorted(captured | set(needed))}"
     ]
 
-
-def _deploy_problems(config: dict) -> list[str]:
-    """deploy: defined models, a prose haystack corpus, known methods (hub ones only with deploy.hub), the
-    required references, decomposition and replay methods among the run ones, budgets below every length."""
-    from trustmass.deploy.names import CONTOURKV, RECONSTRUCTION, method_problems
-
-    deploy = config.get("deploy") or {}
-    if not deploy.get("enabled", False):
-        return []
-    methods = list(deploy.get("methods") or [])
-    problems = [
-        f"config.deploy.models: {m!r} is not a model of config.models ({', '.join(config.get('models') or {})}); "
-        "fix: define it there (a deployed model need not be captured) or remove it here"
-        for m in deploy.get("models") or []
-        if m not in (config.get("models") or {})
-    ]
-    haystack = deploy.get("haystack")
-    if haystack is not None and haystack not in (config.get("corpora") or {}):
-        problems.append(f"config.deploy.haystack: {haystack!r} is not a corpus of config.corpora "
-                        f"({', '.join(config.get('corpora') or {})}); fix: name one, or null for the headline corpus")
-    problems += method_problems(methods, bool(deploy.get("hub")))
-    problems += [f"config.deploy.methods: {need!r} is required ({why}); fix: add it" for need, why in
-                 (("dense", "dense-valid gating"), ("snapkv", "bytes are reported over SnapKV's")) if need not in methods]
-    decomposition = list((deploy.get("decomposition") or {}).get("methods") or [])
-    for name in decomposition:
-        if name not in methods:
-            problems.append(f"config.deploy.decomposition.methods: {name!r} is not in deploy.methods; fix: add it there")
-        elif name == "dense" or name in RECONSTRUCTION:
-            problems.append(f"config.deploy.decomposition.methods: {name!r} does not rank with a press score; "
-                            "fix: use window-scored methods (snapkv, contourkv_enforced, ...)")
-    if decomposition and not deploy.get("query_aware", True):
-        problems.append("config.deploy.decomposition.methods: the decomposition splits question-visible eviction; "
-                        "fix: deploy.query_aware: true, or decomposition.methods: []")
-    for name in (deploy.get("replay") or {}).get("methods") or []:
-        if name not in methods:
-            problems.append(f"config.deploy.replay.methods: {name!r} is not in deploy.methods; fix: add it there")
-        elif name in CONTOURKV:
-            problems.append(f"config.deploy.replay.methods: {name!r} has no kvpress form to replay (its bytes are "
-                            "the runs' ragged and layer-padded ledger); fix: remove it")
-    lengths, budgets = list(deploy.get("lengths") or []), list(deploy.get("budgets") or [])
-    if lengths and budgets and max(budgets) >= min(lengths):
-        problems.append(f"config.deploy.budgets: {max(budgets)} is not below the shortest item length {min(lengths)} "
-                        "(the budget must leave something to evict); fix: lower deploy.budgets or raise deploy.lengths")
-    contour = deploy.get("contour") or {}
-    floor = int(contour.get("floor", 32))
-    if any(m in CONTOURKV for m in methods) and "counts" in (contour.get("floor_readings") or []) and budgets \
-            and min(budgets) < floor:
-        problems.append(f"config.deploy.budgets: {min(budgets)} is below ContourKV's floor {floor} under the 'counts' "
-                        "reading (the floor alone exceeds s); fix: raise the budget, lower deploy.contour.floor, or "
-                        "use floor_readings: [extra]")
-    return problems

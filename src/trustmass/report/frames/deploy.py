@@ -61,8 +61,7 @@ def _valid(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _hit(frame: pl.DataFrame, method: str) -> float | None:
-    part = _valid(frame).filter(pl.col("method") == method)
-    return float(part["score"].mean()) / 100.0 if part.height else None
+    return _mean(_valid(frame).filter(pl.col("method") == method)["score"] / 100.0)
 
 
 def _excluded(frame: pl.DataFrame) -> int:
@@ -130,7 +129,7 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
         for budget in _budget_levels(group):
             part = group if budget is None else group.filter(pl.col("budget") == budget)
             reference = _valid(part).filter(pl.col("variant") == "doc_boundary")
-            memory_ref = float(reference["rows_at_answer"].mean()) if reference.height else float("nan")
+            memory_ref = _mean(reference["rows_at_answer"]) or float("nan")
             for variant in ("unmodified", "doc_rows", "doc_boundary"):
                 mine = _valid(part).filter(pl.col("variant") == variant)
                 change = {"mean_delta": 0.0, "delta_lo": None, "delta_hi": None, "n_conditions": None}
@@ -139,14 +138,19 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
                     change = {k: got[k] for k in change}
                 out.append({
                     "model": model, "method": method, "budget": "all" if budget is None else str(budget),
-                    "variant": variant, "n_items": mine.height, "hit_rate": float(mine["score"].mean()) / 100.0,
+                    "variant": variant, "n_items": mine.height, "hit_rate": _mean(mine["score"] / 100.0),
                     "hit_change_points": change["mean_delta"], "hit_change_lo": change["delta_lo"],
                     "hit_change_hi": change["delta_hi"], "n_conditions": change["n_conditions"],
-                    "memory_vs_doc_boundary": float(mine["rows_at_answer"].mean()) / memory_ref,
-                    "question_rows": float(mine["question_in_cache"].mean()),
-                    "question_rows_evicted": float((mine["question_in_cache"] - mine["question_kept_mean"]).mean()),
+                    "memory_vs_doc_boundary": _mean(mine["rows_at_answer"] / memory_ref),
+                    "question_rows": _mean(mine["question_in_cache"]),
+                    "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
                 })  # fmt: skip
     return pl.DataFrame(out)
+
+
+def _mean(values: pl.Series) -> float | None:
+    """The mean, or None over no items (every item dense-missed)."""
+    return float(values.mean()) if values.len() else None
 
 
 def _cells(frame: pl.DataFrame) -> int:
