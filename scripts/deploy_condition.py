@@ -12,14 +12,14 @@ from pathlib import Path  # noqa: E402
 
 import polars as pl  # noqa: E402
 
-from trustmass.deploy.job import condition_rows, items_for, open_model  # noqa: E402
+from trustmass.deploy.job import condition_rows, deploy_for, items_for, open_model  # noqa: E402
 from trustmass.plumbing.rule_io import clean_exit_on, finish, write_parquet  # noqa: E402
 from trustmass.sources.loading import source_record  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
-deploy = cfg["deploy"]
 model_name, task, length = smk.wildcards.model, smk.wildcards.task, int(smk.wildcards.length)
+deploy = deploy_for(cfg["deploy"], task)
 job = f"deploy_condition {model_name}/{task}/{length}"
 with clean_exit_on(ValueError, job=job):
     model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
@@ -33,6 +33,6 @@ rows = rows.with_columns(model=pl.lit(model_name))
 seconds = time.perf_counter() - start
 write_parquet(rows, smk.output.rows)
 n_valid = int(rows.filter(pl.col("method") == "dense").unique("item_id")["dense_valid"].sum())
-finish(smk, [smk.output.rows], [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.code], cfg, started,
+finish(smk, [smk.output.rows], [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.data, *smk.input.code], cfg, started,
        summary={"items": len(items), "dense_valid": n_valid, "rows": rows.height, "seconds": round(seconds, 1)},
        seeds={"seed": cfg["seed"]}, model_source=source_record(Path(smk.input.model).parent), device=device)

@@ -12,10 +12,12 @@ CELLS, ROW_BYTES, N = 6, 512, 1000  # (layer, KV head) cells, bytes per kept K+V
 DENSE = [100, 100, 100, 0]  # item 3: the dense model misses it, so it counts nowhere
 #: (variant, budget) -> method -> per-item scores
 SCORES = {
-    ("unmodified", 128): {"snapkv": [0, 0, 0, 100], "contourkv_enforced": [100, 100, 0, 100], "kvzip": [100, 0, 0, 0],
+    ("unmodified", 128): {"snapkv": [0, 0, 0, 100], "snapkv_w32": [100, 0, 0, 0],
+                          "contourkv_enforced": [100, 100, 0, 100], "kvzip": [100, 0, 0, 0],
                           "contourkv_recon_enforced": [0, 0, 0, 0], "contourkv_recon_unenforced": [100, 100, 0, 0],
                           "contourkv_unenforced": [100, 100, 100, 0], "compactor": [100, 100, 0, 0]},
-    ("unmodified", 64): {"snapkv": [0, 0, 0, 0], "contourkv_enforced": [0, 0, 0, 100], "kvzip": [0, 0, 0, 0],
+    ("unmodified", 64): {"snapkv": [0, 0, 0, 0], "snapkv_w32": [0, 0, 0, 0],
+                         "contourkv_enforced": [0, 0, 0, 100], "kvzip": [0, 0, 0, 0],
                          "contourkv_recon_enforced": [0, 0, 0, 0], "contourkv_recon_unenforced": [0, 0, 0, 0],
                          "contourkv_unenforced": [0, 0, 0, 0], "compactor": [0, 0, 0, 0]},
     ("doc_rows", 128): {"contourkv_enforced": [0, 0, 0, 0]},
@@ -23,7 +25,7 @@ SCORES = {
     ("doc_boundary", 128): {"contourkv_enforced": [100, 0, 0, 0]},
     ("doc_boundary", 64): {"contourkv_enforced": [0, 0, 0, 0]},
 }  # fmt: skip
-KIND = {"snapkv": "uniform", "compactor": "uniform", "kvzip": "kvzip", "dense": "dense"}
+KIND = {"snapkv": "uniform", "snapkv_w32": "uniform", "compactor": "uniform", "kvzip": "kvzip", "dense": "dense"}
 #: kept entries per cell over s: enforced ContourKV holds 0.9 of SnapKV's rows, unenforced pads to 4 s per layer
 KEPT = {"contourkv_enforced": 0.9, "contourkv_recon_enforced": 0.8}
 
@@ -92,6 +94,8 @@ def test_table5_changes_against_the_unmodified_run(rows):
     assert got[("128", "doc_rows")]["hit_change_points"] == pytest.approx(-200 / 3)
     assert got[("128", "doc_boundary")]["hit_change_points"] == pytest.approx(-100 / 3)
     assert got[("all", "doc_rows")]["hit_change_points"] == pytest.approx(-100 / 3)  # the mean of 0 and -66.7
+    assert got[("128", "allocation_swapped")]["hit_change_points"] == pytest.approx(-100 / 3)  # 1 of 3 vs 2 of 3
+    assert got[("all", "allocation_swapped")]["n_conditions"] == 2
     assert got[("128", "doc_rows")]["question_rows_evicted"] == 0 and got[("128", "unmodified")]["question_rows_evicted"] == 5
     # memory at the first answer token: kept rows per cell + the block (1 token, or the 21-token question)
     kept = 128 * 0.9
@@ -118,6 +122,7 @@ def test_headline_values(rows):
     assert got[(75, "bytes_over_snapkv", "128")] == pytest.approx(0.9, abs=0.01)
     assert got[(76, "hit_rate_change", "m,doc_rows_ranking")] == pytest.approx(-100 / 3)
     assert got[(5, "retrieval_margin_question_visible", "m")] == pytest.approx(100 / 3)
+    assert got[(76, "hit_rate_change", "m,allocation_swapped")] == pytest.approx(-50 / 3)
     assert got[(60, "contourkv_bytes_over_snapkv_enforced", "m,1024,128,contourkv_enforced")] == pytest.approx(0.9, abs=0.01)
     assert got[(114, "overkeep_over_nominal", "m,1024,64,contourkv_unenforced")] == 4.0
     assert frame["models"].unique().to_list() == ["m"]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
 import pytest
 
 from trustmass.deploy import tasks
-from trustmass.deploy.tasks import TASKS, dense_valid, load_external, make_item, score, sentence_boundaries
+from trustmass.deploy.tasks import TASKS, chat_parts, dense_valid, make_item, score, sentence_boundaries
 
 PROSE = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune must be in want of a wife. "
@@ -71,7 +70,7 @@ def test_deterministic_and_index_dependent(task, tok, hay):
 def test_exact_length_and_needle_spans(task, length, tok, hay):
     it = item(task, tok, hay, length=length)
     assert it.context_ids.dtype == np.int64 and it.question_ids.dtype == np.int64
-    assert it.context_ids.size + it.question_ids.size + it.reserved == length
+    assert it.context_ids.size + it.question_ids.size == length and it.reserved == 0
     assert len(it.needles) == len(it.needle_texts) == TASKS[task][0]
     starts = sorted(s for s, _ in it.needles)
     bounds = set(sentence_boundaries(it.context_ids, tok).tolist())
@@ -181,31 +180,15 @@ def test_chat_format_reserves_template_tokens(tok, hay):
     chat = tok.__class__(tokenizer_object=tok.backend_tokenizer)
     chat.chat_template = "{% for m in messages %}<user> {{ m['content'] }} </user>{% endfor %} <bot>"
     it = item("niah_single", chat, hay, length=600, prompt_format="chat")
-    assert it.reserved > 0 and it.context_ids.size + it.question_ids.size + it.reserved == 600
+    head, tail = chat_parts(chat, "chat")
+    assert it.reserved == len(head) + len(tail) > 0 and it.context_ids.size + it.question_ids.size == 600
     assert it.prompt_format == "chat" and it != item("niah_single", tok, hay, length=600)
-
-
-def test_load_external(tmp_path):
-    ruler = tmp_path / "niah.jsonl"
-    rows = [{"index": 3, "input": "ctx q", "outputs": ["5437923"], "length": 8177, "answer_prefix": " The"},
-            {"index": 4, "input": "ctx2", "outputs": ["1", "2"], "length": 90}]
-    ruler.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    frame = load_external("ruler", ruler)
-    assert frame["item_id"].to_list() == ["3", "4"] and frame["gold"].to_list() == [["5437923"], ["1", "2"]]
-    assert frame["length"].to_list() == [8177, 90] and frame["input"][0] == "ctx q"
-    lb = tmp_path / "qasper.jsonl"
-    lb.write_text(json.dumps({"_id": "ab", "context": "doc", "input": "why?", "answers": ["because"], "length": 5,
-                              "dataset": "qasper", "all_classes": None}) + "\n")
-    frame = load_external("longbench", lb)
-    assert frame.row(0, named=True) == {"item_id": "ab", "context": "doc", "question": "why?", "gold": ["because"],
-                                        "length": 5}
-    with pytest.raises(FileNotFoundError, match=r"set deploy\.external\.ruler\.path"):
-        load_external("ruler", tmp_path / "absent.jsonl")
-    lb.write_text(json.dumps({"context": "doc", "answers": ["a"], "length": 5}) + "\n")
-    with pytest.raises(ValueError, match=r"lacks field\(s\) \['input'\]"):
-        load_external("longbench", lb)
-    with pytest.raises(ValueError, match="kind = 'babilong'"):
-        load_external("babilong", lb)
+    # kvpress's split: the template's head opens the context; its tail closes the question, before the answer prefix
+    assert it.context_ids[: len(head)].tolist() == head
+    (s, e), = it.needles
+    assert text(chat, it.context_ids[s:e]).strip() == it.needle_texts[0]
+    q, prefix = it.question_ids.tolist(), chat.encode(it.answer_prefix, add_special_tokens=False)
+    assert q[len(q) - len(prefix) - len(tail) :] == tail + prefix
 
 
 def test_needle_the_tokenizer_cannot_write():

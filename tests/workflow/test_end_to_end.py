@@ -184,3 +184,10 @@ def test_the_deploy_stage_wrote_tables_3_to_5_and_the_byte_ledger(tiny_run):
     assert ragged["contourkv_enforced"]["kept_max_head"] <= 40 and ragged["adakv"]["ratio_to_snapkv_median"] == 1.0
     claims = {c["id"]: c for c in json.loads((wf.workdir / "results/claims.json").read_text())["claims"]}
     assert {v["all"]["status"] for v in claims[60]["values"]} - {"not produced yet"}
+    # the benchmark data went through the same stage, ungated, and Table 3 keeps its setting apart
+    bench = pl.read_parquet(wf.workdir / "results/deploy/tiny-reader/tiny-ruler/400.parquet")
+    assert set(bench["setting"]) == {"benchmark"} and bench["dense_valid"].all() and bench["item_id"].n_unique() == 2
+    t3 = pl.read_parquet(wf.workdir / "results/stats/table3.parquet")
+    assert set(t3["setting"]) == {"benchmark", "retrieval"}
+    t4 = pl.read_parquet(wf.workdir / "results/stats/table4.parquet")
+    assert set(t4["setting"]) == {"retrieval"}

@@ -395,6 +395,8 @@ def test_paper_deploy_companion_plans_the_papers_grid_offline(tmp_path):
                                 "--configfile", str(PAPER), str(PAPER_DEPLOY))
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
-    assert jobs["deploy_condition"] == 4 * 4 * 4  # models x tasks x lengths
+    assert jobs["deploy_condition"] == 4 * (4 * 4 + 4)  # models x (tasks x lengths + the benchmark entries)
+    assert {b["family"] for b in deploy["benchmarks"]} == {"ruler", "longbench"}
+    assert all(b["budgets"] == [32, 128] for b in deploy["benchmarks"])  # the paper's benchmark budgets
     assert jobs["deploy_replay"] == 4 and jobs["deploy_statistics"] == 1
     assert "capture" not in jobs  # deployed models are not captured

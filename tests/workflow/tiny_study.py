@@ -6,6 +6,7 @@ The model folder is a real Hugging Face folder (config, weights, a word-level to
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,11 +70,25 @@ def make_tiny_corpus(folder: Path, n_words: int = 2000, seed: int = 0) -> Path:
     return folder
 
 
+def make_tiny_benchmark(path: Path, corpus_text: Path) -> Path:
+    """Two records in kvpress's evaluation format (context, question, answer_prefix, answer, task): a planted
+    line in the tiny corpus, so the benchmark adapter runs end to end (a stand-in for simonjegou/ruler)."""
+    text = corpus_text.read_text(encoding="utf-8")
+    rows = []
+    for i, value in enumerate(("4821", "7390")):
+        context = text[i * 300 : i * 300 + 150] + f" . the code is {value} . " + text[i * 300 + 150 : i * 300 + 700]
+        rows.append({"context": context, "question": "\nwhat is the code ?", "answer_prefix": " the code is",
+                     "answer": [value], "task": "niah_single_1", "max_new_tokens": 4})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 def tiny_study_config(workdir: Path) -> str:
     """Config text (merged over config.yaml) for a study of the tiny model on the tiny corpus."""
     model = make_tiny_model(workdir / "tiny-model")
     reader = make_tiny_char_model(workdir / "tiny-reader")
     corpus = make_tiny_corpus(workdir / "tiny-corpus")
+    bench = make_tiny_benchmark(workdir / "tiny-ruler.jsonl", corpus / "a.txt")
     return f"""\
 models:
   tiny:
@@ -111,4 +126,6 @@ deploy:
   methods: [dense, snapkv, h2o, adakv, kvzip, compactor, contourkv_enforced, contourkv_unenforced,
             contourkv_recon_enforced, contourkv_recon_unenforced]
   replay: {{methods: [snapkv, adakv, kvzip], items: 1}}
+  benchmarks:                  # Table 3's benchmark setting, through the kvpress-format adapter
+    - {{name: tiny-ruler, format: kvpress, family: ruler, path: {bench}, max_length: 400, items: 2}}
 """

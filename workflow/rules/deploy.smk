@@ -1,5 +1,6 @@
 # Stage: deployment with enforced budgets (paper spec §7, App D).  kvpress's methods, H2O and ContourKV on
-# RULER-style retrieval items cut from the offline corpora, decoded from a physically ragged cache; the
+# RULER-style retrieval items cut from the offline corpora (and RULER / LongBench data where the user has
+# them: deploy.benchmarks), decoded from a physically ragged cache; the
 # byte ledger of every method (ragged, layer-padded, and as kvpress ships it in a prefill-only replay).
 #
 #   results/deploy/{model}/{task}/{length}.parquet   one row per (item, variant, budget, method)
@@ -16,6 +17,7 @@ rule deploy_condition:
         model="resources/models/{model}/config.json",
         source=model_source_record("{model}"),
         haystack=deploy_haystack(),
+        data=lambda w: benchmark_data(w.task),
         code=library_code("trustmass.deploy.job", "trustmass.deploy.ragged", "trustmass.plumbing.rule_io"),
     output:
         rows=deploy_rows("{model}", "{task}", "{length}"),

@@ -20,9 +20,10 @@ def deploy_rows(model, task, length):
 
 
 def deploy_outputs():
-    """Every (model, task, length) job's rows."""
+    """Every (model, task, length) job's rows: the synthetic tasks at each length, each benchmark at its max_length."""
     d = config["deploy"]
-    return [deploy_rows(m, t, l) for m in deploy_models() for t in d["tasks"] for l in d["lengths"]]
+    jobs = [(t, l) for t in d["tasks"] for l in d["lengths"]] + [(b["name"], b["max_length"]) for b in d["benchmarks"]]
+    return [deploy_rows(m, t, l) for m in deploy_models() for t, l in jobs]
 
 
 def replay_outputs():
@@ -30,3 +31,11 @@ def replay_outputs():
     if not config["deploy"]["replay"]["methods"]:
         return []
     return [f"results/deploy/{m}/replay.parquet" for m in deploy_models()]
+
+
+def benchmark_data(name):
+    """A deploy.benchmarks entry's local data files, as inputs (none for a synthetic task or hub data)."""
+    from trustmass.deploy.names import benchmark_files
+
+    bench = next((b for b in config["deploy"]["benchmarks"] if b["name"] == name), None)
+    return [] if bench is None else benchmark_files(bench)

@@ -5,6 +5,8 @@ Items: item ``i`` is cut from the haystack corpus starting at token ``i x length
 the needles, their depths and keys are seeded per item (``tasks.make_item``).  Dense-valid gating: an item
 counts in a comparison only where the dense model answered it fully (``tasks.dense_valid``); the flag is
 written on every row of the item and the statistics filter by it (and count the excluded items).
+A ``deploy.benchmarks`` entry (RULER / LongBench data, :mod:`trustmass.deploy.external`) is a job of its own,
+``task`` its name and ``length`` its max_length; its rows say ``setting = "benchmark"`` and are never gated.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from trustmass.deploy import tasks
+from trustmass.deploy import external, tasks
 from trustmass.deploy.methods import roster
 from trustmass.deploy.runner import run_item
 
-__all__ = ["build_items", "condition_rows", "haystack_ids", "items_for", "methods_of", "open_model"]
+__all__ = ["benchmark_of", "build_items", "deploy_for", "condition_rows", "haystack_ids", "items_for", "methods_of", "open_model"]
 
 
 def haystack_ids(tokenizer, text: str, n_tokens: int) -> np.ndarray:
@@ -64,11 +66,12 @@ def condition_rows(model, tokenizer, items, deploy: Mapping[str, Any], seed: int
                        alpha_safeguard=float(deploy["alpha_safeguard"]), seed=seed)
         main = "unmodified" if deploy["query_aware"] else "doc_boundary"
         dense = [r["score"] for r in got if r["method"] == "dense" and r["variant"] == main][:1]
-        valid = bool(tasks.dense_valid(dense)[0])
+        valid = bool(tasks.dense_valid(dense)[0]) if item.setting == "retrieval" else True  # benchmarks: no gating
         hits = {r["method"]: r["score"] for r in got if r["variant"] == main and r["budget"] == got[0]["budget"]}
         log(f"  {item.item_id}: dense {'valid' if valid else 'MISSED (excluded)'}; "
             + ", ".join(f"{m} {s:.0f}" for m, s in hits.items()))
-        rows += [{**r, "task": item.task, "length": item.length, "depth": item.depth, "dense_valid": valid} for r in got]
+        rows += [{**r, "task": item.task, "length": item.length, "depth": item.depth, "dense_valid": valid,
+                  "setting": item.setting, "metric": item.metric} for r in got]
     return pl.DataFrame(rows)
 
 
@@ -89,14 +92,34 @@ def open_model(cfg: Mapping[str, Any], model_config, threads: int):
     return load_prepared_model(folder, ragged.register(), device), AutoTokenizer.from_pretrained(folder), device
 
 
+def benchmark_of(deploy: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The ``deploy.benchmarks`` entry called ``name``, or None (a synthetic task)."""
+    return next((b for b in deploy.get("benchmarks") or () if b["name"] == name), None)
+
+
+def deploy_for(deploy: Mapping[str, Any], task: str) -> Mapping[str, Any]:
+    """The ``deploy`` settings of one job: a benchmark's own ``budgets`` (the paper: s in {32, 128} on benchmarks,
+    {32, 64, 128} in retrieval) replace the run's."""
+    bench = benchmark_of(deploy, task)
+    return {**deploy, "budgets": list(bench["budgets"])} if bench and bench.get("budgets") else deploy
+
+
 def items_for(cfg: Mapping[str, Any], model, tokenizer, corpus_text, task: str, length: int, n_items: int):
-    """The items of one (task, length); bad input (a length above the model's window, a haystack too short)
-    fails here, before any prefill."""
+    """The items of one (task, length): a synthetic task's, or a ``deploy.benchmarks`` entry's (``task`` its
+    name, ``length`` its max_length); bad input (a length above the model's window, a haystack too short, data
+    that cannot be read) fails here, before any prefill."""
     from pathlib import Path
 
     deploy = cfg["deploy"]
-    text = Path(corpus_text).read_text(encoding="utf-8")
     window = getattr(model.config.get_text_config(decoder=True), "max_position_embeddings", None)
+    bench = benchmark_of(deploy, task)
+    if bench is not None:
+        frame = external.load_benchmark(bench["format"], bench["path"], bench.get("tasks") or ())
+        return external.benchmark_items(
+            frame, tokenizer, name=task, family=bench.get("family") or bench["format"], max_length=length,
+            n_items=int(bench.get("items") or n_items), task=bench.get("task"), tasks=bench.get("tasks") or (),
+            prompt_format=deploy["prompt_format"], max_positions=window)
+    text = Path(corpus_text).read_text(encoding="utf-8")
     haystack = haystack_ids(tokenizer, text, n_items * length)
     return build_items(task, length, n_items, haystack, tokenizer, seed=int(cfg["seed"]),
                        prompt_format=deploy["prompt_format"], max_positions=window)

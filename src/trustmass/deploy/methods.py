@@ -4,7 +4,8 @@ Kinds (what :func:`trustmass.deploy.runner.kept_sets` does with a method's recor
 
 ``dense``      every position kept (no scorer): the ragged path's dense reference.
 ``uniform``    a kvpress ``ScorerPress``: the top ``s`` positions of its score per (layer, KV head), kvpress's own
-               ``scores.topk`` (``ScorerPress.compress``), so every head keeps exactly ``s``.
+               ``scores.topk`` (``ScorerPress.compress``), so every head keeps exactly ``s``.  ``snapkv_w32`` is
+               SnapKV with ContourKV's 32-row window: the same score under the uniform allocation.
 ``pyramid``    PyramidKV: SnapKV's score, top ``n_l`` per head with kvpress's per-layer budget
                (``PyramidKVPress.get_layer_budget``); layers differ, so the cells do not average exactly ``s``.
                With its 64-query window kvpress falls back to SnapKV's uniform ``s`` below ``s = beta * 64 = 1,280``.
@@ -71,6 +72,7 @@ def _hub(name: str, press_class) -> Method:
 _ROSTER = [
     Method("dense", "dense", None),
     _uniform("snapkv", kvpress.SnapKVPress),
+    _uniform("snapkv_w32", kvpress.SnapKVPress, window_size=CONTOUR_WINDOW),  # ContourKV's score, uniform allocation
     Method("pyramidkv", "pyramid", lambda ratio: kvpress.PyramidKVPress(compression_ratio=ratio)),
     _uniform("tova", kvpress.TOVAPress),
     _uniform("streaming_llm", kvpress.StreamingLLMPress),

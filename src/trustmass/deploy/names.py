@@ -8,7 +8,7 @@ from __future__ import annotations
 
 #: methods that run offline, in roster order
 OFFLINE = (
-    "dense", "snapkv", "pyramidkv", "tova", "streaming_llm", "knorm", "keydiff", "criticalkv",
+    "dense", "snapkv", "snapkv_w32", "pyramidkv", "tova", "streaming_llm", "knorm", "keydiff", "criticalkv",
     "expected_attention", "compactor", "h2o", "adakv", "kvzip",
     "contourkv_enforced", "contourkv_unenforced", "contourkv_recon_enforced", "contourkv_recon_unenforced",
 )  # fmt: skip
@@ -72,6 +72,7 @@ def config_problems(config: dict) -> list[str]:
     if lengths and budgets and max(budgets) >= min(lengths):
         problems.append(f"config.deploy.budgets: {max(budgets)} is not below the shortest item length {min(lengths)} "
                         "(the budget must leave something to evict); fix: lower deploy.budgets or raise deploy.lengths")
+    problems += benchmark_problems(deploy)
     contour = deploy.get("contour") or {}
     floor = int(contour.get("floor", 32))
     if any(m in CONTOURKV for m in methods) and "counts" in (contour.get("floor_readings") or []) and budgets \
@@ -79,4 +80,55 @@ def config_problems(config: dict) -> list[str]:
         problems.append(f"config.deploy.budgets: {min(budgets)} is below ContourKV's floor {floor} under the 'counts' "
                         "reading (the floor alone exceeds s); fix: raise the budget, lower deploy.contour.floor, or "
                         "use floor_readings: [extra]")
+    return problems
+
+
+def benchmark_files(bench: dict) -> list[str]:
+    """A deploy.benchmarks entry's local data files (one per task when its path holds ``{task}``; none from the hub)."""
+    path = str(bench.get("path", ""))
+    if path.startswith("hub:"):
+        return []
+    return [path.format(task=t) for t in bench.get("tasks") or ()] if "{task}" in path else [path]
+
+
+def benchmark_problems(deploy: dict) -> list[str]:
+    """deploy.benchmarks: distinct names that are no synthetic task, a metric family, tasks it can score, data
+    that exists (a local file, or the hub with deploy.hub), room for the budgets."""
+    from pathlib import Path
+
+    from trustmass.deploy import metrics
+    from trustmass.deploy.tasks import TASKS
+
+    problems, seen = [], set()
+    budgets = list(deploy.get("budgets") or [])
+    for i, bench in enumerate(deploy.get("benchmarks") or []):
+        name, field = bench.get("name"), f"config.deploy.benchmarks[{i}]"
+        if name in TASKS or name in seen:
+            problems.append(f"{field}.name: {name!r} is {'a synthetic task' if name in TASKS else 'used twice'}; "
+                            "fix: give each benchmark its own name")
+        seen.add(name)
+        family = bench.get("family") or (bench.get("format") if bench.get("format") != "kvpress" else None)
+        if family is None:
+            problems.append(f"{field}.family: format 'kvpress' holds RULER or LongBench data; fix: family: ruler | longbench")
+        elif family == "longbench":
+            for task in bench.get("tasks") or []:
+                try:
+                    metrics.metric_for(family, task)
+                except ValueError as err:
+                    problems.append(f"{field}.tasks: {err}")
+        path = str(bench.get("path", ""))
+        if path.startswith("hub:") and not deploy.get("hub"):
+            problems.append(f"{field}.path: {path!r} is read from the hub; fix: set deploy.hub: true where the hub "
+                            "is reachable, or point the path at a local copy")
+        elif not path.startswith("hub:"):
+            for local in benchmark_files(bench):
+                if not Path(local).is_file():
+                    problems.append(f"{field}.path: {local!r} does not exist; fix: point it at the benchmark's .jsonl / "
+                                    ".parquet (trustmass.deploy.external says where to get each format)")
+        if "{task}" in path and not bench.get("tasks"):
+            problems.append(f"{field}.tasks: the path is stored per task ({{task}}); fix: name the tasks to read")
+        own = list(bench.get("budgets") or budgets)
+        if own and max(own) >= int(bench.get("max_length", 0)):
+            problems.append(f"{field}.max_length: {bench.get('max_length')} is not above the largest budget "
+                            f"{max(own)}; fix: raise it or lower the budgets")
     return problems

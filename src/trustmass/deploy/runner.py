@@ -233,7 +233,9 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
 
     ``prefill_s`` is the shared dense prefill (less every score call); ``score_s`` the method's own score
     calls (plus KVzip's pass for reconstruction-scored methods) and its kept-set selection; ``decode_s`` the
-    first block and the decode (which stops once the answer holds every gold string).  ``contour``: ContourKV's ``contour_kept`` options (a method's own ``options``,
+    first block and the decode (under a string-match metric it stops once the answer holds every gold string;
+    ``item.max_new_tokens``, when the data set one, overrides ``max_new_tokens``).  ``contour``: ContourKV's
+    ``contour_kept`` options (a method's own ``options``,
     its floor reading and scope, override them).
     """
     budgets = [int(budgets)] if np.isscalar(budgets) else [int(b) for b in budgets]
@@ -257,8 +259,10 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
     windows, eos = ragged.layer_windows(model.config), _eos(model, tokenizer, eos_ids)
     n_context = int(np.asarray(item.context_ids).size)
 
-    def answered(tokens):  # every gold string already in the answer: more tokens cannot change the score
-        return tasks.score(tokenizer.decode(tokens, skip_special_tokens=True), item.gold) == 100.0
+    def answered(tokens):  # a full score that more tokens cannot change (string matches): stop decoding
+        return item.monotone and item.score(tokenizer.decode(tokens, skip_special_tokens=True)) == 100.0
+
+    max_new_tokens = int(item.max_new_tokens or max_new_tokens)  # benchmark data carry their own answer length
 
     rows = []
     for variant, scored, pad, first, chosen in runs:
@@ -289,7 +293,7 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                     "variant": variant, "query_aware": query_aware, "budget": budget, "n_cached": n,
                     "question_in_cache": n - n_context, "question_kept_mean": float(np.mean(in_question)),
                     "block_tokens": int(np.asarray(first).size),
-                    "answer": answer, "score": tasks.score(answer, item.gold), "kept_entries": row.kept_entries,
+                    "answer": answer, "score": item.score(answer), "kept_entries": row.kept_entries,
                     "kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head, "bytes_ragged": held,
                     "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full,
                     "frac_full": row.frac_full, "prefill_s": scored.pre.prefill_s, "score_s": score_s,

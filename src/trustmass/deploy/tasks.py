@@ -10,9 +10,10 @@ Tasks (after RULER's ``niah_single``, ``niah_multikey``, ``niah_multivalue`` and
 Keys are adjective-noun pairs from the lists below, values 7-digit numbers (vt: 5-digit, as RULER).
 Each item is seeded by ``sha256(seed, task, length, index)`` alone, so no item depends on another.
 
-Length: ``len(context_ids) + len(question_ids) + reserved == length``, where ``reserved`` is the chat
-template's own tokens (0 for ``prompt_format="plain"``).  The context is the haystack's first tokens
-with the needles spliced in whole; the haystack is never re-tokenized.
+Length: ``len(context_ids) + len(question_ids) == length``.  With ``prompt_format="chat"`` the chat
+template's head opens the context and its tail follows the question, before the answer prefix (kvpress's
+pipeline split); ``reserved`` counts those template tokens (0 for ``"plain"``).  The context is the
+haystack's first tokens with the needles spliced in whole; the haystack is never re-tokenized.
 
 Sentence boundary rule (token space): a needle goes before token ``i`` when the tokens up to ``i-1``
 (the last four, decoded) end in ``.``, ``!`` or ``?`` (closing quotes/brackets allowed after it) and
@@ -28,12 +29,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import polars as pl
 
-__all__ = ["TASKS", "Item", "dense_valid", "load_external", "make_item", "score", "sentence_boundaries"]
+from trustmass.deploy import metrics
+
+__all__ = ["TASKS", "Item", "chat_parts", "dense_valid", "make_item", "prompt_ids", "score", "sentence_boundaries"]
 
 #: task -> (number of needles, digits per value)
 TASKS = {"niah_single": (1, 7), "niah_multikey": (4, 7), "niah_multivalue": (4, 7), "vt": (5, 5)}
@@ -70,7 +71,20 @@ class Item:
     context_ids: np.ndarray  # int64, read-only
     question_ids: np.ndarray  # int64, read-only
     prompt_format: str = "plain"
-    reserved: int = 0  # chat-template tokens counted in ``length``
+    reserved: int = 0  # chat-template tokens inside context_ids + question_ids
+    metric: str = "string_match_all"  # trustmass.deploy.metrics
+    all_classes: tuple[str, ...] = ()  # the classification metric's classes
+    max_new_tokens: int | None = None  # the item's own answer length (benchmark data), else the run's
+    setting: str = "retrieval"  # "retrieval" (these synthetic tasks) | "benchmark" (RULER / LongBench data)
+
+    def score(self, answer: str) -> float:
+        """The answer's score in points (0-100) under the item's metric."""
+        return metrics.score_answer(answer, self.gold, self.metric, all_classes=self.all_classes, task=self.task)
+
+    @property
+    def monotone(self) -> bool:
+        """Whether a score of 100 can no longer change as the answer grows (so decoding may stop there)."""
+        return self.metric in ("string_match_all", "string_match_part")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Item):
@@ -88,6 +102,7 @@ class Item:
             "needle_start": [s for s, _ in self.needles], "needle_end": [e for _, e in self.needles],
             "gold": list(self.gold), "question": self.question, "answer_prefix": self.answer_prefix,
             "context_ids": self.context_ids.tolist(), "question_ids": self.question_ids.tolist(),
+            "metric": self.metric, "setting": self.setting,
         }
 
 
@@ -159,16 +174,33 @@ def _content(task: str, rng: np.random.Generator) -> tuple[list[str], list[str],
     return texts, values[:1], question, prefix, [0]
 
 
-def _reserved(tokenizer, prompt_format: str) -> int:
+_MARK = "\u2063trustmass-user-text\u2063"  # stands for the user's text while the chat template is split
+
+
+def chat_parts(tokenizer, prompt_format: str) -> tuple[list[int], list[int]]:
+    """(the chat template's tokens before the user's text, those after it through the assistant's header).
+
+    kvpress's pipeline does the same: the context follows the head, the question the user's text, then the
+    tail and the answer prefix; ``plain`` has neither.
+    """
     if prompt_format == "plain":
-        return 0
+        return [], []
     if prompt_format != "chat":
         raise ValueError(f"prompt_format = {prompt_format!r} is not one of {PROMPT_FORMATS}; fix: set deploy.prompt_format")
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError("prompt_format = 'chat' but the tokenizer has no chat template; fix: set deploy.prompt_format: plain")
-    wrapped = tokenizer.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=True)
-    wrapped = wrapped["input_ids"] if isinstance(wrapped, dict) or hasattr(wrapped, "keys") else wrapped
-    return len(wrapped) - len(_encode(tokenizer, "x"))
+    text = tokenizer.apply_chat_template([{"role": "user", "content": _MARK}], add_generation_prompt=True, tokenize=False)
+    head, tail = text.split(_MARK)
+    return _encode(tokenizer, head), _encode(tokenizer, tail)
+
+
+def prompt_ids(tokenizer, prompt_format: str, question: str, answer_prefix: str) -> tuple[list[int], list[int], int]:
+    """(the template head that opens the context, the question block: question, template tail, answer prefix;
+    the number of template tokens in the two)."""
+    head, tail = chat_parts(tokenizer, prompt_format)
+    if prompt_format == "plain":
+        return [], _encode(tokenizer, question + " " + answer_prefix), 0
+    return head, _encode(tokenizer, question) + tail + _encode(tokenizer, answer_prefix), len(head) + len(tail)
 
 
 def make_item(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: int,
@@ -181,13 +213,12 @@ def make_item(task: str, length: int, index: int, *, haystack_ids, tokenizer, se
                          f"fix: lower deploy.tasks.{task}.lengths")
     rng = _rng(seed, task, length, index)
     texts, gold, question, prefix, gold_idx = _content(task, rng)
-    reserved = _reserved(tokenizer, prompt_format)
-    question_ids = _encode(tokenizer, "\n" + question + " " + prefix)
+    head, question_ids, reserved = prompt_ids(tokenizer, prompt_format, "\n" + question, prefix)
     needle_ids = [_needle_ids(tokenizer, t) for t in texts]
     n_needles = sum(len(x) for x in needle_ids)
-    body = length - reserved - len(question_ids) - n_needles
+    body = length - len(head) - len(question_ids) - n_needles
     if body < 2 * len(texts):  # room for a sentence before each needle
-        need = reserved + len(question_ids) + n_needles + 2 * len(texts)
+        need = len(head) + len(question_ids) + n_needles + 2 * len(texts)
         raise ValueError(f"length = {length} is below the {need} tokens task {task!r} needs (needles {n_needles}, "
                          f"question {len(question_ids)}, template {reserved}); fix: raise deploy.tasks.{task}.lengths")
     haystack = np.asarray(haystack_ids, dtype=np.int64).reshape(-1)
@@ -208,7 +239,7 @@ def make_item(task: str, length: int, index: int, *, haystack_ids, tokenizer, se
     if task == "vt":  # the chain in reading order: statement k at the k-th position
         spots = sorted(spots)
         order = list(range(len(texts)))
-    pieces, spans, cursor, shift = [], [(0, 0)] * len(texts), 0, 0
+    pieces, spans, cursor, shift = [np.asarray(head, dtype=np.int64)], [(0, 0)] * len(texts), 0, len(head)
     for j in order:
         pieces += [haystack[cursor : spots[j]], np.asarray(needle_ids[j], dtype=np.int64)]
         spans[j] = (spots[j] + shift, spots[j] + shift + len(needle_ids[j]))
@@ -228,11 +259,7 @@ def make_item(task: str, length: int, index: int, *, haystack_ids, tokenizer, se
 
 def score(answer: str, gold) -> float:
     """RULER's ``string_match_all`` × 100: the share of gold strings contained in ``answer``, ignoring case."""
-    gold = [gold] if isinstance(gold, str) else list(gold)
-    if not gold:
-        raise ValueError("gold is empty: an item needs at least one gold answer")
-    answer = answer.lower()
-    return 100.0 * sum(g.lower() in answer for g in gold) / len(gold)
+    return metrics.score_answer(answer, gold, "string_match_all")
 
 
 def dense_valid(scores, threshold: float = 100.0) -> np.ndarray:
@@ -241,40 +268,3 @@ def dense_valid(scores, threshold: float = 100.0) -> np.ndarray:
     if np.isnan(s).any():
         raise ValueError("dense scores contain NaN; fix: rerun the dense method for those items")
     return s >= threshold
-
-
-# ---------------------------------------------------------------------------- external data (JSONL)
-
-#: kind -> (required fields, renames to our columns, where to get the data)
-_EXTERNAL = {
-    "ruler": (("input", "outputs", "length"), {"index": "item_id", "outputs": "gold"},
-              "generate it with RULER's scripts/data/prepare.py (github.com/NVIDIA/RULER)"),
-    "longbench": (("context", "input", "answers", "length"), {"_id": "item_id", "input": "question", "answers": "gold"},
-                  "download it with `huggingface-cli download THUDM/LongBench --repo-type dataset` (data.zip)"),
-}
-
-
-def load_external(kind: str, path) -> pl.DataFrame:
-    """A RULER or LongBench JSONL file as a frame: ``gold`` (list of str), ``length`` and the text fields."""
-    if kind not in _EXTERNAL:
-        raise ValueError(f"kind = {kind!r} is not one of {', '.join(_EXTERNAL)}")
-    required, renames, how = _EXTERNAL[kind]
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{kind} data not found at {path}: {how}, or set deploy.external.{kind}.path")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        missing = [f for f in required if f not in row]
-        if missing:
-            raise ValueError(f"{path}:{n}: {kind} record lacks field(s) {missing} (needs {list(required)})")
-        row = {renames.get(k, k): v for k, v in row.items()}
-        row["gold"] = [str(g) for g in (row["gold"] if isinstance(row["gold"], list) else [row["gold"]])]
-        row["item_id"] = str(row.get("item_id", n - 1))
-        keep = {"item_id", "gold", "length", "answer_prefix", *renames.values(), *required}
-        rows.append({k: v for k, v in row.items() if k in keep})
-    if not rows:
-        raise ValueError(f"{path} holds no {kind} records")
-    return pl.DataFrame(rows)

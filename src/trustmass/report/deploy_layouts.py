@@ -88,7 +88,8 @@ DEPLOY_LAYOUTS = {
         ("unmodified: context + question compressed together, ranked over the question rows (the paper's harness). "
          "doc_rows: the same eviction point, ranked by a prefill of the context alone, question rows kept in the "
          "budget. doc_boundary: the context compressed at its boundary (= compressed before the question), the "
-         "question then enters uncompressed. Δ: paired over items, 95% item bootstrap.",
+         "question then enters uncompressed. allocation_swapped: the same score under the uniform allocation "
+         "(snapkv_w32 for window-scored ContourKV), question-visible. Δ: paired over items, 95% item bootstrap.",
          "memory: cache rows per head when the first answer token is produced, relative to doc_boundary."),
     ),
     "bytes_table": TableLayout(

@@ -14,7 +14,8 @@ report judges them by their own verdict kinds and names the models.
   methods' hit rates and the bytes ratio.
 - Table 5: the question-visible decomposition per (model, budget, method): hit rate of each variant, its
   change against ``unmodified`` (paired), memory at the first answer token relative to ``doc_boundary``,
-  the question rows in the cache and evicted.
+  the question rows in the cache and evicted; "allocation swapped": the same score under the uniform
+  allocation (``snapkv_w32`` for window-scored ContourKV) against it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ TABLE3_PAIRS = (
     ("contourkv_recon_enforced", "kvzip", "vs KVzip, enforced"),
     ("contourkv_enforced", "compactor", "vs Compactor"),
     ("contourkv_recon_enforced", "compactor", "vs Compactor (reconstruction score)"),
-    ("contourkv_enforced", "snapkv", "window-score reallocation vs SnapKV"),
+    ("contourkv_enforced", "snapkv_w32", "window-score reallocation vs SnapKV (the same 32-row window score)"),
+    ("contourkv_enforced", "snapkv", "vs SnapKV (its own 64-row window)"),
     ("contourkv_recon_enforced", "contourkv_recon_unenforced", "enforcement effect (reconstruction score)"),
     ("contourkv_enforced", "contourkv_unenforced", "enforcement effect (window score)"),
 )
@@ -69,24 +71,38 @@ def _excluded(frame: pl.DataFrame) -> int:
     return int((~items["dense_valid"]).sum())
 
 
+def by_setting(rows: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """(setting, its rows), benchmark first: retrieval and benchmark conditions are never pooled (spec §7.5)."""
+    if "setting" not in rows.columns:  # rows written before the benchmark setting existed: the synthetic tasks
+        rows = rows.with_columns(setting=pl.lit("retrieval"))
+    return [(name, rows.filter(pl.col("setting") == name)) for name in ("benchmark", "retrieval")
+            if name in set(rows["setting"].to_list())]
+
+
+def retrieval_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The synthetic retrieval tasks' rows (Tables 4 and 5 read these only)."""
+    return dict(by_setting(rows)).get("retrieval", rows.clear())
+
+
 def table3(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
-    """Table 3: ContourKV's variants against KVzip, Compactor, SnapKV and their own unenforced form."""
-    main, methods = main_rows(rows), set(rows["method"].unique().to_list())
+    """Table 3: ContourKV's variants against KVzip, Compactor, SnapKV and their own unenforced form, per setting."""
+    methods = set(rows["method"].unique().to_list())
     out = []
-    for variant, opponent, label in TABLE3_PAIRS:
-        if {variant, opponent} <= methods:
-            got = _wtl(main, variant, [opponent], settings).row(0, named=True)
-            share = main.filter(pl.col("method") == variant)["frac_full"]
-            out.append({"setting": wtl_mod.setting_of(main), "comparison": label, **got,
-                        "variant_hit": _hit(main, variant), "opponent_hit": _hit(main, opponent),
-                        "variant_frac_min": float(share.min()), "variant_frac_max": float(share.max()),
-                        "n_excluded_items": _excluded(main)})
+    for setting, part in by_setting(main_rows(rows)):
+        for variant, opponent, label in TABLE3_PAIRS:
+            if {variant, opponent} <= methods:
+                got = _wtl(part, variant, [opponent], settings).row(0, named=True)
+                share = part.filter(pl.col("method") == variant)["frac_full"]
+                out.append({"setting": setting, "comparison": label, **got,
+                            "variant_hit": _hit(part, variant), "opponent_hit": _hit(part, opponent),
+                            "variant_frac_min": float(share.min()), "variant_frac_max": float(share.max()),
+                            "n_excluded_items": _excluded(part)})
     return pl.DataFrame(out) if out else pl.DataFrame()
 
 
 def table4(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
-    """Table 4: window-scored enforced ContourKV against every other method, pooled and per budget."""
-    main = main_rows(rows)
+    """Table 4: window-scored enforced ContourKV against every other method, pooled and per budget (retrieval)."""
+    main = main_rows(retrieval_rows(rows))
     if ENFORCED not in set(main["method"].unique().to_list()):
         return pl.DataFrame()
     opponents = [m for m in main["method"].unique(maintain_order=True).to_list() if m not in ("dense", ENFORCED)]
@@ -117,7 +133,9 @@ def _bytes_ratio(frame: pl.DataFrame, a: str, b: str) -> float | None:
 
 
 def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
-    """Table 5: per (model, budget, method) and pooled over budgets ("all"), each variant against ``unmodified``."""
+    """Table 5: per (model, budget, method) and pooled over budgets ("all"), each variant against ``unmodified``
+    (retrieval items)."""
+    rows = retrieval_rows(rows)
     variants = set(rows["variant"].unique().to_list())
     if not {"unmodified", "doc_rows", "doc_boundary"} <= variants:
         return pl.DataFrame()
@@ -145,7 +163,31 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
                     "question_rows": _mean(mine["question_in_cache"]),
                     "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
                 })  # fmt: skip
+            out += _allocation_swapped(rows, model, method, budget, settings)
     return pl.DataFrame(out)
+
+
+#: the uniform allocation of a ContourKV method's own score (Table 5's "allocation swapped")
+UNIFORM_TWIN = {"contourkv_enforced": "snapkv_w32"}
+
+
+def _allocation_swapped(rows, model, method, budget, settings) -> list[dict]:
+    """Table 5's "allocation swapped" row: the same score under the uniform allocation against ``method``, both
+    question-visible (the main rows), when the run has the uniform twin."""
+    twin = UNIFORM_TWIN.get(method)
+    main = main_rows(rows).filter((pl.col("model") == model) & pl.col("method").is_in([method, twin or ""]))
+    if budget is not None:
+        main = main.filter(pl.col("budget") == budget)
+    if twin is None or twin not in set(main["method"].to_list()) or not main["query_aware"].all():
+        return []
+    got = _wtl(main, twin, [method], settings).row(0, named=True)
+    mine = _valid(main).filter(pl.col("method") == twin)
+    return [{"model": model, "method": method, "budget": "all" if budget is None else str(budget),
+             "variant": "allocation_swapped", "n_items": mine.height, "hit_rate": _mean(mine["score"] / 100.0),
+             "hit_change_points": got["mean_delta"], "hit_change_lo": got["delta_lo"], "hit_change_hi": got["delta_hi"],
+             "n_conditions": got["n_conditions"], "memory_vs_doc_boundary": None,
+             "question_rows": _mean(mine["question_in_cache"]),
+             "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"])}]
 
 
 def _mean(values: pl.Series) -> float | None:
@@ -248,12 +290,14 @@ def _bytes_claims(table: pl.DataFrame) -> list[dict]:
 def _wtl_claims(t3: pl.DataFrame, t4: pl.DataFrame) -> list[dict]:
     """Claims 4, 67, 71, 73, 75 from Tables 3 and 4 (margins in points, hit rates as fractions)."""
     out = []
+    if t3.height:  # the paper's Table 3 is its benchmark setting: read it where the run has one
+        t3 = t3.filter(pl.col("setting") == ("benchmark" if "benchmark" in set(t3["setting"].to_list()) else "retrieval"))
     for rec in t3.iter_rows(named=True) if t3.height else []:
-        common = dict(n_instances=rec["n_conditions"], source=f"table3[{rec['comparison']}].mean_delta")
+        common = dict(n_instances=rec["n_conditions"], source=f"table3[{rec['setting']}, {rec['comparison']}].mean_delta")
         if rec["comparison"].startswith("enforcement effect"):
             out.append(row(4, "enforcement_cost", _neg(rec["mean_delta"]), POPULATION, by={"variant": rec["variant"]},
                            low=_neg(rec["delta_hi"]), high=_neg(rec["delta_lo"]), **common))
-        if rec["comparison"] == "window-score reallocation vs SnapKV":
+        if rec["comparison"].startswith("window-score reallocation vs SnapKV"):
             out.append(row(71, "mean_margin_vs_snapkv", rec["mean_delta"], POPULATION,
                            low=rec["delta_lo"], high=rec["delta_hi"], **common))
     for rec in t4.iter_rows(named=True) if t4.height else []:
@@ -274,11 +318,13 @@ def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dic
     main = main_rows(rows)
     if not {"contourkv_recon_enforced", "kvzip"} <= set(main["method"].unique().to_list()):
         return []
-    per = wtl_mod.conditions(main, "contourkv_recon_enforced", "kvzip", B=max(settings.bootstrap, 1),
-                             seed=settings.seed, level=settings.level)
+    per = [wtl_mod.conditions(part, "contourkv_recon_enforced", "kvzip", B=max(settings.bootstrap, 1),
+                              seed=settings.seed, level=settings.level).with_columns(setting=pl.lit(setting))
+           for setting, part in by_setting(main)]
+    per = pl.concat([p for p in per if p.height], how="diagonal_relaxed") if any(p.height for p in per) else pl.DataFrame()
     out = []
     for rec in per.iter_rows(named=True) if per.height else []:
-        by = {k: rec[k] for k in ("model", "task", "length", "budget")}
+        by = {k: rec[k] for k in ("setting", "model", "task", "length", "budget")}
         common = dict(n_instances=rec["n_items"], models=rec["model"], source="conditions[recon_enforced vs kvzip]")
         out.append(row(116, "margin_vs_kvzip", rec["delta"], POPULATION, by=by, low=rec["delta_lo"], high=rec["delta_hi"], **common))
         out.append(row(116, "ci_low", rec["delta_lo"], POPULATION, by=by, **common))
@@ -299,7 +345,10 @@ def _decomposition_claims(t5: pl.DataFrame) -> list[dict]:
         if doc_rows is None or boundary is None:
             continue
         common = dict(n_instances=doc_rows["n_items"], models=model, source=f"table5[{method}, budget {level}]")
-        for name, rec in (("doc_rows_ranking", doc_rows), ("doc_boundary_eviction", boundary)):
+        for name, rec in (("doc_rows_ranking", doc_rows), ("doc_boundary_eviction", boundary),
+                          ("allocation_swapped", pooled.get("allocation_swapped"))):
+            if rec is None:
+                continue
             out.append(row(76, "hit_rate_change", rec["hit_change_points"], POPULATION, by={"model": model, "variant": name},
                            low=rec["hit_change_lo"], high=rec["hit_change_hi"], **common))
         out.append(row(76, "main_costs_difference", abs(doc_rows["hit_change_points"] - boundary["hit_change_points"]),
