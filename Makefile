@@ -19,12 +19,13 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run test test-slow bench dry-run clean
+.PHONY: help venv run test test-slow test-cluster bench dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
 	@echo "make test       fast tests (pytest -m 'not slow')"
 	@echo "make test-slow  long tests (pytest -m slow)"
+	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make bench      enumeration benchmark, printed as JSON"
 	@echo "make dry-run    what 'make run' would do"
 	@echo "make clean      delete results/ (keeps resources/ and .venv)"
@@ -50,7 +51,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and not cluster" $(PYTEST_ARGS)
+
+# A real one-node SLURM cluster (Debian's slurm-wlm + munge, installed if missing; needs root): the tiny
+# study through profiles/slurm with real sbatch submissions, against a local run (tests/cluster).
+test-cluster: $(STAMP)
+	$(BIN)/python -m pytest -m cluster -s $(PYTEST_ARGS) tests/cluster
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration
