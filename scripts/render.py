@@ -8,7 +8,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.report.render import render  # noqa: E402
 
-files = {key: snakemake.output[key] for key in ("png", "csv", "md") if key in snakemake.output.keys()}  # noqa: F821
+files = {key: snakemake.output[key] for key in ("png", "csv", "md", "html") if key in snakemake.output.keys()}  # noqa: F821
 summary = render(snakemake.params.output, list(snakemake.input.frames), files, snakemake.params.config)  # noqa: F821
 finish(
     snakemake,  # noqa: F821

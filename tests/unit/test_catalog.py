@@ -31,7 +31,8 @@ def test_every_output_reads_frames_a_statistics_rule_writes_and_draws_with_what_
         assert out.files == {"png": out.path} and out.path.endswith(".png")
     else:
         assert out.draw in LAYOUTS and len(out.frames) == 1
-        assert out.files == {"csv": out.path, "md": out.path[:-4] + ".md"}
+        assert out.files == {"html": out.path[:-4] + ".html", "csv": out.path, "md": out.path[:-4] + ".md"}
+        assert next(iter(out.files)) == "html"  # the report annotates the first file: the page its viewer shows
     if out.caption is not None:
         assert (REPO / "workflow" / "report" / f"{out.caption}.rst").is_file()
     for cid in out.claims:

@@ -7,8 +7,8 @@
 #   results/stats/{audit_table,fig3_roc,headline_audit}.parquet                      audit_statistics
 #   results/stats/{table7,headline_certification}.parquet + results/certify/certified.parquet
 #   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
-#   results/figures/*.png, results/tables/*.{csv,md}                                 render_<name>
-#   results/claims.md, results/claims.json                                           claims_report
+#   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
+#   results/claims.{html,md,json}                                                       claims_report
 #
 # Compute and render are separate rules everywhere: restyling a figure (trustmass.report.style) or a
 # table layout reruns its render rule only.  Captions (workflow/report/<name>.rst) quote the
@@ -219,9 +219,10 @@ rule claims_report:
         claims=CLAIMS_FILE,
         code=library_code("trustmass.report.claims.report", "trustmass.report.claims.roles", "trustmass.plumbing.rule_io"),
     output:
-        md=report("results/claims.md", caption="../report/claims.rst", category="Claims"),
+        html=report("results/claims.html", caption="../report/claims.rst", category="Claims"),
+        md="results/claims.md",
         json="results/claims.json",
-        prov=[prov("results/claims.md"), prov("results/claims.json")],
+        prov=[prov("results/claims.html"), prov("results/claims.md"), prov("results/claims.json")],
     params:
         config=params_from_config("study", "models"),
         stages=PRODUCED_STAGES,

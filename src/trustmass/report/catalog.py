@@ -69,7 +69,8 @@ class Output:
     def files(self) -> dict[str, str]:
         if self.kind == "figure":
             return {"png": self.path}
-        return {"csv": self.path, "md": self.path.removesuffix(".csv") + ".md"}
+        stem = self.path.removesuffix(".csv")
+        return {"html": stem + ".html", "csv": self.path, "md": stem + ".md"}  # the report shows the first
 
     @property
     def caption_file(self) -> str:

@@ -32,7 +32,7 @@ def paper_value(ref: PaperValue) -> Any:
 
 
 def render(name: str, frame_paths: Sequence[str], files: Mapping[str, str], config: Mapping[str, Any]) -> dict:
-    """Draw or lay out output ``name`` into ``files`` (png, or csv + md); returns what the log shows."""
+    """Draw or lay out output ``name`` into ``files`` (png, or csv + md + html); returns what the log shows."""
     out = output(name)
     frames = [pl.read_parquet(p) for p in frame_paths]
     if len(frames) != len(out.frames):
@@ -46,5 +46,6 @@ def render(name: str, frame_paths: Sequence[str], files: Mapping[str, str], conf
         return {"figure": name, "population": population, "rows": [f.height for f in frames], "paper_values": kwargs}
     layouts = importlib.import_module(out.module)
     threshold = config.get("labels", {}).get("kappa_threshold")
-    table = layouts.write(layouts.LAYOUTS[out.draw], frames[0], files["csv"], files["md"], kappa_threshold=threshold)
+    table = layouts.write(layouts.LAYOUTS[out.draw], frames[0], files["csv"], files["md"], kappa_threshold=threshold,
+                          html_path=files.get("html"))
     return {"table": name, "rows": table.height, "columns": table.width}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from trustmass.plumbing.provenance import atomic_write
+from trustmass.report.html_page import markdown_page
 
 __all__ = ["Column", "TableLayout", "check_columns", "markdown", "order_rows", "populations_of", "value_columns", "write"]
 
@@ -102,8 +103,9 @@ def markdown(layout: TableLayout, frame: pl.DataFrame, kappa_threshold: float | 
 
 
 def write(layout: TableLayout, frame: pl.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike,
-          kappa_threshold: float | None = None) -> pl.DataFrame:  # fmt: skip
-    """Write the table as CSV (full precision) and Markdown, atomically; return the table.
+          kappa_threshold: float | None = None, html_path: str | os.PathLike | None = None) -> pl.DataFrame:  # fmt: skip
+    """Write the table as CSV (full precision) and Markdown (and the Markdown as an HTML page, the view
+    Snakemake's report shows), atomically; return the table.
 
     A frame without columns is a panel the config switched off (e.g. ``loss.probe.enabled: false``):
     an empty CSV and a Markdown page that says so."""
@@ -117,6 +119,9 @@ def write(layout: TableLayout, frame: pl.DataFrame, csv_path: str | os.PathLike,
         table.write_csv(tmp)
     with atomic_write(md_path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+    if html_path is not None:
+        with atomic_write(html_path) as tmp:
+            tmp.write_text(markdown_page(text, layout.title), encoding="utf-8")
     return table
 
 
