@@ -41,12 +41,13 @@ def document_ce(tokens: pl.DataFrame) -> pl.DataFrame:
     if "alpha" not in tokens.columns:
         tokens = tokens.with_columns(alpha=pl.lit(None, dtype=pl.Float64))
     keys = ["model", "corpus", "doc", "config", "base_rule", "switch_rule", "cells", "accounting", "alpha"]
-    per_doc = tokens.group_by(keys).agg(
+    per_doc = tokens.group_by(keys, maintain_order=True).agg(  # in input order: the table's rows are reproducible
         ce=pl.col("nll").mean(), n=pl.len(), n_cells_switched=pl.col("n_cells_switched").first(), n_seeds=pl.lit(1)
     )
     random = per_doc.filter(pl.col("cells") == RANDOM)
     if random.height:
-        mean = random.group_by(["model", "corpus", "doc", "base_rule", "switch_rule", "cells", "accounting", "alpha"]).agg(
+        mean = random.group_by(["model", "corpus", "doc", "base_rule", "switch_rule", "cells", "accounting", "alpha"],
+                               maintain_order=True).agg(
             ce=pl.col("ce").mean(), n=pl.col("n").sum(), n_cells_switched=pl.col("n_cells_switched").first(),
             n_seeds=pl.len(),
         ).with_columns(config=pl.lit(RANDOM))  # fmt: skip
