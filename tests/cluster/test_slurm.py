@@ -88,10 +88,10 @@ def test_the_tiny_study_through_sbatch_equals_the_local_run(cluster, tmp_path_fa
     # every job that is not a local rule went through sbatch and completed as a SLURM job
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", done.output)
     jobs = planned_jobs(done.output)  # the run's "Job stats" table
-    local = len(re.findall(r"^localrule \w+:", done.output, flags=re.M))
-    remote_jobs = sum(n for rule, n in jobs.items() if rule != "total") - local
-    print(f"jobs: {remote_jobs} submitted to SLURM, {local} local rules on the head node")
-    assert remote_jobs > 10 and len(submitted) == remote_jobs, (len(submitted), remote_jobs, local)
+    on_head = len(re.findall(r"^localrule \w+:", done.output, flags=re.M))
+    remote_jobs = sum(n for rule, n in jobs.items() if rule != "total") - on_head
+    print(f"jobs: {remote_jobs} submitted to SLURM, {on_head} local rules on the head node")
+    assert remote_jobs > 10 and len(submitted) == remote_jobs, (len(submitted), remote_jobs, on_head)
     states = {job: _slurm_state(job) for job in submitted}
     print("SLURM jobs:", " ".join(f"{job}={state}" for job, state in states.items()))
     assert set(states.values()) == {"COMPLETED"}, states
