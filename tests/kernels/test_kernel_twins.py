@@ -57,8 +57,12 @@ def test_column_mass_and_window_sums_match_dense(logits_dtype, softcap, window, 
     )
     assert acc.dtype == wsum.dtype == torch.float32
     assert acc.shape == (4, 5, 96) and wsum.shape == (4, 5, len(WINDOWS), 96)
-    torch.testing.assert_close(acc.double(), acc_ref, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(wsum.double(), wsum_ref, rtol=1e-6, atol=1e-6)
+    # A 1-row block's float16 logits come from a matrix-vector product, which some CPUs' BLAS accumulates in
+    # another order than the matrix product eager runs: a float16 ulp on a few logits (5.6e-5 measured on
+    # 2026-12-02's machine); every other block size, and every float32 / bfloat16 case, is held to 1e-6.
+    tol = 2e-4 if (block_rows == 1 and logits_dtype == torch.float16) else 1e-6
+    torch.testing.assert_close(acc.double(), acc_ref, rtol=tol, atol=tol)
+    torch.testing.assert_close(wsum.double(), wsum_ref, rtol=tol, atol=tol)
 
 
 def test_window_sums_examples_by_hand():
