@@ -10,7 +10,8 @@ optionally the model dtype's roundings of the logits):
   SnapKV window sums ``sum_{t = i-w+1..i} P[t, :]`` at the sampled rows, streamed over row blocks;
 * `restricted_attention` -- the attention output of query rows restricted to kept key sets (CSR),
   weighted by the model's full softmax row, with the kept mass and the row log-sum-exp
-  (`trustmass.kernels.restricted`; keys/values not expanded, grouped-query heads).
+  (`trustmass.kernels.restricted`; keys/values not expanded, grouped-query heads);
+  `kept_rows_attention` is its PyTorch gather half for a caller that already holds the rows.
 
 Capture inputs are per query head (``q``, ``k``: ``[H, N, d]``, keys already expanded per query head;
 ``positions``: int64 ``[H, R]``), fp32/bf16/fp16; outputs are float32.
@@ -39,7 +40,7 @@ from trustmass.kernels.reference import (
     column_mass_and_window_sums_torch,
     sampled_row_probs_torch,
 )
-from trustmass.kernels.restricted import check_restricted_inputs, restricted_attention_torch
+from trustmass.kernels.restricted import check_restricted_inputs, kept_rows_attention, restricted_attention_torch
 
 BACKEND_ENV = "TRUSTMASS_KERNELS"
 BACKENDS = ("auto", "torch", "triton")
@@ -189,6 +190,7 @@ __all__ = [
     "DEFAULT_WINDOWS",
     "column_mass_and_window_sums",
     "column_mass_and_window_sums_torch",
+    "kept_rows_attention",
     "resolve_backend",
     "restricted_attention",
     "restricted_attention_torch",

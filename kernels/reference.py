@@ -114,8 +114,12 @@ def sampled_row_probs_torch(
     positions = positions.long()
     rows_q = q.gather(1, positions.unsqueeze(-1).expand(H, R, d))  # [H, R, d]
     s = transformed_logits(rows_q, k, scaling, softcap, logits_dtype)  # [H, R, N]
-    keys = torch.arange(N, device=q.device)
-    s.masked_fill_(~_visible(positions, keys, window), float("-inf"))
+    if window is None:  # causal only: keys up to the earliest row are visible to every row
+        first = int(positions.min()) + 1 if positions.numel() else N
+        keys = torch.arange(first, N, device=q.device)
+        s[..., first:].masked_fill_(~_visible(positions, keys, None), float("-inf"))
+    else:
+        s.masked_fill_(~_visible(positions, torch.arange(N, device=q.device), window), float("-inf"))
     return torch.softmax(s, dim=-1, dtype=torch.float32)
 
 

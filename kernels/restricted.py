@@ -129,14 +129,12 @@ def restricted_attention_torch(
     """``(out [Hq, M, d], kept_mass [Hq, M], lse [Hq, M])``, float32 (see the module docstring)."""
     Hq, Hkv, M, _, d = check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype)
     device = q.device
-    out = torch.zeros(Hq, M, d, dtype=torch.float32, device=device)
-    mass = torch.zeros(Hq * M, dtype=torch.float64, device=device)
     lse = torch.empty(Hq, M, dtype=torch.float32, device=device)
     if M == 0 or Hq == 0:
-        return out, mass.view(Hq, M).float(), lse
+        zeros = torch.zeros(Hq, M, dtype=torch.float32, device=device)
+        return torch.zeros(Hq, M, d, dtype=torch.float32, device=device), zeros, lse
     G = Hq // Hkv
     rows = rows.long()
-    kept_ptr, kept_idx = kept_ptr.long(), kept_idx.long()
     # the keys some row sees: [lo, hi)
     hi = int(rows.max()) + 1
     lo = 0 if window is None else max(0, int(rows.min()) - int(window) + 1)
@@ -165,9 +163,29 @@ def restricted_attention_torch(
         probs = torch.softmax(probs, dim=-1)
     # the largest probability sits at the max logit: exp(0) / l, so log(l) = -log(max P)
     torch.sub(m.float(), probs.amax(dim=-1).log(), out=lse)
+    out, kept_mass = kept_rows_attention(probs, v, kept_ptr, kept_idx, lo)
+    return out, kept_mass, lse
+
+
+def kept_rows_attention(
+    probs: torch.Tensor, v: torch.Tensor, kept_ptr: torch.Tensor, kept_idx: torch.Tensor, lo: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gather half of the twin: ``(out [Hq, M, d], kept_mass [Hq, M])`` from rows ``P`` already
+    computed, float32 ``probs [Hq, M, n]`` over the keys ``lo .. lo + n - 1`` (``v`` ``[Hkv, N, d]``;
+    the CSR as :func:`restricted_attention_torch`'s, indices absolute, not checked here).
+
+    A caller that holds the exact rows anyway (the loss stage's selection reads them) skips the
+    logits and softmax pass: on the CPU that pass costs as much as the rest of the operator."""
+    Hq, M, n = probs.shape
+    Hkv, d = v.shape[0], v.shape[-1]
+    G, hi = Hq // Hkv, lo + n
+    device = probs.device
+    kept_ptr, kept_idx = kept_ptr.long(), kept_idx.long()
+    mass = torch.zeros(Hq * M, dtype=torch.float64, device=device)
+    out = torch.zeros(Hq, M, d, dtype=torch.float32, device=device)
     nnz = kept_idx.shape[0]
-    if nnz == 0:
-        return out, mass.view(Hq, M).float(), lse
+    if nnz == 0 or M == 0:
+        return out, mass.view(Hq, M).float()
     entry = _entry_rows(kept_ptr, nnz)  # h * M + m
     p = probs.view(-1).index_select(0, entry * n + (kept_idx - lo))  # P at the kept entries, [nnz]
     mass.index_add_(0, entry, p.double())
@@ -184,4 +202,4 @@ def restricted_attention_torch(
     kept_mass = mass.float()
     # an empty kept set (or one whose mass underflows to 0) has out = 0, not 0 / 0
     out.view(Hq * M, d).copy_(torch.where(kept_mass.unsqueeze(-1) > 0, acc / kept_mass.unsqueeze(-1), 0.0))
-    return out, kept_mass.view(Hq, M), lse
+    return out, kept_mass.view(Hq, M)

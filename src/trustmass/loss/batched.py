@@ -17,40 +17,60 @@ import torch
 PAIRWISE_BLOCK = 128
 
 
-def top_k_mask(score: torch.Tensor, k, eligible: torch.Tensor) -> torch.Tensor:
-    """bool [R, N]: per row the k largest `score` among the `eligible` keys, ties to the smaller
-    position; all eligible keys where fewer than k are eligible.  `k` is an int or int64 [R].
+def top_k_mask(score: torch.Tensor, k, eligible: torch.Tensor | None) -> torch.Tensor:
+    """bool [R, N]: per row the k largest `score` among the `eligible` keys (None: every key), ties
+    to the smaller position; all eligible keys where fewer than k are eligible.  `k` is an int or
+    int64 [R].
 
-    The k-th largest value t comes from torch.topk (values only); every key above t is kept and the
-    remaining places go to the keys equal to t in ascending position.  Scores must be finite."""
+    One torch.topk of k + 1 values and indices per row: where the (k+1)-th value is strictly below
+    the k-th, the top k indices are the answer whatever order topk gives equal values; the other
+    rows (a tie across the k-th place) take every key above the k-th value t and fill the
+    remaining places with the keys equal to t in ascending position.  Scores must be finite."""
     rows, n = score.shape
     k = torch.as_tensor(k, dtype=torch.int64).expand(rows).clamp(0, n)
     k_max = int(k.max()) if rows else 0
     if k_max == 0:
-        return torch.zeros_like(eligible)
-    masked = score.masked_fill(~eligible, float("-inf"))
-    kth = masked.topk(k_max, dim=1).values.gather(1, (k - 1).clamp(min=0)[:, None])
-    above = (masked > kth) & eligible
-    tie = (masked == kth) & eligible
+        return torch.zeros(rows, n, dtype=torch.bool, device=score.device)
+    masked = score if eligible is None else torch.where(eligible, score, float("-inf"))
+    width = min(k_max + 1, n)
+    values, index = masked.topk(width, dim=1)
+    kth = values.gather(1, (k - 1).clamp(min=0)[:, None])
+    has_next = k < width  # k == width only where k == n: every key is in the top k
+    after = values.gather(1, k.clamp(max=width - 1)[:, None])
+    clean = ~has_next | (after < kth)[:, 0] | torch.isneginf(kth)[:, 0]  # -inf: fewer eligible than k, all taken
+    out = torch.zeros(rows, n, dtype=torch.bool, device=score.device).scatter_(1, index, torch.arange(width) < k[:, None])
+    if eligible is not None:
+        out &= eligible
+    if not bool(clean.all()):
+        tied = ~clean
+        out[tied] = _top_k_with_ties(masked[tied], k[tied], kth[tied], None if eligible is None else eligible[tied])
+    return out  # k = 0 rows are empty on both paths (nothing ranks above the row maximum)
+
+
+def _top_k_with_ties(masked: torch.Tensor, k: torch.Tensor, kth: torch.Tensor, eligible: torch.Tensor | None) -> torch.Tensor:
+    """The rows of :func:`top_k_mask` whose k-th value t is tied beyond the k-th place: every key
+    above t, then the keys equal to t in ascending position while places remain."""
+    above, tie = masked > kth, masked == kth
+    if eligible is not None:
+        above, tie = above & eligible, tie & eligible
     need = k - above.sum(dim=1)
-    crowded = tie.sum(dim=1) > need  # more keys at the k-th value than places left: smaller positions first
-    if bool(crowded.any()):
-        rank = tie[crowded].to(torch.int32).cumsum(dim=1)
-        tie[crowded] &= rank <= need[crowded, None]
-    return (above | tie) & (k > 0)[:, None]
+    rank = tie.to(torch.int32).cumsum(dim=1)
+    return above | (tie & (rank <= need[:, None]))
 
 
 def compress(mask: torch.Tensor, width: int) -> torch.Tensor:
     """int64 [R, width]: the positions where `mask` is set, ascending, padded with -1 (a row with
     more than `width` set positions keeps its first `width`)."""
-    n = mask.shape[1]
-    if width == 0:
-        return torch.empty(mask.shape[0], 0, dtype=torch.int64)
-    key = torch.where(mask, n - torch.arange(n, dtype=torch.int32), 0)  # larger key: smaller position
-    top = key.topk(min(width, n), dim=1).values.to(torch.int64)
-    out = torch.where(top > 0, n - top, -1)
-    if width > n:
-        out = torch.cat((out, out.new_full((mask.shape[0], width - n), -1)), dim=1)
+    rows = mask.shape[0]
+    out = torch.full((rows, width), -1, dtype=torch.int64, device=mask.device)
+    if width == 0 or rows == 0:
+        return out
+    row, col = mask.nonzero(as_tuple=True)  # row-major: positions ascending within each row
+    start = torch.zeros(rows, dtype=torch.int64, device=mask.device)
+    start[1:] = torch.bincount(row, minlength=rows).cumsum(0)[:-1]
+    rank = torch.arange(row.shape[0], device=mask.device) - start[row]
+    keep = rank < width
+    out[row[keep], rank[keep]] = col[keep]
     return out
 
 

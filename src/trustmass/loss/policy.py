@@ -116,13 +116,8 @@ class SelectionPolicy:
             rows = self._rows(call, prefix, p)
             kept, swaps = self._switched_select(rows, heads)
             ptr, idx = selection.to_csr(visible_only(kept, p))
-        out, kept_mass, _ = kernels.restricted_attention(
-            call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
-            call.logits_dtype,
-        )
-        values = call.values.float().repeat_interleave(call.group, dim=0)
-        mu = torch.einsum("hmn,hnd->hmd", p, values) / p.sum(-1, keepdim=True)
-        self.recorder.add(call.layer, 1.0 - kept_mass, (out - mu).norm(dim=-1), swaps)
+        out, kept_mass = restricted_outputs(call, p, ptr, idx)
+        self.recorder.add(call.layer, 1.0 - kept_mass, (out - dense_outputs(call, p)).norm(dim=-1), swaps)
         return out
 
     def kept_sets(self, call: LayerCall, prefix: PrefixLayer, p: torch.Tensor, rules: list[str]) -> list[torch.Tensor]:
@@ -193,6 +188,28 @@ class ProbeSelector:
 
         logits = torch.where(rows.p > 0, rows.p.double().log(), torch.tensor(float("-inf"), dtype=torch.float64))
         return probe_select(rows.query, rows.keys, logits, self.params.layer(layer), self.alpha, budget)
+
+
+def restricted_outputs(call: LayerCall, p: torch.Tensor, ptr: torch.Tensor, idx: torch.Tensor):
+    """``(m_A [Hq, M, d], P(A) [Hq, M])`` of the CSR kept sets.  On the PyTorch backend from the
+    rows ``p`` the selection already read (the twin's own logits and softmax pass would recompute
+    them: a third of the operator's CPU time at 4,096 keys); the Triton kernel recomputes its rows
+    on the GPU, two streaming passes over the keys instead of a read of ``[Hq, M, N]``."""
+    if kernels.resolve_backend(call.query) == "torch":
+        return kernels.kept_rows_attention(p, call.values, ptr, idx)
+    out, kept_mass, _ = kernels.restricted_attention(
+        call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
+        call.logits_dtype,
+    )
+    return out, kept_mass
+
+
+def dense_outputs(call: LayerCall, p: torch.Tensor) -> torch.Tensor:
+    """``mu [Hq, M, d]``, the dense head outputs ``P v / P(all)`` (one product per KV head's group)."""
+    n_kv = call.values.shape[0]
+    grouped = p.reshape(n_kv, -1, p.shape[-1])
+    mu = torch.bmm(grouped, call.values.float()).reshape(p.shape[0], p.shape[1], -1)
+    return mu / p.sum(-1, keepdim=True)
 
 
 def visible_only(kept: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

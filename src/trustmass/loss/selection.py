@@ -62,8 +62,11 @@ def newest(rows: LayerRows, count) -> torch.Tensor:
 
 
 def top_mass_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
-    """A*_s: descending p over the visible keys, ties to the smaller position."""
-    return top_k_mask(rows.flat(rows.p), checked_budget(budget), rows.visible), None
+    """A*_s: descending p over the visible keys, ties to the smaller position.  No eligibility
+    mask: a key beyond the row's position has p = 0 and a larger position than every visible key,
+    so it ranks below each of them, and rows seeing fewer keys than the budget keep all of theirs
+    (:func:`select`)."""
+    return top_k_mask(rows.flat(rows.p), checked_budget(budget), None), None
 
 
 def balancing_rule_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, torch.Tensor]:
@@ -224,7 +227,9 @@ def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
     if not isinstance(rule, type(REGISTRY[name])):
         raise TypeError(f"rule for {name!r} must be a {type(REGISTRY[name]).__name__}; got {type(rule).__name__}")
     mask, swaps = RULES[name](rows, int(budget), rule)
-    mask = torch.where((rows.n_visible <= int(budget))[:, None], rows.visible, mask)
+    short = rows.n_visible <= int(budget)
+    if bool(short.any()):
+        mask = torch.where(short[:, None], rows.visible, mask)
     shape = (rows.n_heads, rows.n_rows)
     kept = compress(mask, int(budget)).reshape(*shape, int(budget))
     return Selection(name, int(budget), kept, None if swaps is None else swaps.reshape(shape))
