@@ -296,20 +296,23 @@ def test_window_sums_read_only_the_tail_rows_the_window_reaches():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_top_k_mask_is_the_stable_descending_sort(seed):
+@pytest.mark.parametrize("n, k_low, k_high", [(23, 0, 25), (900, 16, 100)], ids=["short-rows", "long-rows"])
+def test_top_k_mask_is_the_stable_descending_sort(seed, n, k_low, k_high):
     """Rows with and without ties across the k-th place, a per-row k (0 and above the eligible
-    count included), ineligible keys: the mask equals the first k keys of a stable descending sort."""
-    from trustmass.loss.batched import top_k_mask
+    count included), ineligible keys or none: the mask equals the first k keys of a stable
+    descending sort."""
+    from trustmass.loss import batched
 
     g = np.random.default_rng(seed)
-    rows, n = 40, 23
-    score = g.integers(0, [2, 5, 1000][seed % 3], size=(rows, n)).astype(np.float32)
+    rows = 40
+    score = g.integers(0, [2, 5, 100_000][seed % 3], size=(rows, n)).astype(np.float32)
     eligible = g.random((rows, n)) < 0.8
-    k = g.integers(0, n + 2, size=rows)
-    got = top_k_mask(torch.from_numpy(score), torch.from_numpy(k), torch.from_numpy(eligible)).numpy()
-    for r in range(rows):
-        candidates = np.flatnonzero(eligible[r])
-        order = candidates[np.argsort(-score[r, candidates], kind="stable")][: k[r]]
-        want = np.zeros(n, dtype=bool)
-        want[order] = True
-        np.testing.assert_array_equal(got[r], want, err_msg=f"row {r}, k = {k[r]}")
+    k = g.integers(k_low, k_high, size=rows)
+    for mask in (eligible, None):
+        got = batched.top_k_mask(torch.from_numpy(score), torch.from_numpy(k), None if mask is None else torch.from_numpy(mask)).numpy()
+        for r in range(rows):
+            candidates = np.arange(n) if mask is None else np.flatnonzero(mask[r])
+            order = candidates[np.argsort(-score[r, candidates], kind="stable")][: k[r]]
+            want = np.zeros(n, dtype=bool)
+            want[order] = True
+            np.testing.assert_array_equal(got[r], want, err_msg=f"row {r}, k = {k[r]}")

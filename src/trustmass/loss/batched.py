@@ -20,39 +20,42 @@ PAIRWISE_BLOCK = 128
 def top_k_mask(score: torch.Tensor, k, eligible: torch.Tensor | None) -> torch.Tensor:
     """bool [R, N]: per row the k largest `score` among the `eligible` keys (None: every key), ties
     to the smaller position; all eligible keys where fewer than k are eligible.  `k` is an int or
-    int64 [R].
-
-    One torch.topk of k + 1 values and indices per row: where the (k+1)-th value is strictly below
-    the k-th, the top k indices are the answer whatever order topk gives equal values; the other
-    rows (a tie across the k-th place) take every key above the k-th value t and fill the
-    remaining places with the keys equal to t in ascending position.  Scores must be finite."""
+    int64 [R].  Scores must be finite."""
     rows, n = score.shape
     k = torch.as_tensor(k, dtype=torch.int64).expand(rows).clamp(0, n)
     k_max = int(k.max()) if rows else 0
     if k_max == 0:
         return torch.zeros(rows, n, dtype=torch.bool, device=score.device)
     masked = score if eligible is None else torch.where(eligible, score, float("-inf"))
+    return _top_k_of(masked, k, k_max, eligible is not None)
+
+
+def _top_k_of(masked: torch.Tensor, k: torch.Tensor, k_max: int, has_ineligible: bool) -> torch.Tensor:
+    """The top k of rows whose ineligible keys hold -inf.  One torch.topk of k + 1 values and indices
+    per row: where the (k+1)-th value is strictly below the k-th, the top k indices are the answer
+    whatever order topk gives equal values; the other rows (a tie across the k-th place) take every
+    key above the k-th value t, then the keys equal to t in ascending position."""
+    rows, n = masked.shape
     width = min(k_max + 1, n)
     values, index = masked.topk(width, dim=1)
     kth = values.gather(1, (k - 1).clamp(min=0)[:, None])
     has_next = k < width  # k == width only where k == n: every key is in the top k
     after = values.gather(1, k.clamp(max=width - 1)[:, None])
     clean = ~has_next | (after < kth)[:, 0] | torch.isneginf(kth)[:, 0]  # -inf: fewer eligible than k, all taken
-    out = torch.zeros(rows, n, dtype=torch.bool, device=score.device).scatter_(1, index, torch.arange(width) < k[:, None])
-    if eligible is not None:
-        out &= eligible
+    out = torch.zeros(rows, n, dtype=torch.bool, device=masked.device).scatter_(1, index, torch.arange(width) < k[:, None])
+    if has_ineligible and bool(torch.isneginf(kth).any()):  # a row with fewer eligible keys than k
+        out &= masked > float("-inf")
     if not bool(clean.all()):
         tied = ~clean
-        out[tied] = _top_k_with_ties(masked[tied], k[tied], kth[tied], None if eligible is None else eligible[tied])
+        out[tied] = _top_k_with_ties(masked[tied], k[tied], kth[tied])
     return out  # k = 0 rows are empty on both paths (nothing ranks above the row maximum)
 
 
-def _top_k_with_ties(masked: torch.Tensor, k: torch.Tensor, kth: torch.Tensor, eligible: torch.Tensor | None) -> torch.Tensor:
-    """The rows of :func:`top_k_mask` whose k-th value t is tied beyond the k-th place: every key
-    above t, then the keys equal to t in ascending position while places remain."""
+def _top_k_with_ties(masked: torch.Tensor, k: torch.Tensor, kth: torch.Tensor) -> torch.Tensor:
+    """The rows of :func:`_top_k_of` whose k-th value t is tied beyond the k-th place: every key
+    above t, then the keys equal to t in ascending position while places remain (kth is finite
+    here, so -inf keys are never taken)."""
     above, tie = masked > kth, masked == kth
-    if eligible is not None:
-        above, tie = above & eligible, tie & eligible
     need = k - above.sum(dim=1)
     rank = tie.to(torch.int32).cumsum(dim=1)
     return above | (tie & (rank <= need[:, None]))
