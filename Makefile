@@ -19,13 +19,14 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run test test-slow test-cluster bench dry-run clean
+.PHONY: help venv run test test-slow test-cluster check-reference save-reference bench dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
 	@echo "make test       fast tests (pytest -m 'not slow')"
 	@echo "make test-slow  long tests (pytest -m slow)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
+	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
 	@echo "make bench      enumeration benchmark, printed as JSON"
 	@echo "make dry-run    what 'make run' would do"
 	@echo "make clean      delete results/ (keeps resources/ and .venv)"
@@ -57,6 +58,16 @@ test-slow: $(STAMP)
 # study through profiles/slurm with real sbatch submissions, against a local run (tests/cluster).
 test-cluster: $(STAMP)
 	$(BIN)/python -m pytest -m cluster -s $(PYTEST_ARGS) tests/cluster
+
+# The committed reference run of the embedded default (config.yaml): `make run` first, then compare
+# (bitwise, or within stated tolerances; every difference printed; trustmass.report.reference).
+REFERENCE ?= reference/default
+check-reference: $(STAMP)
+	$(BIN)/python -m trustmass.report.reference check --reference $(REFERENCE)
+
+# Replace the reference with this checkout's results/ (after a fresh-clone `make run`).
+save-reference: $(STAMP)
+	$(BIN)/python -m trustmass.report.reference save --reference $(REFERENCE) --config config.yaml
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration

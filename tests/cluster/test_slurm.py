@@ -26,6 +26,8 @@ import sys
 import pytest
 from conftest import REPO, Workflow, planned_jobs
 
+from trustmass.report.reference import TIMED  # outputs that record seconds (as make check-reference reads them)
+
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study of the end-to-end test
 from test_end_to_end import TINY  # noqa: E402
 from tiny_study import tiny_study_config  # noqa: E402
@@ -41,12 +43,6 @@ SLURM_ARGS = [
     "--set-resources", *(f"{rule}:{key}={value}" for rule in GPU_RULES
                          for key, value in (("gpu", 0), ("mem_mb", 3000), ("runtime", 30))),
 ]  # fmt: skip
-#: outputs that record seconds or depend on wall-clock limits, found by comparing two runs: provenance
-#: sidecars (wall time), the benchmark, SCIP under time limits (certification, Table 7, the sweep, and
-#: the claims built on them), the deployment rows and what reads their seconds (timing, claims 69/115)
-TIMED = re.compile(r"(\.prov\.json|/bench/enumeration\.json|/certify/.*|/stats/(table7|sweep|headline_certification|"
-                   r"deploy_timing|headline_deploy)\.parquet|/tables/(table7_certification|deploy_timing)\.\w+|"
-                   r"/tables/sweep_cap_widening\.csv|/deploy/.*\.parquet|/claims\.(md|html|json))$")
 
 
 def _tiny(workdir: Path) -> tuple[Workflow, Path]:

@@ -1,0 +1,273 @@
+"""A committed reference run and the check of a new run against it.
+
+``save`` copies a run's small outputs -- every figure and table file, every statistics frame, the
+claims report -- with their provenance sidecars into a reference folder, and writes
+``MANIFEST.json`` (each file's sha256 and size, the run's code version and config files).
+``check`` compares a run's ``results/`` with a reference and prints every difference:
+
+* bitwise first; a file that differs is then compared by kind:
+* statistics frames (``.parquet``) and tables (``.csv``): the same columns and rows, non-float
+  columns exactly, float columns within ``rtol`` / ``atol`` (NaN equal to NaN);
+* ``claims.json``: each claim's status exactly and its values as JSON (floats within tolerance);
+  claims that read timed stages are listed, not compared;
+* figures (``.png``): pixel by pixel; the share of pixels that differ is reported, and counts as a
+  difference above ``pixel_share`` (a figure drawn from frames equal within tolerance can move a
+  line by a pixel);
+* provenance sidecars: the config slice and seeds exactly (times, hosts and code versions are
+  recorded, not compared); the Markdown and HTML renderings of a table are not compared separately
+  (they are drawn from its CSV).
+
+Outputs that record seconds or depend on wall-clock limits (:data:`TIMED`: the SCIP certification
+under time limits, deployment timing, the enumeration benchmark) are listed and not compared: a rerun
+on another machine or under other load changes them by design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+#: outputs that record seconds or depend on wall-clock limits, found by comparing two runs (the
+#: SLURM test compares with the same list): provenance sidecars (wall time), the benchmark, SCIP
+#: under time limits (certification, Table 7, the sweep and the claims built on them), the
+#: deployment rows and what reads their seconds (timing)
+TIMED = re.compile(r"(\.prov\.json|/bench/enumeration\.json|/certify/.*|/stats/(table7|sweep|headline_certification|"
+                   r"deploy_timing|headline_deploy)\.parquet|/tables/(table7_certification|deploy_timing)\.\w+|"
+                   r"/tables/sweep_cap_widening\.\w+|/deploy/.*\.parquet|/claims\.(md|html|json))$")  # fmt: skip
+#: claim stages whose values read timed outputs (not compared in claims.json)
+TIMED_STAGES = frozenset({"certification", "sweep"})
+#: what a reference holds, relative to the run's folder
+KEPT = ("results/figures/*.png", "results/tables/*.csv", "results/tables/*.md", "results/stats/*.parquet",
+        "results/claims.md", "results/claims.json")  # fmt: skip
+SIDECAR = ".prov.json"
+MANIFEST = "MANIFEST.json"
+#: the most a reference may hold (the issue: small outputs only)
+MAX_BYTES = 8_000_000
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    what: str
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def kept_files(run: Path) -> list[Path]:
+    """The outputs a reference keeps, relative to ``run``, each with its sidecar where it has one."""
+    files = sorted({p for pattern in KEPT for p in run.glob(pattern) if p.is_file()})
+    sidecars = [p.with_name(p.name + SIDECAR) for p in files if p.with_name(p.name + SIDECAR).is_file()]
+    return [p.relative_to(run) for p in sorted(files + sidecars)]
+
+
+def save(run: Path, reference: Path, configs: list[Path]) -> dict:
+    """Copy the run's kept outputs (and the config files) into ``reference``; write its manifest."""
+    files = kept_files(run)
+    if not files:
+        raise SystemExit(f"reference: no outputs under {run / 'results'}; run the workflow first (make run)")
+    total = sum((run / f).stat().st_size for f in files)
+    if total > MAX_BYTES:
+        raise SystemExit(f"reference: {total:,} bytes of outputs exceed {MAX_BYTES:,}; keep the reference small")
+    if reference.exists():
+        shutil.rmtree(reference)
+    for rel in files:
+        (reference / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(run / rel, reference / rel)
+    for config in configs:
+        (reference / "config").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(config, reference / "config" / config.name)
+    claims = run / "results" / "claims.json.prov.json"
+    code = json.loads(claims.read_text())["code"] if claims.is_file() else None
+    manifest = {
+        "saved_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "code": code,
+        "configs": [c.name for c in configs],
+        "files": {str(rel): {"sha256": _sha256(run / rel), "bytes": (run / rel).stat().st_size} for rel in files},
+    }
+    (reference / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+# -- comparison ------------------------------------------------------------------------------------
+
+
+def _close(a: float, b: float, rtol: float, atol: float) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+def compare_json(got, want, rtol: float, atol: float, where: str = "") -> list[str]:
+    """Every place two JSON values differ (numbers within tolerance are equal)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = [f"{where}/{k}: missing" for k in want if k not in got]
+        out += [f"{where}/{k}: not in the reference" for k in got if k not in want]
+        return out + [d for k in want if k in got for d in compare_json(got[k], want[k], rtol, atol, f"{where}/{k}")]
+    if isinstance(want, list) and isinstance(got, list):
+        if len(got) != len(want):
+            return [f"{where}: {len(got)} entries, the reference has {len(want)}"]
+        return [d for i, (g, w) in enumerate(zip(got, want, strict=True)) for d in compare_json(g, w, rtol, atol, f"{where}[{i}]")]
+    numbers = (int, float)
+    if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool) and not isinstance(got, bool):
+        return [] if _close(float(got), float(want), rtol, atol) else [f"{where}: {got!r}, the reference has {want!r}"]
+    return [] if got == want else [f"{where}: {got!r}, the reference has {want!r}"]
+
+
+def compare_frames(got, want, rtol: float, atol: float, limit: int = 5) -> list[str]:
+    """Every column in which two polars frames differ (floats within tolerance), a few rows each."""
+    import numpy as np
+    import polars as pl
+
+    if got.columns != want.columns:
+        return [f"columns {got.columns}, the reference has {want.columns}"]
+    if got.height != want.height:
+        return [f"{got.height} rows, the reference has {want.height}"]
+    out = []
+    for name in want.columns:
+        g, w = got[name], want[name]
+        if g.dtype.is_float() and w.dtype.is_float():
+            a, b = g.to_numpy().astype(float), w.to_numpy().astype(float)
+            bad = ~(np.isclose(a, b, rtol=rtol, atol=atol) | (np.isnan(a) & np.isnan(b)))
+        else:
+            bad = ~(g.cast(pl.String).fill_null("\0null") == w.cast(pl.String).fill_null("\0null")).to_numpy()
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            shown = ", ".join(f"row {r}: {g[int(r)]!r} vs {w[int(r)]!r}" for r in rows[:limit])
+            out.append(f"column {name!r}: {len(rows)} of {len(bad)} rows differ ({shown}{', ...' if len(rows) > limit else ''})")
+    return out
+
+
+def compare_images(got: Path, want: Path) -> tuple[float, str | None]:
+    """(share of pixels that differ, or 1.0 when the sizes differ; a note)."""
+    import numpy as np
+    from PIL import Image
+
+    a, b = np.asarray(Image.open(got).convert("RGBA")), np.asarray(Image.open(want).convert("RGBA"))
+    if a.shape != b.shape:
+        return 1.0, f"size {a.shape[1]}x{a.shape[0]}, the reference is {b.shape[1]}x{b.shape[0]}"
+    return float((a != b).any(axis=-1).mean()), None
+
+
+def _compare_claims(got: dict, want: dict, rtol: float, atol: float) -> tuple[list[str], list[int]]:
+    mine = {c["id"]: c for c in got.get("claims", [])}
+    out, skipped = [], []
+    for claim in want.get("claims", []):
+        cid = claim["id"]
+        if TIMED_STAGES & set(claim.get("stage", [])):
+            skipped.append(cid)
+            continue
+        if cid not in mine:
+            out.append(f"claim {cid}: missing")
+            continue
+        if mine[cid]["status"] != claim["status"]:
+            out.append(f"claim {cid}: status {mine[cid]['status']!r}, the reference has {claim['status']!r}")
+        out += [f"claim {cid}{d}" for d in compare_json(mine[cid]["values"], claim["values"], rtol, atol, "")]
+    return out, skipped
+
+
+def _compare_sidecars(got: Path, want: Path) -> list[str]:
+    a, b = json.loads(got.read_text()), json.loads(want.read_text())
+    return [f"sidecar {key}: differs from the reference's" for key in ("config", "seeds") if a.get(key) != b.get(key)]
+
+
+@dataclass
+class Report:
+    equal: int = 0
+    close: int = 0
+    timed: list[str] | None = None
+    not_compared_claims: list[int] | None = None
+    differences: list[Difference] | None = None
+
+
+def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pixel_share: float = 0.005) -> Report:
+    """Compare the run's outputs with the reference's (see the module docstring)."""
+    import polars as pl
+
+    manifest_path = reference / MANIFEST
+    if not manifest_path.is_file():
+        raise SystemExit(f"reference: {manifest_path} not found; save one first (python -m trustmass.report.reference save)")
+    files = json.loads(manifest_path.read_text())["files"]
+    report = Report(timed=[], not_compared_claims=[], differences=[])
+
+    def differ(rel: str, what: str) -> None:
+        report.differences.append(Difference(rel, what))
+
+    for rel, entry in files.items():
+        mine, theirs = run / rel, reference / rel
+        if not mine.is_file():
+            differ(rel, "missing from the run")
+            continue
+        if _sha256(mine) == entry["sha256"]:
+            report.equal += 1
+            continue
+        if rel.endswith(SIDECAR):
+            found = _compare_sidecars(mine, theirs)
+        elif rel.endswith("claims.json"):
+            found, report.not_compared_claims = _compare_claims(json.loads(mine.read_text()), json.loads(theirs.read_text()), rtol, atol)
+        elif TIMED.search("/" + rel):
+            report.timed.append(rel)
+            continue
+        elif rel.endswith(".parquet"):
+            found = compare_frames(pl.read_parquet(mine), pl.read_parquet(theirs), rtol, atol)
+        elif rel.endswith(".csv"):
+            found = compare_frames(pl.read_csv(mine), pl.read_csv(theirs), rtol, atol)
+        elif rel.endswith(".png"):
+            share, note = compare_images(mine, theirs)
+            found = [note or f"{share:.2%} of the pixels differ"] if share > pixel_share else []
+        else:  # a table's Markdown: rendered from its CSV, compared there
+            found = []
+        for what in found:
+            differ(rel, what)
+        if not found:
+            report.close += 1
+    return report
+
+
+def print_report(report: Report, reference: Path, out=None) -> None:
+    out = out or sys.stdout
+    print(f"reference {reference}: {report.equal} files bitwise equal, {report.close} equal within tolerance, "
+          f"{len(report.timed)} timed (not compared), {len(report.differences)} differences", file=out)  # fmt: skip
+    for rel in report.timed:
+        print(f"  timed, not compared: {rel}", file=out)
+    if report.not_compared_claims:
+        print(f"  claims reading timed stages, not compared: {', '.join(map(str, report.not_compared_claims))}", file=out)
+    for d in report.differences:
+        print(f"  DIFFERS {d.path}: {d.what}", file=out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trustmass.report.reference", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("save", help="copy a run's small outputs into a reference folder")
+    s.add_argument("--run", default=".", help="the folder holding results/ (default: here)")
+    s.add_argument("--reference", required=True)
+    s.add_argument("--config", action="append", default=[], help="a config file of the run (repeatable)")
+    c = sub.add_parser("check", help="compare a run with a reference; exit 1 on any difference")
+    c.add_argument("--run", default=".")
+    c.add_argument("--reference", required=True)
+    c.add_argument("--rtol", type=float, default=1e-6)
+    c.add_argument("--atol", type=float, default=1e-9)
+    c.add_argument("--pixel-share", type=float, default=0.005, help="share of a figure's pixels that may differ")
+    args = parser.parse_args(argv)
+    if args.command == "save":
+        manifest = save(Path(args.run), Path(args.reference), [Path(c) for c in args.config])
+        size = sum(f["bytes"] for f in manifest["files"].values())
+        print(f"reference {args.reference}: {len(manifest['files'])} files, {size:,} bytes")
+        return 0
+    report = check(Path(args.run), Path(args.reference), args.rtol, args.atol, args.pixel_share)
+    print_report(report, Path(args.reference))
+    return 1 if report.differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
