@@ -39,7 +39,8 @@ ids, manifest = load_documents(snakemake.input.documents)  # noqa: F821
 index = int(doc)
 if index >= ids.shape[0]:
     sys.exit(f"capture: document {doc} requested but {snakemake.input.documents} holds {ids.shape[0]}")  # noqa: F821
-doc_id = manifest["documents"][index]["id"]
+record = manifest["documents"][index]
+doc_id = record["id"]
 options = cap.CaptureOptions(
     rows_per_head=settings["rows_per_head"],
     min_position=settings["min_position"],
@@ -49,6 +50,9 @@ options = cap.CaptureOptions(
     max_abs_deviation=settings["max_abs_deviation"],
     emulate_logits_dtype=settings["emulate_logits_dtype"],
     block_rows=settings["block_rows"],
+    # a task context (trustmass.deploy.task_contexts) names the rows that must retrieve its planted content
+    retrieval_positions=tuple(record.get("retrieval_positions", ())),
+    retrieval_rows=int(record.get("retrieval_rows", 0)),
 )
 print(f"capture {model_name}/{corpus}/{doc} ({doc_id}): {ids.shape[1]} tokens on {device}; {options}")
 print(f"shapes: {json.dumps(shapes)}")
@@ -70,7 +74,7 @@ finish(
     seeds={"seed": snakemake.params.seed},  # noqa: F821
     shard_sha256=digest,
     validation=summary,
-    document=manifest["documents"][index],
+    document=record,
     model_shapes=shapes,
     model_source=source_record(model_dir),
     device=device,

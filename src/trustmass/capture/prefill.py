@@ -46,6 +46,18 @@ class CaptureOptions:
     max_abs_deviation: float = 4e-3  # abort threshold (spec §2.5)
     emulate_logits_dtype: bool = True  # round logits where eager rounds (bf16 models)
     block_rows: int = 128  # row block of the streamed column-mass pass (128 is fastest on CPU)
+    # task contexts (trustmass.deploy.task_contexts): retrieval_rows of the rows_per_head rows are
+    # drawn from these positions, the others from the remaining positions
+    retrieval_positions: tuple[int, ...] = ()
+    retrieval_rows: int = 0
+
+    def recorded(self) -> dict:
+        """The options as the shard records them (the retrieval fields only where they are used, so a
+        plain document's shard is the same bytes as before they existed)."""
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+        if not self.retrieval_rows:
+            del out["retrieval_positions"], out["retrieval_rows"]
+        return out
 
 
 def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, kv_head: int, n_tokens: int) -> np.ndarray:
@@ -59,7 +71,21 @@ def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, 
         )
     key = f"{options.seed}|{model}|{doc}|{layer}|{kv_head}".encode()
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
-    return np.sort(rng.choice(np.arange(lo, hi + 1), size=options.rows_per_head, replace=False))
+    if not options.retrieval_rows:
+        return np.sort(rng.choice(np.arange(lo, hi + 1), size=options.rows_per_head, replace=False))
+    retrieval = np.asarray(sorted(set(options.retrieval_positions)), dtype=np.int64)
+    background = np.setdiff1d(np.arange(lo, hi + 1), retrieval)
+    n_background = options.rows_per_head - options.retrieval_rows
+    if retrieval.size < options.retrieval_rows or retrieval.min() < lo or retrieval.max() > hi or background.size < n_background:
+        raise ValueError(
+            f"{doc}: {retrieval.size} retrieval positions ({retrieval.min() if retrieval.size else '-'}.."
+            f"{retrieval.max() if retrieval.size else '-'}) and {background.size} background positions in [{lo}, {hi}] cannot "
+            f"give {options.retrieval_rows} retrieval and {n_background} background rows; fix: task_contexts.retrieval_rows "
+            "or capture.min_position / max_position"
+        )
+    chosen = np.concatenate([rng.choice(retrieval, size=options.retrieval_rows, replace=False),
+                             rng.choice(background, size=n_background, replace=False)])  # fmt: skip
+    return np.sort(chosen)
 
 
 @dataclass
@@ -167,7 +193,7 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
             "n_tokens": int(ids.shape[1]),
             "tokens_sha256": hashlib.sha256(ids.cpu().numpy().astype(np.int64).tobytes()).hexdigest(),
             "layers": {str(k): v for k, v in sorted(session.layers.items())},
-            "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
+            "options": options.recorded(),
             "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
         },
         deviations=session.deviations,

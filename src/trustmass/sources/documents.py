@@ -39,10 +39,13 @@ __all__ = [
     "BOS_POLICIES",
     "TOKENIZER_FILES",
     "cut_documents",
+    "encode_corpus",
     "load_documents",
     "manifest_summary",
     "special_tokens_for",
     "tokenize_documents",
+    "tokenizer_fingerprint",
+    "write_document_set",
 ]
 
 BOS_POLICIES = ("tokenizer-default", "prepend-bos", "none")
@@ -103,6 +106,20 @@ def cut_documents(ids: np.ndarray, doc_tokens: int, n_docs: int, prefix: list[in
     return docs, content
 
 
+def encode_corpus(tokenizer, text: str) -> tuple[np.ndarray, list]:
+    """The whole text as one token stream (int64) and each token's character span: no special tokens
+    added, special-token text kept as characters (the module's rule)."""
+    encoded = tokenizer(
+        text,
+        add_special_tokens=False,
+        split_special_tokens=True,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        verbose=False,
+    )
+    return np.asarray(encoded["input_ids"], dtype=np.int64), encoded["offset_mapping"]
+
+
 def tokenize_documents(
     model_dir: str | os.PathLike,
     corpus_txt: str | os.PathLike,
@@ -116,10 +133,7 @@ def tokenize_documents(
     log: Log = print,
 ) -> dict:
     """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest."""
-    from safetensors.numpy import save_file
     from transformers import AutoTokenizer
-
-    from trustmass.plumbing.provenance import atomic_write
 
     model_dir, corpus_txt, out_path = Path(model_dir), Path(corpus_txt), Path(out_path)
     model = model or model_dir.name
@@ -130,16 +144,7 @@ def tokenize_documents(
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     prefix, suffix = special_tokens_for(tokenizer, bos)
     text = corpus_txt.read_text(encoding="utf-8")
-    encoded = tokenizer(
-        text,
-        add_special_tokens=False,
-        split_special_tokens=True,
-        return_offsets_mapping=True,
-        return_attention_mask=False,
-        verbose=False,
-    )
-    ids = np.asarray(encoded["input_ids"], dtype=np.int64)
-    offsets = encoded["offset_mapping"]
+    ids, offsets = encode_corpus(tokenizer, text)
     log(f"documents {model}/{corpus}: {len(text):,} characters -> {len(ids):,} tokens in {time.time() - started:.1f} s")
     content = doc_tokens - len(prefix) - len(suffix)
     try:
@@ -186,30 +191,41 @@ def tokenize_documents(
         "docs_available": int(len(ids) // content),
         "corpus_sha256": corpus_sha,
         "corpus_chars": len(text),
-        "tokenizer_class": type(tokenizer).__name__,
-        "tokenizer_vocab": vocab,
-        "tokenizer_files": {
-            name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()
-        },
+        **tokenizer_fingerprint(tokenizer, model_dir),
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
         "documents": records,
     }
-    # one metadata key: safetensors keeps metadata in a hash map, so several keys come out in random order
-    metadata = {
-        "trustmass": json.dumps(
-            {"format": FORMAT, "model": model, "corpus": corpus, "bos": bos, "corpus_sha256": corpus_sha}, sort_keys=True
-        )
-    }
-    with atomic_write(out_path) as tmp:
-        save_file({"input_ids": np.ascontiguousarray(docs)}, str(tmp), metadata=metadata)
-    manifest_path = out_path.with_suffix(".json")
-    with atomic_write(manifest_path) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_document_set(out_path, docs, manifest, {"bos": bos, "corpus_sha256": corpus_sha})
     log(
         f"documents {model}/{corpus}: {n_docs} x {doc_tokens} tokens (bos: {bos}, prefix {manifest['special_prefix_tokens']}), "
         f"{manifest['docs_available']} available; {out_path}"
     )
     return manifest
+
+
+def write_document_set(out_path: str | os.PathLike, docs: np.ndarray, manifest: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+    """``out_path`` (.safetensors, ``input_ids``) and its manifest (same name, .json), each written atomically."""
+    from safetensors.numpy import save_file
+
+    from trustmass.plumbing.provenance import atomic_write
+
+    out_path = Path(out_path)
+    # one metadata key: safetensors keeps metadata in a hash map, so several keys come out in random order
+    header = {"format": FORMAT, "model": manifest["model"], "corpus": manifest["corpus"], **extra}
+    metadata = {"trustmass": json.dumps(header, sort_keys=True)}
+    with atomic_write(out_path) as tmp:
+        save_file({"input_ids": np.ascontiguousarray(docs)}, str(tmp), metadata=metadata)
+    with atomic_write(out_path.with_suffix(".json")) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def tokenizer_fingerprint(tokenizer, model_dir: Path) -> dict[str, Any]:
+    """What identifies the tokenizer in a manifest: class, vocabulary size, sha256 of its files."""
+    return {
+        "tokenizer_class": type(tokenizer).__name__,
+        "tokenizer_vocab": len(tokenizer),
+        "tokenizer_files": {name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()},
+    }
 
 
 def load_documents(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
