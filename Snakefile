@@ -5,7 +5,8 @@
 #   snakemake --profile profiles/slurm ...     on a SLURM cluster
 #
 # The stages hand data over by files, each in its own rules file (and library package):
-#   sources -> capture -> ceiling -> {certification, audit, loss}; sources -> deploy; -> report (statistics, figures, tables,
+#   sources -> capture -> ceiling -> {certification, audit, loss}; sources -> tasks -> capture -> ceiling;
+#   sources -> deploy; -> report (statistics, figures, tables,
 #   claims); selfcheck stands alone.  Every figure and table is an entry of the catalog
 #   (trustmass.report.catalog): its render rule and its named target are generated from it.
 
@@ -38,6 +39,8 @@ include: "workflow/rules/loss_common.smk"
 include: "workflow/rules/loss.smk"
 include: "workflow/rules/deploy_common.smk"
 include: "workflow/rules/deploy.smk"
+include: "workflow/rules/tasks_common.smk"
+include: "workflow/rules/tasks.smk"
 include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
@@ -62,6 +65,7 @@ localrules:
     bench,
     captures,
     records,
+    tasks,
     loss,
     deploy,
     claims,
@@ -96,6 +100,13 @@ rule records:
     """Ceiling records of every captured document of the study."""
     input:
         study_records(),
+
+
+rule tasks:
+    """The task contexts' ceiling records and the statistics of claims 42-47 (spec §2.7)."""
+    input:
+        task_records(),
+        [stats_path(f) for f in STATISTICS_RULES["task_statistics"].frames] if task_models() else [],
 
 
 rule loss:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 import yaml
 from conftest import REPO, planned_jobs
@@ -58,8 +59,10 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     assert_planned_offline(run, done)  # packaged wheels and Debian packages: planned, not fetched
     jobs = planned_jobs(done.output)
     assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3, 3, 9)
-    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * len(CORPORA) * N_DOCS == 180
-    captures = planned_captures(done.output)
+    tasks = len(panel_config["task_contexts"]["types"]) * panel_config["task_contexts"]["per_type"]
+    assert jobs["task_documents"] == 3  # the task contexts of each headline family
+    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * (len(CORPORA) * N_DOCS + tasks) == 180 + 3 * tasks
+    captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks")
     assert sorted(set(captures["model"])) == sorted(MODELS) and sorted(set(captures["corpus"])) == sorted(CORPORA)
     assert sorted(set(captures["doc"])) == [f"{i:04d}" for i in range(N_DOCS)]
     from_dag = instances_from_dryrun(done.output, panel_config)

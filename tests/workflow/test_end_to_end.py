@@ -168,6 +168,31 @@ def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_r
         assert statuses - {"not produced yet"}, (claim, statuses)
 
 
+def test_the_task_contexts_were_captured_with_their_retrieval_rows_and_judged(tiny_run):
+    import polars as pl
+
+    from trustmass.contracts.shards import read_metadata
+
+    wf, _, _ = tiny_run
+    manifest = json.loads((wf.workdir / "resources/documents/tiny/tasks.json").read_text())
+    (doc,) = manifest["documents"]
+    assert doc["task"] == "quote_qa" and doc["retrieval_rows"] == 2
+    options = read_metadata(wf.workdir / "results/capture/tiny/tasks/0000.safetensors")["options"]
+    assert options["retrieval_positions"] == doc["retrieval_positions"] and options["retrieval_rows"] == 2
+    records = pl.read_parquet(wf.workdir / "results/ceiling/tiny/tasks/0000.parquet")
+    rows = records.select("layer", "head", "query_pos").unique()
+    retrieval = rows.filter(pl.col("query_pos").is_in(doc["retrieval_positions"]))
+    assert retrieval.height == 2 * rows.select("layer", "head").n_unique()  # 2 of the 3 rows of every head
+    table = pl.read_parquet(wf.workdir / "results/stats/task_contexts.parquet")
+    shares = table.filter(pl.col("rows") == "all")["retrieval_share"].to_list()
+    assert shares and shares == pytest.approx([2 / 3] * len(shares))
+    claims = {c["id"]: c for c in json.loads((wf.workdir / "results/claims.json").read_text())["claims"]}
+    for claim in (42, 43, 44, 46, 47):  # 45 needs both labels; the tiny random model labels every row
+        statuses = {v["all"]["status"] for v in claims[claim]["values"]}
+        assert statuses - {"not produced yet"}, (claim, statuses)
+    assert {v["all"]["status"] for v in claims[46]["values"]} == {"consistent"}  # 67 % >= 20 %
+
+
 def test_the_deploy_stage_wrote_tables_3_to_5_and_the_byte_ledger(tiny_run):
     import polars as pl
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from conftest import REPO, Workflow, planned_jobs
@@ -225,12 +226,15 @@ def test_the_config_arithmetic_gives_the_papers_checksums(paper_config):
 # ---- the DAG ---------------------------------------------------------------------------------------
 
 
-def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run):
+def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run, paper_config):
     run, done = paper_dry_run
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
     assert jobs["prepare_model"] == len(ARMS) and jobs["prepare_corpus"] == 1 and jobs["tokenize_documents"] == len(ARMS)
-    assert jobs["capture"] == jobs["ceiling"] == 9 * 20 + 3  # 20 docs per arm, 3 for the 7B at 16,384 tokens
+    # 20 docs per arm, 3 for the 7B at 16,384 tokens; the task contexts (§2.7) of each headline family
+    tasks = len(paper_config["task_contexts"]["types"]) * paper_config["task_contexts"]["per_type"]
+    assert jobs["task_documents"] == len(HEADLINE)
+    assert jobs["capture"] == jobs["ceiling"] == 9 * 20 + 3 + len(HEADLINE) * tasks
     # every held-out document gets its curvature (the default slice caps it at one per model)
     assert jobs["loss_curvature"] == jobs["loss_document"] > 0
 
@@ -244,7 +248,7 @@ def test_the_planned_capture_jobs_give_the_papers_checksums(paper_dry_run, paper
     assert (seven_b["doc_tokens"], seven_b["docs"], seven_b["layers"] * seven_b["heads"]) == (16384, 3, 784)
     assert seven_b["primary_instances"] == claimed(16) == 56_448
     # the primary slice is documents 0000-0002 of every arm
-    jobs = planned_captures(done.output)
+    jobs = planned_captures(done.output).filter(pl.col("corpus") == "wikitext")  # not the task contexts
     firsts = jobs.filter(jobs["doc"].is_in(["0000", "0001", "0002"]))
     assert firsts.height == len(ARMS) * PRIMARY_DOCS
 
@@ -287,7 +291,8 @@ def test_paper_dry_run_with_the_slurm_profile(tmp_path, paper_config):
     assert summed(from_dag, [SEVEN_B])["primary_instances"] == 56_448
     # every capture job asks the cluster for a GPU
     blocks = [b for b in done.output.split("\n\n") if re.search(r"^rule capture:$", b, re.MULTILINE)]
-    assert len(blocks) == from_dag["docs"].sum()
+    tasks = len(paper_config["task_contexts"]["types"]) * paper_config["task_contexts"]["per_type"]
+    assert len(blocks) == from_dag["docs"].sum() + len(HEADLINE) * tasks  # and the task contexts'
     assert all(re.search(r"^\s+resources: .*\bgpu=1\b", b, re.MULTILINE) for b in blocks), blocks[0]
 
 

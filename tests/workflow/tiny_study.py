@@ -112,6 +112,8 @@ capture:
 study:
   models: [tiny]
   corpora: [words]
+task_contexts:
+  types: [quote_qa]            # the word-level tokenizer cannot spell the needles; quote QA copies tokens
 loss:
   continuation: 16
   heldout: {{doc_tokens: null}}

@@ -7,6 +7,7 @@
 #   results/stats/{audit_table,fig3_roc,headline_audit}.parquet                      audit_statistics
 #   results/stats/{table7,headline_certification}.parquet + results/certify/certified.parquet
 #   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
+#   results/stats/{task_contexts,task_map,headline_tasks}.parquet                      task_statistics
 #   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
 #   results/claims.{html,md,json}                                                       claims_report
 #
@@ -154,6 +155,29 @@ rule deploy_statistics:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/deploy_statistics.py"
+
+
+rule task_statistics:
+    """Claims 42-47 from the task contexts' ceiling records, their manifests and the headline corpus's map."""
+    input:
+        records=task_records(),
+        prose=headline_records(),
+        manifests=task_manifests(),
+        code=library_code(STATISTICS_RULES["task_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("task_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "task_contexts"),
+    log:
+        "logs/report/task_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/task_statistics.py"
 
 
 rule selfcheck_statistics:

@@ -267,8 +267,12 @@ def instances_from_dryrun(
     rule: str = "capture",
     shapes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> pl.DataFrame:
-    """Instances per (model, corpus) of the ``rule`` jobs the dry-run planned (same columns as planned_instances)."""
+    """Instances per (model, corpus) of the study's ``rule`` jobs the dry-run planned (same columns as
+    planned_instances); the task contexts' jobs (``task_contexts.corpus``: a population of their own) are left out."""
     jobs = planned_captures(output, rule)
+    tasks = config.get("task_contexts") or {}
+    if tasks.get("enabled") and jobs.height:
+        jobs = jobs.filter(pl.col("corpus") != tasks.get("corpus", "tasks"))
     rows = []
     for (model, corpus), group in jobs.group_by(["model", "corpus"], maintain_order=True):
         docs = []

@@ -18,6 +18,7 @@ Snakemake workflows use, after our own check has passed.
 from __future__ import annotations
 
 import copy
+import math
 import difflib
 import re
 from collections.abc import Iterable, Mapping
@@ -236,7 +237,56 @@ def _cross_field_problems(config: dict) -> list[str]:
     problems += _snapkv_window_problems(config)
     problems += _headline_problems(config)
     problems += _loss_problems(config)
+    problems += _task_problems(config)
     return problems
+
+
+def task_contexts_first_chunk(config: Mapping[str, Any], documents: Mapping[str, Any] | None = None) -> int:
+    """task_contexts.first_chunk, or (null) the first haystack chunk after the capture documents
+    (chunks of the documents' own length: the capture documents are chunks 0..n_docs-1)."""
+    first = (config.get("task_contexts") or {}).get("first_chunk")
+    documents = config.get("documents") or {} if documents is None else documents
+    return int(documents.get("n_docs", 0)) if first is None else int(first)
+
+
+def _task_problems(config: dict) -> list[str]:
+    """task_contexts: study models, a defined haystack, a name of its own, enough retrieval rows (claim 46)."""
+    tasks = config.get("task_contexts") or {}
+    if not tasks.get("enabled"):
+        return []
+    study, corpora = config.get("study", {}) or {}, config.get("corpora", {}) or {}
+    problems = [
+        f"config.task_contexts.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
+        for m in tasks.get("models") or []
+        if m not in study.get("models", [])
+    ]
+    haystack = tasks.get("haystack")
+    if haystack is not None and haystack not in corpora:
+        problems.append(f"config.task_contexts.haystack: {haystack!r} is not defined under corpora: ({', '.join(corpora)}); "
+                        "fix: name one of them or null (the headline corpus)")  # fmt: skip
+    if tasks.get("corpus") in corpora:
+        problems.append(f"config.task_contexts.corpus: {tasks['corpus']!r} is also a corpus under corpora:; fix: another name")
+    problem = retrieval_design_problem(int(tasks.get("retrieval_rows", 0)), int((config.get("capture") or {}).get("rows_per_head", 0)),
+                                       field="config.task_contexts.retrieval_rows")  # fmt: skip
+    return problems + ([problem] if problem else [])
+
+
+#: claim 46: retrieval rows make up at least this share of the task contexts' instances
+MIN_RETRIEVAL_SHARE = 0.20
+
+
+def retrieval_design_problem(retrieval_rows: int, rows_per_head: int, field: str = "task_contexts.retrieval_rows") -> str | None:
+    """Claim 46 as a design constraint: what is wrong with a sampling plan of too few retrieval rows (None: nothing)."""
+    if not 1 <= retrieval_rows < rows_per_head:
+        return (f"{field} = {retrieval_rows} must be at least 1 and below capture.rows_per_head = {rows_per_head} "
+                "(the other rows are the background rows); fix: set it between them")  # fmt: skip
+    share = retrieval_rows / rows_per_head
+    if share < MIN_RETRIEVAL_SHARE:
+        need = int(math.ceil(MIN_RETRIEVAL_SHARE * rows_per_head - 1e-12))
+        return (f"{field} = {retrieval_rows} of capture.rows_per_head = {rows_per_head} makes retrieval rows "
+                f"{share:.0%} of the instances, below the pre-registered {MIN_RETRIEVAL_SHARE:.0%} (claim 46); "
+                f"fix: raise it to at least {need}")  # fmt: skip
+    return None
 
 
 def heldout_first_doc(config: Mapping[str, Any], documents: Mapping[str, Any] | None = None) -> int:

@@ -99,6 +99,9 @@ STATISTICS: tuple[StatisticsRule, ...] = (
     StatisticsRule("deploy_statistics", "trustmass.report.frames.deploy",
                    ("table3", "table4", "table5", "deploy_bytes", "deploy_timing", "headline_deploy"),
                    "Tables 3-5, the bytes table, timing and the deployment claims, from the deployment rows and the replay"),
+    StatisticsRule("task_statistics", "trustmass.report.frames.tasks", ("task_contexts", "task_map", "headline_tasks"),
+                   "The task-context claims 42-47 (retrieval vs background rows, the map on task contexts), from the task "
+                   "corpus's ceiling records and manifests"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip

@@ -40,6 +40,7 @@ JUDGED_POPULATIONS = {
     "content_run": ("primary",),
     "all_docs": ("all",),
     "heldout_docs": ("all",),
+    "task_contexts": ("all",),
 }
 _BOTH = ("primary", "all")
 _SHOWN = ("by_key", "by_value", "estimate", "low", "high", "n_instances", "n_docs", "models", "source")
