@@ -68,6 +68,7 @@ check-reference: $(STAMP)
 # Replace the reference with this checkout's results/ (after a fresh-clone `make run`).
 save-reference: $(STAMP)
 	$(BIN)/python -m trustmass.report.reference save --reference $(REFERENCE) --config config.yaml
+	$(BIN)/python -m trustmass.report.reference readme --reference $(REFERENCE)
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration

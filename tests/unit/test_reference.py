@@ -2,6 +2,7 @@
 difference named by file and column (or claim, or pixel share)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -9,6 +10,8 @@ import pytest
 from PIL import Image
 
 from trustmass.report import reference
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sidecar(path, config):
@@ -96,3 +99,14 @@ def test_the_cli_exits_1_on_a_difference_and_prints_it(run, tmp_path, capsys):
 def test_a_missing_reference_says_how_to_make_one(run, tmp_path):
     with pytest.raises(SystemExit, match="save one first"):
         reference.check(run, tmp_path / "nowhere")
+
+
+def test_the_readme_opens_with_the_committed_reference():
+    """The README's figures and claims counts are the committed reference's (make save-reference
+    rewrites both); an edited reference without its README block fails here."""
+    from trustmass.report.reference import BEGIN, END, readme_block
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
+    assert block == readme_block(Path("reference/default"), REPO)
+    assert block.count("](reference/default/results/figures/") == 8  # four figures, each linking to its sidecar

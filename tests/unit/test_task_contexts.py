@@ -163,3 +163,26 @@ def test_the_map_comparison_agrees_on_identical_maps_and_not_on_flipped_ones():
     other = T.headline(T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS), cells, SETTINGS)
     value = dict(zip(other["value_name"], other["estimate"]))
     assert value["map_order_correlation"] == pytest.approx(-1.0) and value["map_label_agreement"] < 1.0
+
+
+def test_the_task_document_set_is_reproducible_bit_for_bit(tok, tmp_path):  # noqa: F811
+    from trustmass.sources.documents import load_documents
+
+    tok.save_pretrained(tmp_path / "model")
+    (tmp_path / "austen").mkdir()
+    haystack = tmp_path / "austen" / "corpus.txt"
+    haystack.write_text(PROSE * 40, encoding="utf-8")
+    kw = dict(types=["niah_single", "vt", "quote_qa"], per_type=1, doc_tokens=600, first_chunk=1, retrieval_rows=2,
+              rows_per_head=6, min_position=100, seed=0, bos="none")  # fmt: skip
+    paths = [tmp_path / f"run{i}" / "tasks.safetensors" for i in range(2)]
+    manifests = [build_task_documents(tmp_path / "model", haystack, p, **kw) for p in paths]
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert paths[0].with_suffix(".json").read_bytes() == paths[1].with_suffix(".json").read_bytes()
+    ids, manifest = load_documents(paths[0])
+    assert manifest == manifests[0] and ids.shape == (3, 600)
+    for row, record in zip(ids, manifest["documents"]):
+        assert hashlib.sha256(row.astype("<i8").tobytes()).hexdigest() == record["tokens_sha256"]
+        start, end = record["answer"]
+        assert record["retrieval_positions"] == list(range(start - 1, end - 1)) and end == 600
+    assert [r["haystack_chunk"] for r in manifest["documents"]] == [1, 2, 3]  # each context its own text
+    assert manifest["retrieval_share"] == pytest.approx(2 / 6)

@@ -7,8 +7,9 @@ retrieval row is exact, and is written as an ordinary document set (the format o
 Types (the spec's three kinds; the first three reuse the deployment stage's RULER-style items,
 :mod:`trustmass.deploy.tasks`):
 
-``niah_single``, ``niah_multikey``  planted needles (passkey style): the context, the question, then
-                                    the gold value teacher-forced as the answer;
+``niah_single``, ``niah_multikey``  planted needles (passkey style): the context (continued with the
+                                    haystack's next tokens to the document's length), the question,
+                                    then the gold value teacher-forced as the answer;
 ``vt``                              a multi-hop variable chain; the answer is every chained name;
 ``quote_qa``                        long-document QA: the question quotes a passage of the document
                                     and the answer is the passage's continuation, copied token for
@@ -53,6 +54,8 @@ __all__ = ["TYPES", "TaskContext", "build_context", "build_task_documents"]
 TYPES = ("niah_single", "niah_multikey", "vt", "quote_qa")
 #: quote_qa: tokens quoted in the question, tokens of the answer (the quoted passage's continuation)
 QUOTE_TOKENS, ANSWER_TOKENS = 12, 8
+#: needles and chains: tokens kept for the teacher-forced answer (the rest continue the context)
+ANSWER_ROOM = 48
 FORMAT = "trustmass.task_contexts/1"
 _WORD_START = ("Ġ", "▁", " ")  # byte-level BPE, SentencePiece, plain
 
@@ -83,21 +86,20 @@ def _encode(tokenizer, text: str) -> list[int]:
 
 
 def _needle_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, length: int, seed: int) -> TaskContext:
-    """A deploy.tasks item with its gold answer appended; the answer's length is found as a fixed
-    point (the item's draw depends on its length, which depends on the answer's)."""
+    """A deploy.tasks item drawn at ``length - ANSWER_ROOM`` tokens, its context continued with the
+    haystack's next tokens until the gold answer, appended after the question, ends the document."""
     from trustmass.deploy.tasks import make_item
 
-    answer_len = 8
-    for _ in range(8):
-        item = make_item(task, length - answer_len, index, haystack_ids=haystack, tokenizer=tokenizer, seed=seed)
-        answer = _encode(tokenizer, " " + ", ".join(item.gold))
-        if len(answer) == answer_len:
-            break
-        answer_len = len(answer)
-    else:
-        raise SourceError(f"task context {task}-{index}: the answer's token count does not settle; fix: another seed")
-    body = np.concatenate([item.context_ids, item.question_ids])
-    ids = np.concatenate([body, np.asarray(answer, dtype=np.int64)])
+    item = make_item(task, length - ANSWER_ROOM, index, haystack_ids=haystack, tokenizer=tokenizer, seed=seed)
+    answer = np.asarray(_encode(tokenizer, " " + ", ".join(item.gold)), dtype=np.int64)
+    extra = ANSWER_ROOM - answer.size
+    if extra < 0:
+        raise SourceError(f"task context {task}-{index}: the answer takes {answer.size} tokens, more than the {ANSWER_ROOM} "
+                          "kept for it; fix: a tokenizer that spells digits and names more compactly")  # fmt: skip
+    used = item.context_ids.size - sum(e - s for s, e in item.needles)  # haystack tokens the item holds
+    context = np.concatenate([item.context_ids, haystack[used : used + extra]])
+    body = np.concatenate([context, item.question_ids])
+    ids = np.concatenate([body, answer])
     return TaskContext(task, index, ids, (body.size, ids.size), item.needles, item.gold, item.question)
 
 
