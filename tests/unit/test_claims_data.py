@@ -105,6 +105,38 @@ def test_every_stored_number_is_written_in_the_claim():
     assert missing == []
 
 
+def precision_losses(claims) -> list[tuple]:
+    """Stated numbers written with fewer decimals than the claim's sentence shows them ("0.9" where it
+    reads "0.90"): the lost digit would widen the half-unit tolerance tenfold."""
+    lost = []
+    for c in claims:
+        shown = set(re.findall(r"(?<![\d.])\d+\.\d+(?!\d)", c.text.replace(",", "")))
+        for v in c.values:
+            for attr in ("value", "low", "high"):
+                x = getattr(v, attr, None)
+                literal = getattr(x, "literal", None)
+                if literal is None or "." not in literal:
+                    continue
+                padded = f"{float(literal):.{len(literal.split('.')[1]) + 1}f}"
+                if padded in shown and literal not in shown:
+                    lost.append((c.id, v.name, attr, literal, padded))
+    return lost
+
+
+def test_no_stated_number_loses_a_written_digit():
+    assert precision_losses(load_claims()) == []
+
+
+def test_the_precision_check_can_fail():
+    from trustmass.report.claims.model import StatedFloat
+
+    class Fake:
+        id, text = 0, "agree at 0.90–0.93"
+        values = [type("V", (), {"name": "v", "value": None, "low": StatedFloat("0.9"), "high": StatedFloat("0.93")})()]
+
+    assert precision_losses([Fake]) == [(0, "v", "low", "0.9", "0.90")]
+
+
 def test_the_number_check_can_fail():
     assert 0.021 in numbers_in(claim(24).text) and 0.022 not in numbers_in(claim(24).text)
     assert {14.1, 62.2} <= numbers_in(claim(4).text)
