@@ -41,6 +41,7 @@ STUDY = [
     "results/tables/probe.csv",
     "results/tables/curvature.csv",
     "results/tables/allocation_panel.csv",
+    "results/tables/task_contexts.csv",
 ]
 
 

@@ -144,6 +144,8 @@ OUTPUTS: tuple[Output, ...] = (
            "probe_table", f"{_TABLES}/probe.csv", None, (57, 124)),
     Output("curvature_table", "table", "Curvature: the second-order prediction of the switch vs its measured share",
            ("curvature",), "curvature_table", f"{_TABLES}/curvature.csv", None, (58, 126)),
+    Output("task_table", "table", "Task-structured contexts: retrieval against background rows (claims 42-46)",
+           ("task_contexts",), "task_table", f"{_TABLES}/task_contexts.csv", None, (42, 43, 44, 45, 46)),
     Output("allocation_table", "table", "The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
            ("allocation",), "allocation_table", f"{_TABLES}/allocation_panel.csv", None, (97,)),
     Output("table3", "table", "Table 3: ContourKV's W/T/L, unenforced and enforced", ("table3",), "table3",

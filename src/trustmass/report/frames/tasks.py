@@ -28,6 +28,7 @@ import polars as pl
 
 from trustmass.report.engine import (
     COUNT_COLUMNS,
+    POOLED,
     GroupStatistics,
     StatisticsSettings,
     frame_from_rows,
@@ -42,12 +43,11 @@ __all__ = ["FRAMES", "POPULATION", "headline", "role_frame", "summarize", "task_
 
 FRAMES = ("task_contexts", "task_map")
 POPULATION = "all"
-POOLED = "(pooled)"
 ROLES = ("all", "retrieval", "background")
 HEADROOM_QUANTILE = 0.9
 
 TASK_CONTEXTS_SCHEMA = {
-    "model": pl.Utf8, "budget": pl.Int64, "rows": pl.Utf8, "models": pl.Utf8, **COUNT_COLUMNS,
+    "population": pl.Utf8, "model": pl.Utf8, "budget": pl.Int64, "rows": pl.Utf8, "models": pl.Utf8, **COUNT_COLUMNS,
     **interval_columns("median_c_hat"), "p90_kappa_hat": pl.Float64, **interval_columns("value_aware_rate"),
     **interval_columns("auc_dropped_mass"), "auc_dropped_mass_n_pos": pl.Int64, "retrieval_share": pl.Float64,
 }  # fmt: skip
@@ -87,7 +87,7 @@ def task_contexts(frame: pl.DataFrame, settings: StatisticsSettings) -> pl.DataF
             for role in ROLES:
                 part = g if role == "all" else g.filter(pl.col("role") == role)
                 rows.append({
-                    "model": model_key, **key, "rows": role, "models": models_of(part), **st.counts(part),
+                    "population": POPULATION, "model": model_key, **key, "rows": role, "models": models_of(part), **st.counts(part),
                     **st.median(part, "c_hat", "median_c_hat"),
                     "p90_kappa_hat": st.value(part, "kappa_hat", HEADROOM_QUANTILE),
                     **st.share(part, "label", "value_aware_rate"),
