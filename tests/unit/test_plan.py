@@ -169,7 +169,8 @@ def test_duplicated_and_malformed_jobs_are_errors():
 
 def test_resolve_config_merges_mappings_and_replaces_lists(tmp_path):
     extra = tmp_path / "extra.yaml"
-    extra.write_text("study: {corpora: [stdlib]}\ndocuments: {n_docs: 7}\ncapture: {rows_per_head: 2}\n", encoding="utf-8")
+    extra.write_text("study: {corpora: [stdlib]}\ndocuments: {n_docs: 7}\ncapture: {rows_per_head: 2}\n"
+                     "task_contexts: {retrieval_rows: 1}\n", encoding="utf-8")
     config = resolve_config(extra)
     assert config["study"] == {"models": ["smollm2-135m"], "corpora": ["stdlib"], "headline": {"models": [], "corpus": None}}  # list replaced, models kept
     assert config["documents"] == {"doc_tokens": 2048, "n_docs": 7, "bos": "tokenizer-default"}
