@@ -5,8 +5,8 @@ Records (one frame per capture shard, joined row by row to that shard's ceiling 
 One record per (layer, query head, sampled row, budget, rule) for every rule that declares an audit
 role in its contract (``registry.audit_rules()``): the four audited deployed rules
 (``registry.AUDITED``: SnapKV, H2O, Quest, StreamingLLM), Quest's page-16 configuration (s >= 16),
-the positional control (``recency``, the s most recent keys), the value-aware block rules of 002
-(mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
+the positional control (``recency``, the s most recent keys), 002's count-debiased H2O and
+value-aware block rules (mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
 TOVA is not scored: at every (row, budget) its eviction is run and asserted equal to top-mass
 (``TovaIdentityError`` otherwise); the mismatch count is carried by the top-mass records
 (``tova_mismatch``, always False when the run finishes).

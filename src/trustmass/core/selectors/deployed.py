@@ -17,7 +17,10 @@ Configurations at budget ``s`` (``s/2`` is ``s // 2``):
   pooling over the prefix, kernel 7, stride 1, same padding (padding never wins: -inf, as
   ``torch.max_pool1d``); keep the ``w`` window keys plus the top ``s - w`` pooled keys.
 * **H2O**: the ``s/2`` most recent keys ``i-s/2+1..i`` plus the top ``s - s/2`` of the rest by
-  accumulated mass ``acc_i[j] = sum_{t<=i} P[t, j]``.
+  accumulated mass ``acc_i[j] = sum_{t<=i} P[t, j]``.  Its count-debiased variant (002 Stage I,
+  related-methods §A.4; scored, not audited) ranks by ``acc_i[j] / (T - j)`` instead, ``T = i + 1``
+  the prefix length: key ``j`` is seen by the ``T - j`` causal rows ``j..i``, so early keys no
+  longer win by exposure alone.  Recency and budget are H2O's.
 * **Quest**: pages of ``max(2, s/4)`` keys (2, 2, 4, 8 at s = 4, 8, 16, 32), or fixed pages of 16
   (the page-16 configuration, ``s >= 16``), aligned at position 0 (the last page may be short).
   Page score ``sum_c max(q_c kmax_c, q_c kmin_c)`` from the page's elementwise key max/min (Quest's
@@ -203,18 +206,41 @@ class SnapKV(TokenRule):
         return np.sort(np.concatenate((chosen, recent(n, w))))
 
 
+#: H2O's heavy-hitter scores: the accumulated mass as is, or divided by each key's observing rows
+H2O_EXPOSURES = ("cumulative", "count_debiased")
+
+
+def count_debiased(acc_mass: np.ndarray) -> np.ndarray:
+    """C_j / (T - j): the accumulated column mass of a prefix of T rows per causal row that saw key j."""
+    acc = np.asarray(acc_mass, dtype=np.float64)
+    return acc / np.arange(acc.shape[0], 0, -1)
+
+
 @dataclass(frozen=True)
 class H2O(TokenRule):
-    """Heavy hitters by accumulated mass plus a recency window of s/2."""
+    """Heavy hitters by accumulated mass (or its count-debiased form) plus a recency window of s/2."""
 
     recent_fraction: float = 0.5
+    exposure: str = "cumulative"  # one of H2O_EXPOSURES
 
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
-    audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+
+    def __post_init__(self):
+        if self.exposure not in H2O_EXPOSURES:
+            raise ValueError(f"H2O.exposure = {self.exposure!r}; fix: one of {H2O_EXPOSURES}")
+
+    @property
+    def audit_role(self) -> str:
+        """The paper audits H2O as deployed; the count-debiased diagnostic is scored alongside."""
+        return "audited" if self.exposure == "cumulative" else "scored"
 
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
+
+    def heavy_scores(self, x: SelectorInput) -> np.ndarray:
+        """The score the heavy hitters are ranked by, per key 0..i."""
+        return x.acc_mass if self.exposure == "cumulative" else count_debiased(x.acc_mass)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = checked_budget(budget), x.n_keys
@@ -223,7 +249,7 @@ class H2O(TokenRule):
         r = self.recency(s)
         exclude = np.zeros(n, dtype=bool)
         exclude[n - r :] = True
-        heavy = top_k(x.acc_mass, s - r, exclude=exclude)
+        heavy = top_k(self.heavy_scores(x), s - r, exclude=exclude)
         return np.sort(np.concatenate((heavy, recent(n, r))))
 
 
