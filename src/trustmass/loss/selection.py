@@ -179,6 +179,8 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     L <= s - F P.  The slack is token-filled by q.k among the keys not kept."""
     if rows.query is None:
         raise ValueError("quest needs the rows' queries (LayerRows.query)")
+    if rule.projection != "fit_then_fill":
+        raise ValueError(f"batched quest is the greedy page fill; got projection {rule.projection!r} (no batched version)")
     s = checked_budget(budget, rule.min_budget)
     page = rule.page_size(s)
     q, keys = rows.flat(rows.query).double(), rows.keys.double()

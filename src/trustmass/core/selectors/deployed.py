@@ -26,7 +26,8 @@ Configurations at budget ``s`` (``s/2`` is ``s // 2``):
   Page score ``sum_c max(q_c kmax_c, q_c kmin_c)`` from the page's elementwise key max/min (Quest's
   upper bound on ``q . k``).  Pages are taken in score order while they fit whole ("the top s/page
   pages"); lattice slack, which only a short last page leaves, is token-filled by ``q . k_j`` (the
-  same bound at page size 1) among the keys not kept [C].
+  same bound at page size 1) among the keys not kept [C].  ``projection`` selects 002's strict
+  block TopK or its token-fill instead (``selectors.projection``).
 * **StreamingLLM**: ``min(4, s/2)`` sink keys (positions 0..) plus the ``s - min(4, s/2)`` most
   recent keys (original positions, forced weights: not the official position-shift variant).
 * **TOVA**: per query it evicts the lowest-attention key until ``s`` remain, which is top-mass.
@@ -44,8 +45,9 @@ from typing import ClassVar
 import numpy as np
 
 from trustmass.core import windows
-from trustmass.core.operator import descending_order, top_k
+from trustmass.core.operator import top_k
 from trustmass.core.selectors.contract import TokenRule
+from trustmass.core.selectors.projection import FIT_THEN_FILL, ProjectedBlocks, chosen_units, fills_slack
 from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.core.windows import SNAPKV_MAX_WINDOW
 
@@ -141,11 +143,14 @@ def select_units(
     unit_score: np.ndarray,
     token_score: np.ndarray,
     forced: np.ndarray | None = None,
+    projection: str = FIT_THEN_FILL,
 ) -> np.ndarray:
-    """Forced keys, then whole units in descending score (ties: lower unit first) while they fit,
-    then token-fill of the lattice slack by `token_score` among the keys not kept.
+    """Forced keys, then the whole units `projection` chooses by `unit_score` (``projection``:
+    by default in descending score, ties to the lower unit, while they fit), then -- unless the
+    projection is strict -- token-fill of the lattice slack by `token_score` among the keys not kept.
 
-    Returns min(budget, n) positions, ascending.  Units must be disjoint from `forced`.
+    Returns min(budget, n) positions (strict: at most that many), ascending.  Units must be
+    disjoint from `forced`.
     """
     kept = np.zeros(n, dtype=bool)
     if forced is not None:
@@ -153,16 +158,10 @@ def select_units(
     remaining = min(budget, n) - int(kept.sum())
     if remaining < 0:
         raise ValueError("forced keys exceed the budget")
-    sizes = units.sizes
-    smallest = int(sizes.min()) if len(units) else 0
-    for u in descending_order(np.asarray(unit_score, dtype=np.float64)):
-        if remaining < smallest:  # nothing fits any more
-            break
-        size = int(sizes[u])
-        if size <= remaining:
-            kept[units.starts[u] : units.stops[u]] = True
-            remaining -= size
-    if remaining > 0:
+    for u in chosen_units(unit_score, units.sizes, remaining, projection):
+        kept[units.starts[u] : units.stops[u]] = True
+    remaining = min(budget, n) - int(kept.sum())
+    if remaining > 0 and fills_slack(projection):
         kept[top_k(token_score, remaining, exclude=kept)] = True
     return np.flatnonzero(kept)
 
@@ -254,10 +253,11 @@ class H2O(TokenRule):
 
 
 @dataclass(frozen=True)
-class Quest:
+class Quest(ProjectedBlocks):
     """Quest: pages of max(2, s/4) keys (or a fixed `page`), ranked by the query's upper bound."""
 
     page: int | None = None  # None: the audit's token-scaled pages max(2, s/4); 16: the page-16 configuration
+    projection: str = FIT_THEN_FILL  # selectors.projection.PROJECTIONS
 
     unit: ClassVar[str] = "page"
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
@@ -290,7 +290,7 @@ class Quest:
         if n <= s:
             return keep_all(n)
         pages, bound = self.page_scores(x, self.page_size(s))
-        return select_units(n, s, pages, bound, x.query_scores)
+        return select_units(n, s, pages, bound, x.query_scores, projection=self.projection)
 
 
 @dataclass(frozen=True)
