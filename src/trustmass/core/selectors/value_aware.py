@@ -10,7 +10,8 @@ attention-weighted block centroid, ``mu`` the dense output):
   ``gamma = max(1 - a, eps_a)``.
 
 The identity (related-methods §0): for ``a < 1``, ``mii(c) = es([N] \\ c)^2`` -- the squared
-forced-weight error of dropping block ``c`` alone -- and ``nolev(c) = ||g_c||^2``.  MII therefore
+forced-weight error of dropping block ``c`` alone (``operator.drop_distortion``, for one set) -- and
+``nolev(c) = ||g_c||^2``.  MII therefore
 ranks blocks by their single-block deletion cost; it ignores cancellation between dropped blocks.
 ``g_c`` is computed directly, so no centroid epsilon ``eps_mu`` is needed; ``eps_a = 1e-12``.
 
