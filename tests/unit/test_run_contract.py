@@ -118,3 +118,46 @@ def test_the_hash_is_pinned():
 def test_malformed_records_are_refused(change, error):
     with pytest.raises((TypeError, ValueError), match=error):
         dataclasses.replace(BASE, **change)
+
+
+# ---------------------------------------------------------------------------------------------
+# the records of the registered rules
+# ---------------------------------------------------------------------------------------------
+
+from trustmass.core.selectors.projection import STRICT  # noqa: E402
+from trustmass.core.selectors.registry import REGISTRY  # noqa: E402
+from trustmass.core.selectors.run_contract import selector_run  # noqa: E402
+
+
+def registered_run(name, budget, **kw):
+    return selector_run(REGISTRY[name], budget, "tiny/words/0000", (3,), **kw)
+
+
+@pytest.mark.parametrize("budget", [4, 8, 16, 32, 64])
+def test_stage_ii_pairs_of_the_registry_differ_in_the_ranking_alone(budget):
+    """Count-debiased vs raw H2O and the three value-aware scalars share everything but the
+    ranking; SnapKV vs H2O does not (query rows, window, pooling; their protected recent keys agree
+    only where the window and the recency are equal, as at s = 4)."""
+    assert differing_fields(registered_run("h2o", budget), registered_run("h2o_debiased", budget)) == ("ranking",)
+    for a, b in (("value_aware_mass", "value_aware_nolev"), ("value_aware_nolev", "value_aware_mii")):
+        assert comparable(registered_run(a, budget), registered_run(b, budget))
+    snap, h2o = registered_run("snapkv", budget), registered_run("h2o", budget)
+    assert not comparable(snap, h2o)
+    assert {"query_domain", "observation_window", "pooling", "ranking"} <= set(differing_fields(snap, h2o))
+    strict = selector_run(dataclasses.replace(REGISTRY["value_aware_mii"], projection=STRICT), budget, "tiny/words/0000", (3,))
+    assert differing_fields(registered_run("value_aware_mii", budget), strict) == ("projection",)
+    # every rule runs under its own record -- except Quest at s = 64, whose pages max(2, s/4) = 16
+    # make it the page-16 configuration: the same run, so the same record
+    names = [name for name in REGISTRY if budget >= REGISTRY[name].min_budget]
+    same = {("quest", "quest_page16")} if budget == 64 else set()
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert (registered_run(a, budget) == registered_run(b, budget)) == ((a, b) in same), (a, b)
+
+
+def test_a_registered_record_names_the_capture_budget_and_layers():
+    r = registered_run("snapkv", 16, layer_weights=(1.0,))
+    assert (r.capture_id, r.budget_rule, r.layer_set, r.layer_weights) == ("tiny/words/0000", "tokens:16", (3,), (1.0,))
+    assert (r.observation_window, r.pooling, r.projection) == ("8", "max:7", "token_topk+recent:8")
+    assert selector_run(REGISTRY["h2o"], 8, "c", (1, 2)).layer_weights == (0.5, 0.5)
+    assert not comparable(registered_run("h2o", 8), selector_run(REGISTRY["h2o"], 8, "tiny/words/0001", (3,)))

@@ -23,6 +23,9 @@ its part in the selector audit (``trustmass.audit``; not declaring them keeps a 
   ``no_eviction`` (it keeps the full cache and selects per query, so its cache-faithful reading is
   the per-query one); required with an audit role;
 
+optionally ``run_terms(budget) -> dict``: what its configuration sets in the fixed selector contract
+record of a run (ranking scalar, observation window, pooling, projection; ``selectors.run_contract``);
+
 and ``select(x: SelectorInput, budget) -> np.ndarray``: the kept positions among the row's keys
 ``0..i``, ascending, ``min(budget, x.n_keys)`` of them -- or at most that many where the rule
 declares ``fills_budget = False`` (strict block TopK, which leaves lattice slack:

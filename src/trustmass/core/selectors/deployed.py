@@ -186,6 +186,16 @@ class SnapKV(TokenRule):
     def window(self, budget: int) -> int:
         return windows.snapkv_window(budget, self.max_window)
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        """What the configuration sets in the run contract (``selectors.run_contract``)."""
+        w = self.window(budget)
+        return {
+            "observation_window": str(w),
+            "pooling": f"{self.pooling}:{self.kernel}",
+            "projection": f"token_topk+recent:{w}",
+            "ranking": "pooled_window_vote",
+        }
+
     def pooled_scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """Pooled vote over the prefix keys 0..i-w (length n - w)."""
         w = self.window(budget)
@@ -237,6 +247,10 @@ class H2O(TokenRule):
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        ranking = "accumulated_mass" if self.exposure == "cumulative" else "accumulated_mass/(T-j)"
+        return {"projection": f"token_topk+recent:{self.recency(budget)}", "ranking": ranking}
+
     def heavy_scores(self, x: SelectorInput) -> np.ndarray:
         """The score the heavy hitters are ranked by, per key 0..i."""
         return x.acc_mass if self.exposure == "cumulative" else count_debiased(x.acc_mass)
@@ -277,6 +291,9 @@ class Quest(ProjectedBlocks):
     def page_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.page is None else self.page
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": self.projection_term(self.page_size(budget)), "ranking": "page_upper_bound_q.k"}
+
     def page_scores(self, x: SelectorInput, page: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(pages, upper bounds sum_c max(q_c kmax_c, q_c kmin_c))."""
         keys, q = x.keys64, x.query64
@@ -305,6 +322,9 @@ class StreamingLLM(TokenRule):
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": f"sinks:{self.sinks(budget)}+recent", "ranking": "position"}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = checked_budget(budget), x.n_keys
@@ -353,6 +373,9 @@ class Recency(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "control"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": "recent", "ranking": "position"}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return recent(x.n_keys, checked_budget(budget))

@@ -79,6 +79,11 @@ class ProjectedBlocks:
     def fills_budget(self) -> bool:
         return fills_slack(self.projection)
 
+    def projection_term(self, block: int) -> str:
+        """The run contract's projection: the rule and its unit size.  Every block rule token-fills
+        by its own score at unit size 1 (``fill=own_score``), so the fill is not a second ranking."""
+        return f"{self.projection}:p={block}" + (",fill=own_score" if fills_slack(self.projection) else "")
+
 
 @dataclass(frozen=True)
 class Slack:

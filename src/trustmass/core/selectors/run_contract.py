@@ -9,6 +9,12 @@ the comparison a transfer / sensitivity check.
 
 A :class:`RunContract` is frozen; its :attr:`~RunContract.sha256` hashes a canonical JSON (sorted
 keys, no whitespace, ASCII, no NaN), so the same record hashes the same in every process.
+
+:func:`selector_run` writes the record of a registered rule at one budget: the capture, mask,
+allocation and layers from the caller; the query domain, observation window, head aggregation and
+a first reading of the rest from the rule's declared contract (``selectors.contract``); and what
+the rule's configuration sets -- its ranking scalar, window, pooling, projection and forced keys --
+from its ``run_terms(budget)`` where it declares one.
 """
 
 from __future__ import annotations
@@ -18,8 +24,14 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields
 
+from trustmass.core.selectors.contract import contract
+
 #: the field that may differ between like-for-like runs
 RANKING = "ranking"
+#: the project's tie rule everywhere (operator.descending_order)
+TIE_BREAK = "descending_score_then_ascending_position"
+#: the query rows each kind of evidence reads (positional rules read none)
+EVIDENCE_ROWS = {"mass": "row_i", "accumulated_mass": "rows_0..i", "window": "last_w_rows", "query": "query_i"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,9 @@ class RunContract:
             elif not isinstance(value, str) or not value:
                 raise TypeError(f"RunContract.{f.name} must be a nonempty string; got {value!r}")
         if len(self.layer_weights) != len(self.layer_set):
-            raise ValueError(f"RunContract: {len(self.layer_weights)} layer_weights for {len(self.layer_set)} layers; fix: one weight per layer")
+            raise ValueError(
+                f"RunContract: {len(self.layer_weights)} layer_weights for {len(self.layer_set)} layers; fix: one weight per layer"
+            )
         if not all(math.isfinite(w) for w in self.layer_weights):
             raise ValueError(f"RunContract.layer_weights must be finite; got {self.layer_weights}")
 
@@ -71,3 +85,46 @@ def comparable(a: RunContract, b: RunContract) -> bool:
     """Whether a and b compare like for like: every field but the ranking scalar equal (a run is
     trivially comparable with itself)."""
     return set(differing_fields(a, b)) <= {RANKING}
+
+
+def rule_terms(rule, budget: int) -> dict[str, str]:
+    """The contract terms a rule fixes at `budget`: read from its declared contract, then replaced
+    by the rule's own ``run_terms(budget)`` where it declares one."""
+    c = contract(rule)
+    rows = sorted(EVIDENCE_ROWS[e] for e in c.evidence if e in EVIDENCE_ROWS)
+    terms = {
+        "query_domain": "+".join(rows) or "none",
+        "observation_window": "prefix" if "accumulated_mass" in c.evidence else "1" if rows else "0",
+        "projection": f"{c.unit}_topk",
+        "pooling": "none",
+        "head_aggregation": "per_query_head" if c.scope == "per_row" else "sum_over_kv_group",
+        RANKING: type(rule).__name__,
+    }
+    terms.update(getattr(rule, "run_terms", lambda s: {})(int(budget)))
+    return terms
+
+
+def selector_run(
+    rule,
+    budget: int,
+    capture_id: str,
+    layer_set: tuple[int, ...],
+    layer_weights: tuple[float, ...] | None = None,
+    causal_mask: str = "causal",
+    allocation: str = "uniform",
+) -> RunContract:
+    """The record of `rule` run at token budget `budget` on the capture `capture_id`, scoring the
+    layers `layer_set` (weights: equal, summing to 1, unless given); every head gets the budget
+    (``uniform``) unless an allocation is named."""
+    layers = tuple(layer_set)
+    weights = tuple(layer_weights) if layer_weights is not None else tuple(1.0 / len(layers) for _ in layers)
+    return RunContract(
+        capture_id=capture_id,
+        causal_mask=causal_mask,
+        budget_rule=f"tokens:{int(budget)}",
+        allocation=allocation,
+        tie_break=TIE_BREAK,
+        layer_set=layers,
+        layer_weights=weights,
+        **rule_terms(rule, budget),
+    )

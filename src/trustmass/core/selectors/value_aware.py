@@ -115,6 +115,10 @@ class ValueAwareBlocks(ProjectedBlocks):
     def block_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.block is None else self.block
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        """What the configuration sets in the run contract (``selectors.run_contract``)."""
+        return {"projection": self.projection_term(self.block_size(budget)), "ranking": f"block_{self.score}"}
+
     def scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """value_aware_scores at the token-scaled block size, from the row's cached residuals."""
         b = self.block_size(budget)
@@ -161,6 +165,10 @@ class BlockSelect(ProjectedBlocks):
 
     def window(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        projection = self.projection_term(self.block_size(budget))
+        return {"projection": f"{projection}+recent:{self.window(budget)}", "ranking": "block_mean_key_q.k"}
 
     def summary_scores(self, x: SelectorInput, budget: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(old blocks, q . kbar_c) for the positions before the recent window."""
