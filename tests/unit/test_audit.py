@@ -43,6 +43,18 @@ def test_records_contract_and_join(tiny):
     assert not audit["tova_mismatch"].any()
 
 
+def test_records_carry_their_run_contract(tiny):
+    """One contract per (layer, rule, budget), the one run_contract.selector_run writes."""
+    from trustmass.core.selectors.run_contract import selector_run
+
+    _, _, audit = tiny
+    per_run = audit.group_by(["layer", "rule", "budget"]).agg(pl.col("contract_sha256").n_unique().alias("n"))
+    assert (per_run["n"] == 1).all()
+    assert audit["contract_sha256"].n_unique() == per_run.height  # and no two runs share one
+    for r in audit.unique(["layer", "rule", "budget"]).iter_rows(named=True):
+        assert r["contract_sha256"] == selector_run(REGISTRY[r["rule"]], r["budget"], "tiny/words/0000", (r["layer"],)).sha256
+
+
 def test_top_mass_excess_is_kappa_hat(tiny):
     _, _, audit = tiny
     top = audit.filter(pl.col("rule") == "top_mass")

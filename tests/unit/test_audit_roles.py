@@ -20,6 +20,7 @@ PAPER_FIG3 = ("snapkv", "h2o", "quest", "streaming_llm", "recency")
 AUDITED_BY_HAND = {
     "snapkv": "frozen_prefill",
     "h2o": "frozen_prefill",
+    "h2o_debiased": "frozen_prefill",
     "streaming_llm": "frozen_prefill",
     "recency": "frozen_prefill",
     "top_mass": "frozen_prefill",

@@ -131,6 +131,54 @@ def test_h2o_on_a_constructed_accumulated_mass():
     assert run(H2O(), row(12, acc_mass=acc), 1).tolist() == [10]  # no recency at s = 1
 
 
+#: a causal attention matrix of T = 6 prefill rows (dyadic entries, rows sum to 1); key 3 is read
+#: heavily by the late rows, key 0 collects mass mostly from being seen by every row
+H2O_ROWS = np.array(
+    [
+        [1, 0, 0, 0, 0, 0],
+        [1 / 2, 1 / 2, 0, 0, 0, 0],
+        [1 / 4, 1 / 4, 1 / 2, 0, 0, 0],
+        [1 / 8, 1 / 8, 1 / 4, 1 / 2, 0, 0],
+        [1 / 8, 1 / 8, 1 / 8, 1 / 2, 1 / 8, 0],
+        [1 / 8, 1 / 8, 1 / 8, 3 / 8, 1 / 8, 1 / 8],
+    ]
+)
+
+
+def test_count_debiased_h2o_divides_the_column_mass_by_its_observing_rows():
+    """C = column sums = (17/8, 9/8, 1, 11/8, 1/4, 1/8); rows seeing key j: 6 - j = 6, 5, 4, 3, 2, 1;
+    C_j / (6 - j) = (17/48, 9/40, 1/4, 11/24, 1/8, 1/8).  Exact in float64: C is dyadic and each
+    quotient is one correctly rounded division."""
+    x = SelectorInput(p=H2O_ROWS[-1], acc_mass=H2O_ROWS.sum(axis=0))
+    assert x.acc_mass.tolist() == [17 / 8, 9 / 8, 1, 11 / 8, 1 / 4, 1 / 8]
+    debiased = H2O(exposure="count_debiased")
+    assert debiased.heavy_scores(x).tolist() == [17 / 48, 9 / 40, 1 / 4, 11 / 24, 1 / 8, 1 / 8]
+    # s = 2 (recency 1: key 5): H2O's heavy hitter is the early key 0, the debiased one key 3
+    assert run(H2O(), x, 2).tolist() == [0, 5]
+    assert run(debiased, x, 2).tolist() == [3, 5]
+    # s = 4 (recency 4, 5): both keep {0, 3} -- in the other order of rank (3 first when debiased)
+    assert run(H2O(), x, 4).tolist() == run(debiased, x, 4).tolist() == [0, 3, 4, 5]
+    assert run(debiased, x, 6).tolist() == list(range(6))  # the whole prefix fits
+    assert debiased.audit_role == "scored" and H2O().audit_role == "audited"
+    with pytest.raises(ValueError, match="exposure"):
+        H2O(exposure="debiased")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_debiased_h2o_is_h2o_once_the_exposure_counts_are_divided_out(seed):
+    """Feeding the debiased rule C_j (T - j) gives H2O's choice on C at every budget: the two
+    differ in the ranking scalar alone (same recency, budget and tie rule).  Integer C keeps the
+    product and the quotient exact and makes ties common."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    acc = rng.integers(0, 6, n).astype(float)
+    exposed = acc * np.arange(n, 0, -1)
+    for s in range(1, n + 2):
+        assert np.array_equal(
+            run(H2O(exposure="count_debiased"), row(n, acc_mass=exposed), s), run(H2O(), row(n, acc_mass=acc), s)
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # Quest
 # ---------------------------------------------------------------------------------------------

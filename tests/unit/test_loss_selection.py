@@ -205,6 +205,10 @@ def test_unknown_and_unbatched_names_are_refused():
             select(name, rows, 8)
     with pytest.raises(ValueError, match=">= 16"):
         select("quest_page16", rows, 8)
+    with pytest.raises(ValueError, match="count_debiased"):  # not silently ranked by the raw mass
+        select("h2o", rows, 8, rule=type(REGISTRY["h2o"])(exposure="count_debiased"))
+    with pytest.raises(ValueError, match="strict"):  # only the greedy page fill is batched
+        select("quest", rows, 8, rule=type(REGISTRY["quest"])(projection="strict"))
 
 
 @pytest.mark.parametrize("case", ["random", "duplicates", "threshold"])

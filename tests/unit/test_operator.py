@@ -106,6 +106,43 @@ def test_single_key_drop(seed, d):
         assert op.es(inst, A) == pytest.approx(pj * np.linalg.norm(inst.v[j] - op.renormalized_mean(inst, A)), rel=1e-9)
 
 
+@pytest.mark.parametrize("seed, d", random_cases(16, base=700))
+def test_drop_distortion_is_the_forced_weight_error_of_the_complement(seed, d):
+    """related-methods §0: 002's d(c) = es([N] minus c)^2 for every dropped set c (blocks or not),
+    to 1e-12 of the instance scale (operator.REL_TOL; es itself is ill-conditioned when c holds
+    almost no mass, so a relative comparison with the float es is not meaningful there)."""
+    inst = random_instance(seed, d=d)
+    n, scale = inst.n_keys, op.radius(inst)
+    rng = np.random.default_rng(seed)
+    for c in [[j] for j in range(n)] + [rng.choice(n, int(rng.integers(1, n)), replace=False) for _ in range(30)]:
+        rest = np.setdiff1d(np.arange(n), c)
+        assert abs(np.sqrt(op.drop_distortion(inst, c)) - op.es(inst, rest)) <= op.REL_TOL * scale
+    with pytest.raises(ValueError, match="keep at least one"):
+        op.drop_distortion(inst, np.arange(n))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_drop_distortion_matches_exact_rational_es_to_1e12(seed):
+    """On rows whose float masses sum to exactly 1 (multiples of 2^-20, some of them 2^-20 itself)
+    es_squared_rational is exact, and d(c) agrees to a relative 1e-12 for every c -- including the
+    c that hold all but a few 2^-20 of the mass, where the centroid form (a/(1-a))^2 ||mu_c - mu||^2
+    misses by ~1e-10."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(4, 9)), int(rng.integers(1, 4))
+    units = rng.integers(1, 2**16, n)
+    units[rng.choice(n, 2, replace=False)] = 1  # two keys of mass 2^-20
+    units[0] += 2**20 - units.sum()  # the masses sum to 1 exactly
+    assert units[0] > 0
+    p, v = units / 2.0**20, rng.standard_normal((n, d))
+    inst = Instance.from_arrays(p, v)
+    assert inst.p.sum() == 1.0
+    for size in range(1, n):
+        for c in combinations(range(n), size):
+            rest = np.setdiff1d(np.arange(n), c)
+            exact = float(op.es_squared_rational(inst.p, inst.v, rest))
+            assert op.drop_distortion(inst, c) == pytest.approx(exact, rel=1e-12, abs=0)
+
+
 def test_top_mass_tie_rule():
     inst = Instance.from_arrays([0.2, 0.3, 0.2, 0.3], np.eye(4))
     assert op.top_mass(inst, 1).tolist() == [1]

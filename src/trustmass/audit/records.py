@@ -5,8 +5,8 @@ Records (one frame per capture shard, joined row by row to that shard's ceiling 
 One record per (layer, query head, sampled row, budget, rule) for every rule that declares an audit
 role in its contract (``registry.audit_rules()``): the four audited deployed rules
 (``registry.AUDITED``: SnapKV, H2O, Quest, StreamingLLM), Quest's page-16 configuration (s >= 16),
-the positional control (``recency``, the s most recent keys), the value-aware block rules of 002
-(mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
+the positional control (``recency``, the s most recent keys), 002's count-debiased H2O and
+value-aware block rules (mass / NoLev / MII), 004's block-select, and ``top_mass`` itself.
 TOVA is not scored: at every (row, budget) its eviction is run and asserted equal to top-mass
 (``TovaIdentityError`` otherwise); the mismatch count is carried by the top-mass records
 (``tova_mismatch``, always False when the run finishes).
@@ -27,6 +27,10 @@ dropped before scoring (``n_kept_zero`` counts them).  Columns:
 * ``in_pool``: the kept positive-mass keys number s and lie inside the candidate pool C_s.  Then
   ``es_rule >= ES_pool`` is a theorem (ES_pool is the minimum over s-subsets of C_s).  A rule that
   keeps a key outside C_s can beat ES_pool (excess < 1 is then legitimate: ES_pool is not ES).
+* ``contract_sha256``: the hash of the run's fixed selector contract
+  (``selectors.run_contract.selector_run`` of the rule at the budget, on capture
+  ``model/corpus/doc``, layer set (layer,)); two rules' records compare like for like where their
+  contracts differ in the ranking scalar alone (``run_contract.comparable``).
 
 Two accountings (spec §5)
 -------------------------
@@ -71,6 +75,7 @@ from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool
 from trustmass.core.selectors.contract import contract, run
 from trustmass.core.selectors.deployed import TovaIdentityError
 from trustmass.core.selectors.registry import REGISTRY, audit_rules
+from trustmass.core.selectors.run_contract import selector_run
 from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.core.windows import SNAPKV_WINDOWS
 
@@ -80,7 +85,7 @@ CEILING_JOIN = ("dropped_mass", "D", "es_top", "es_pool", "es_bal", "kappa_hat",
 KEYS = ("layer", "head", "query_pos", "budget")
 
 COLUMNS = [
-    "model", "corpus", "doc", "layer", "head", "kv_head", "row", "query_pos", "evict_pos", "budget", "rule",
+    "model", "corpus", "doc", "layer", "head", "kv_head", "row", "query_pos", "evict_pos", "budget", "rule", "contract_sha256",
     "n_kept_zero", "in_pool", "es_rule", "es_cf", "cf_reading", "tova_mismatch", *CEILING_JOIN,
     "excess", "excess_cf", "over_top", "over_bal", "label",
 ]  # fmt: skip
@@ -277,6 +282,16 @@ def join_ceiling(audit: pl.DataFrame, ceiling: pl.DataFrame, settings: AuditSett
     return f
 
 
+def record_contracts(rows: list[dict], capture_id: str) -> None:
+    """Set each audit record's ``contract_sha256``: one run contract per (layer, rule, budget)."""
+    hashes: dict = {}
+    for rec in rows:
+        key = (rec["layer"], rec["rule"], rec["budget"])
+        if key not in hashes:
+            hashes[key] = selector_run(REGISTRY[key[1]], key[2], capture_id, (key[0],)).sha256
+        rec["contract_sha256"] = hashes[key]
+
+
 def shard_audit(shard_path: str, ceiling: pl.DataFrame, model: str, corpus: str, doc: str, settings: AuditSettings, workers: int = 1) -> pl.DataFrame:
     """All audit records of one capture shard, joined to its ceiling records (:data:`COLUMNS`)."""
     from trustmass.contracts.shards import read_metadata
@@ -296,6 +311,7 @@ def shard_audit(shard_path: str, ceiling: pl.DataFrame, model: str, corpus: str,
     else:
         parts = [_layer_job(j) for j in jobs]
     rows = [rec for part in parts for rec in part]
+    record_contracts(rows, f"{model}/{corpus}/{doc}")
     frame = pl.DataFrame(rows, infer_schema_length=None).with_columns(
         model=pl.lit(model), corpus=pl.lit(corpus), doc=pl.lit(doc)
     )

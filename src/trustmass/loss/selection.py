@@ -91,6 +91,8 @@ def h2o_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     """The r = recency(s) newest keys plus the top s - r of the rest by accumulated mass."""
     if rows.acc_mass is None:
         raise ValueError("h2o needs the accumulated column mass (LayerRows.acc_mass)")
+    if rule.exposure != "cumulative":
+        raise ValueError(f"batched h2o ranks by the raw accumulated mass; got exposure {rule.exposure!r} (no batched count-debiased H2O)")
     s = checked_budget(budget)
     r = rule.recency(s)
     recent = newest(rows, r)
@@ -177,6 +179,8 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     L <= s - F P.  The slack is token-filled by q.k among the keys not kept."""
     if rows.query is None:
         raise ValueError("quest needs the rows' queries (LayerRows.query)")
+    if rule.projection != "fit_then_fill":
+        raise ValueError(f"batched quest is the greedy page fill; got projection {rule.projection!r} (no batched version)")
     s = checked_budget(budget, rule.min_budget)
     page = rule.page_size(s)
     q, keys = rows.flat(rows.query).double(), rows.keys.double()

@@ -23,9 +23,14 @@ its part in the selector audit (``trustmass.audit``; not declaring them keeps a 
   ``no_eviction`` (it keeps the full cache and selects per query, so its cache-faithful reading is
   the per-query one); required with an audit role;
 
+optionally ``run_terms(budget) -> dict``: what its configuration sets in the fixed selector contract
+record of a run (ranking scalar, observation window, pooling, projection; ``selectors.run_contract``);
+
 and ``select(x: SelectorInput, budget) -> np.ndarray``: the kept positions among the row's keys
-``0..i``, ascending, ``min(budget, x.n_keys)`` of them.  :func:`contract` reads and validates the
-declaration; :func:`run` calls a rule and checks its output.
+``0..i``, ascending, ``min(budget, x.n_keys)`` of them -- or at most that many where the rule
+declares ``fills_budget = False`` (strict block TopK, which leaves lattice slack:
+``selectors.projection``).  :func:`contract` reads and validates the declaration; :func:`run` calls
+a rule and checks its output.
 """
 
 from __future__ import annotations
@@ -110,12 +115,14 @@ def contract(rule) -> Contract:
 
 
 def run(rule, x: SelectorInput, budget: int) -> np.ndarray:
-    """rule.select(x, budget), checked: ascending unique positions in range, min(budget, N) of them."""
+    """rule.select(x, budget), checked: ascending unique positions in range, min(budget, N) of them
+    (at most that many for a rule that does not fill its budget)."""
     kept = np.asarray(rule.select(x, budget))
     want = min(int(budget), x.n_keys)
+    fills_budget = getattr(rule, "fills_budget", True)
     if (
         kept.ndim != 1
-        or kept.shape[0] != want
+        or (kept.shape[0] != want if fills_budget else kept.shape[0] > want)
         or not np.issubdtype(kept.dtype, np.integer)
         or (want and (kept[0] < 0 or kept[-1] >= x.n_keys))
         or np.any(np.diff(kept) <= 0)

@@ -17,13 +17,17 @@ Configurations at budget ``s`` (``s/2`` is ``s // 2``):
   pooling over the prefix, kernel 7, stride 1, same padding (padding never wins: -inf, as
   ``torch.max_pool1d``); keep the ``w`` window keys plus the top ``s - w`` pooled keys.
 * **H2O**: the ``s/2`` most recent keys ``i-s/2+1..i`` plus the top ``s - s/2`` of the rest by
-  accumulated mass ``acc_i[j] = sum_{t<=i} P[t, j]``.
+  accumulated mass ``acc_i[j] = sum_{t<=i} P[t, j]``.  Its count-debiased variant (002 Stage I,
+  related-methods §A.4; scored, not audited) ranks by ``acc_i[j] / (T - j)`` instead, ``T = i + 1``
+  the prefix length: key ``j`` is seen by the ``T - j`` causal rows ``j..i``, so early keys no
+  longer win by exposure alone.  Recency and budget are H2O's.
 * **Quest**: pages of ``max(2, s/4)`` keys (2, 2, 4, 8 at s = 4, 8, 16, 32), or fixed pages of 16
   (the page-16 configuration, ``s >= 16``), aligned at position 0 (the last page may be short).
   Page score ``sum_c max(q_c kmax_c, q_c kmin_c)`` from the page's elementwise key max/min (Quest's
   upper bound on ``q . k``).  Pages are taken in score order while they fit whole ("the top s/page
   pages"); lattice slack, which only a short last page leaves, is token-filled by ``q . k_j`` (the
-  same bound at page size 1) among the keys not kept [C].
+  same bound at page size 1) among the keys not kept [C].  ``projection`` selects 002's strict
+  block TopK or its token-fill instead (``selectors.projection``).
 * **StreamingLLM**: ``min(4, s/2)`` sink keys (positions 0..) plus the ``s - min(4, s/2)`` most
   recent keys (original positions, forced weights: not the official position-shift variant).
 * **TOVA**: per query it evicts the lowest-attention key until ``s`` remain, which is top-mass.
@@ -41,8 +45,9 @@ from typing import ClassVar
 import numpy as np
 
 from trustmass.core import windows
-from trustmass.core.operator import descending_order, top_k
+from trustmass.core.operator import top_k
 from trustmass.core.selectors.contract import TokenRule
+from trustmass.core.selectors.projection import FIT_THEN_FILL, ProjectedBlocks, chosen_units, fills_slack
 from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.core.windows import SNAPKV_MAX_WINDOW
 
@@ -138,11 +143,14 @@ def select_units(
     unit_score: np.ndarray,
     token_score: np.ndarray,
     forced: np.ndarray | None = None,
+    projection: str = FIT_THEN_FILL,
 ) -> np.ndarray:
-    """Forced keys, then whole units in descending score (ties: lower unit first) while they fit,
-    then token-fill of the lattice slack by `token_score` among the keys not kept.
+    """Forced keys, then the whole units `projection` chooses by `unit_score` (``projection``:
+    by default in descending score, ties to the lower unit, while they fit), then -- unless the
+    projection is strict -- token-fill of the lattice slack by `token_score` among the keys not kept.
 
-    Returns min(budget, n) positions, ascending.  Units must be disjoint from `forced`.
+    Returns min(budget, n) positions (strict: at most that many), ascending.  Units must be
+    disjoint from `forced`.
     """
     kept = np.zeros(n, dtype=bool)
     if forced is not None:
@@ -150,16 +158,10 @@ def select_units(
     remaining = min(budget, n) - int(kept.sum())
     if remaining < 0:
         raise ValueError("forced keys exceed the budget")
-    sizes = units.sizes
-    smallest = int(sizes.min()) if len(units) else 0
-    for u in descending_order(np.asarray(unit_score, dtype=np.float64)):
-        if remaining < smallest:  # nothing fits any more
-            break
-        size = int(sizes[u])
-        if size <= remaining:
-            kept[units.starts[u] : units.stops[u]] = True
-            remaining -= size
-    if remaining > 0:
+    for u in chosen_units(unit_score, units.sizes, remaining, projection):
+        kept[units.starts[u] : units.stops[u]] = True
+    remaining = min(budget, n) - int(kept.sum())
+    if remaining > 0 and fills_slack(projection):
         kept[top_k(token_score, remaining, exclude=kept)] = True
     return np.flatnonzero(kept)
 
@@ -184,6 +186,16 @@ class SnapKV(TokenRule):
     def window(self, budget: int) -> int:
         return windows.snapkv_window(budget, self.max_window)
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        """What the configuration sets in the run contract (``selectors.run_contract``)."""
+        w = self.window(budget)
+        return {
+            "observation_window": str(w),
+            "pooling": f"{self.pooling}:{self.kernel}",
+            "projection": f"token_topk+recent:{w}",
+            "ranking": "pooled_window_vote",
+        }
+
     def pooled_scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """Pooled vote over the prefix keys 0..i-w (length n - w)."""
         w = self.window(budget)
@@ -203,18 +215,45 @@ class SnapKV(TokenRule):
         return np.sort(np.concatenate((chosen, recent(n, w))))
 
 
+#: H2O's heavy-hitter scores: the accumulated mass as is, or divided by each key's observing rows
+H2O_EXPOSURES = ("cumulative", "count_debiased")
+
+
+def count_debiased(acc_mass: np.ndarray) -> np.ndarray:
+    """C_j / (T - j): the accumulated column mass of a prefix of T rows per causal row that saw key j."""
+    acc = np.asarray(acc_mass, dtype=np.float64)
+    return acc / np.arange(acc.shape[0], 0, -1)
+
+
 @dataclass(frozen=True)
 class H2O(TokenRule):
-    """Heavy hitters by accumulated mass plus a recency window of s/2."""
+    """Heavy hitters by accumulated mass (or its count-debiased form) plus a recency window of s/2."""
 
     recent_fraction: float = 0.5
+    exposure: str = "cumulative"  # one of H2O_EXPOSURES
 
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
-    audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+
+    def __post_init__(self):
+        if self.exposure not in H2O_EXPOSURES:
+            raise ValueError(f"H2O.exposure = {self.exposure!r}; fix: one of {H2O_EXPOSURES}")
+
+    @property
+    def audit_role(self) -> str:
+        """The paper audits H2O as deployed; the count-debiased diagnostic is scored alongside."""
+        return "audited" if self.exposure == "cumulative" else "scored"
 
     def recency(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        ranking = "accumulated_mass" if self.exposure == "cumulative" else "accumulated_mass/(T-j)"
+        return {"projection": f"token_topk+recent:{self.recency(budget)}", "ranking": ranking}
+
+    def heavy_scores(self, x: SelectorInput) -> np.ndarray:
+        """The score the heavy hitters are ranked by, per key 0..i."""
+        return x.acc_mass if self.exposure == "cumulative" else count_debiased(x.acc_mass)
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = checked_budget(budget), x.n_keys
@@ -223,15 +262,16 @@ class H2O(TokenRule):
         r = self.recency(s)
         exclude = np.zeros(n, dtype=bool)
         exclude[n - r :] = True
-        heavy = top_k(x.acc_mass, s - r, exclude=exclude)
+        heavy = top_k(self.heavy_scores(x), s - r, exclude=exclude)
         return np.sort(np.concatenate((heavy, recent(n, r))))
 
 
 @dataclass(frozen=True)
-class Quest:
+class Quest(ProjectedBlocks):
     """Quest: pages of max(2, s/4) keys (or a fixed `page`), ranked by the query's upper bound."""
 
     page: int | None = None  # None: the audit's token-scaled pages max(2, s/4); 16: the page-16 configuration
+    projection: str = FIT_THEN_FILL  # selectors.projection.PROJECTIONS
 
     unit: ClassVar[str] = "page"
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
@@ -251,6 +291,9 @@ class Quest:
     def page_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.page is None else self.page
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": self.projection_term(self.page_size(budget)), "ranking": "page_upper_bound_q.k"}
+
     def page_scores(self, x: SelectorInput, page: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(pages, upper bounds sum_c max(q_c kmax_c, q_c kmin_c))."""
         keys, q = x.keys64, x.query64
@@ -264,7 +307,7 @@ class Quest:
         if n <= s:
             return keep_all(n)
         pages, bound = self.page_scores(x, self.page_size(s))
-        return select_units(n, s, pages, bound, x.query_scores)
+        return select_units(n, s, pages, bound, x.query_scores, projection=self.projection)
 
 
 @dataclass(frozen=True)
@@ -279,6 +322,9 @@ class StreamingLLM(TokenRule):
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": f"sinks:{self.sinks(budget)}+recent", "ranking": "position"}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         s, n = checked_budget(budget), x.n_keys
@@ -327,6 +373,9 @@ class Recency(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "control"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+
+    def run_terms(self, budget: int) -> dict[str, str]:
+        return {"projection": "recent", "ranking": "position"}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return recent(x.n_keys, checked_budget(budget))

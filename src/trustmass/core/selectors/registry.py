@@ -30,7 +30,8 @@ REGISTRY: dict = {
     "streaming_llm": StreamingLLM(),
     "tova": TOVA(),
     "recency": Recency(),
-    # related methods: 002 value-aware blocks, 004 block-select
+    # related methods: 002 count-debiased H2O (Stage I) and value-aware blocks, 004 block-select
+    "h2o_debiased": H2O(exposure="count_debiased"),
     "value_aware_mass": ValueAwareBlocks(score="mass"),
     "value_aware_nolev": ValueAwareBlocks(score="nolev"),
     "value_aware_mii": ValueAwareBlocks(score="mii"),

@@ -10,13 +10,16 @@ attention-weighted block centroid, ``mu`` the dense output):
   ``gamma = max(1 - a, eps_a)``.
 
 The identity (related-methods §0): for ``a < 1``, ``mii(c) = es([N] \\ c)^2`` -- the squared
-forced-weight error of dropping block ``c`` alone -- and ``nolev(c) = ||g_c||^2``.  MII therefore
+forced-weight error of dropping block ``c`` alone (``operator.drop_distortion``, for one set) -- and
+``nolev(c) = ||g_c||^2``.  MII therefore
 ranks blocks by their single-block deletion cost; it ignores cancellation between dropped blocks.
 ``g_c`` is computed directly, so no centroid epsilon ``eps_mu`` is needed; ``eps_a = 1e-12``.
 
-Projection (002 Stage III default): strict block TopK of ``k_b = floor(s / b)`` blocks aligned at
-position 0, then the lattice slack (a short last block) token-filled by the same scalar at block
-size 1 among the keys not kept (002's token-fill; its token ranking is unspecified [C]).
+Projection (``selectors.projection``; blocks aligned at position 0): by default whole blocks in
+score order while they fit, then the lattice slack (a short last block) token-filled by the same
+scalar at block size 1 among the keys not kept (002's token ranking is unspecified [C]).  With no
+short block among the winners this is 002's strict block TopK of ``k_b = floor(s / b)`` blocks plus
+its token-fill; ``projection="strict"`` (slack left) and ``"strict_then_fill"`` are 002's exactly.
 
 **Block-select (004, ``block-select-exact``)**: the recent window ``W = s/2`` exact, plus the old
 blocks (positions ``< i + 1 - W``, cut into blocks of ``b`` aligned at position 0) with the largest
@@ -44,6 +47,7 @@ from trustmass.core.selectors.deployed import (
     recent,
     select_units,
 )
+from trustmass.core.selectors.projection import FIT_THEN_FILL, ProjectedBlocks
 from trustmass.core.selectors.selector_input import SelectorInput
 
 #: the 002 variants: the block scalar each ranks by
@@ -83,12 +87,13 @@ def block_scores(a: np.ndarray, g: np.ndarray, score: str, eps_a: float = 1e-12)
 
 
 @dataclass(frozen=True)
-class ValueAwareBlocks:
-    """002's value-consequence block rule: strict block TopK by `score`, token-filled."""
+class ValueAwareBlocks(ProjectedBlocks):
+    """002's value-consequence block rule: block TopK by `score`, token-filled by the same scalar."""
 
     score: str = "mii"  # "mass" | "nolev" | "mii"
     block: int | None = None  # None: token-scaled max(2, s/4)
     eps_a: float = 1e-12
+    projection: str = FIT_THEN_FILL  # selectors.projection.PROJECTIONS
 
     unit: ClassVar[str] = "block"
     scope: ClassVar[str] = "per_row"
@@ -110,6 +115,10 @@ class ValueAwareBlocks:
     def block_size(self, budget: int) -> int:
         return max(2, int(budget) // 4) if self.block is None else self.block
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        """What the configuration sets in the run contract (``selectors.run_contract``)."""
+        return {"projection": self.projection_term(self.block_size(budget)), "ranking": f"block_{self.score}"}
+
     def scores(self, x: SelectorInput, budget: int) -> np.ndarray:
         """value_aware_scores at the token-scaled block size, from the row's cached residuals."""
         b = self.block_size(budget)
@@ -129,15 +138,16 @@ class ValueAwareBlocks:
         if n <= s:
             return keep_all(n)
         blocks = contiguous_units(0, n, self.block_size(s))
-        return select_units(n, s, blocks, self.scores(x, s), self.token_scores(x))
+        return select_units(n, s, blocks, self.scores(x, s), self.token_scores(x), projection=self.projection)
 
 
 @dataclass(frozen=True)
-class BlockSelect:
+class BlockSelect(ProjectedBlocks):
     """004's block-select-exact: recent window W = s/2 plus the top old blocks by q . mean(K)."""
 
     recent_fraction: float = 0.5
     block: int | None = None  # None: token-scaled max(2, s/8)
+    projection: str = FIT_THEN_FILL  # selectors.projection.PROJECTIONS
 
     unit: ClassVar[str] = "block"
     evidence: ClassVar[frozenset] = frozenset({"query", "keys"})
@@ -156,6 +166,10 @@ class BlockSelect:
     def window(self, budget: int) -> int:
         return int(int(budget) * self.recent_fraction)
 
+    def run_terms(self, budget: int) -> dict[str, str]:
+        projection = self.projection_term(self.block_size(budget))
+        return {"projection": f"{projection}+recent:{self.window(budget)}", "ranking": "block_mean_key_q.k"}
+
     def summary_scores(self, x: SelectorInput, budget: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(old blocks, q . kbar_c) for the positions before the recent window."""
         old = x.n_keys - self.window(budget)
@@ -173,4 +187,4 @@ class BlockSelect:
         blocks, score = self.summary_scores(x, s)
         token = np.full(n, -np.inf)
         token[: n - w] = x.query_scores[: n - w]
-        return select_units(n, s, blocks, score, token, forced=recent(n, w))
+        return select_units(n, s, blocks, score, token, forced=recent(n, w), projection=self.projection)
