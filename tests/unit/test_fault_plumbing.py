@@ -114,7 +114,7 @@ def test_an_output_is_checked_against_its_sidecar(written):
     out, manifest = written
     assert verify_output(out, fix="rerun", recorded_inputs=[manifest]) == P.sha256_path(out)
     out.write_bytes(out.read_bytes()[:50])  # truncated
-    with pytest.raises(IntegrityError, match=rf"^{out} is not the file that was written: its sha256 is .*now 50 bytes; .*fix: rerun$"):
+    with pytest.raises(IntegrityError, match=rf"^{out} has changed since it was written: its sha256 is .*now 50 bytes; .*fix: rerun$"):
         verify_output(out, fix="rerun")
 
 
@@ -123,12 +123,12 @@ def test_a_flipped_bit_and_a_changed_manifest_are_found(written):
     data = bytearray(out.read_bytes())
     data[40] ^= 0x01
     out.write_bytes(bytes(data))
-    with pytest.raises(IntegrityError, match="is not the file that was written"):
+    with pytest.raises(IntegrityError, match="has changed since it was written"):
         verify_output(out, fix="rerun")
     data[40] ^= 0x01
     out.write_bytes(bytes(data))
     manifest.write_text('{"n": 1}')
-    with pytest.raises(IntegrityError, match=rf"^{manifest} is not the file that was written"):
+    with pytest.raises(IntegrityError, match=rf"^{manifest} has changed since it was written"):
         verify_output(out, fix="rerun", recorded_inputs=[manifest])
 
 
@@ -146,7 +146,7 @@ def test_prepared_files_are_checked_against_their_record(tmp_path):
     hashes = {"model.safetensors": P.sha256_path(tmp_path / "model.safetensors")}
     verify_files(tmp_path, hashes, "the record", "prepare again")
     (tmp_path / "model.safetensors").write_bytes(b"weightz")
-    with pytest.raises(IntegrityError, match="model.safetensors is not the file that was written: .* the record recorded"):
+    with pytest.raises(IntegrityError, match="model.safetensors has changed since it was written: .* the record recorded"):
         verify_files(tmp_path, hashes, "the record", "prepare again")
     (tmp_path / "model.safetensors").unlink()
     with pytest.raises(IntegrityError, match="model.safetensors is missing"):
@@ -160,12 +160,23 @@ def test_a_rule_script_reports_a_clean_error_in_one_line(tmp_path):
         from trustmass.plumbing.rule_io import start_log
         from trustmass.plumbing.errors import IntegrityError
         start_log(SimpleNamespace(log=[{str(log)!r}], rule="ceiling", wildcards=["tiny", "words", "0000"]))
-        raise IntegrityError("results/x is not the file that was written; fix: delete it")
+        raise IntegrityError("results/x has changed since it was written; fix: delete it")
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 1
-    assert done.stderr == "ceiling tiny/words/0000: results/x is not the file that was written; fix: delete it\n"
-    assert log.read_text() == "error: results/x is not the file that was written; fix: delete it\n"
+    assert done.stderr == "ceiling tiny/words/0000: results/x has changed since it was written; fix: delete it\n"
+    assert log.read_text() == "error: results/x has changed since it was written; fix: delete it\n"
     # any other error keeps its traceback (in the log)
     done = subprocess.run([sys.executable, "-c", code.replace('raise IntegrityError("', 'raise KeyError("')], capture_output=True, text=True)
     assert done.returncode == 1 and "Traceback" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "runs"),
+    [(["--cores", "2", "all"], True), (["-pn"], False), (["--dry-run", "x"], False), (["--unlock"], False),
+     (["--cores", "2", "--report", "r.html"], False), (["--configfile", "n.yaml", "-c2"], True), (["-S"], False)],
+)  # fmt: skip
+def test_which_snakemake_calls_run_jobs(argv, runs):
+    from trustmass.plumbing.run_checks import runs_jobs
+
+    assert runs_jobs(argv) is runs

@@ -5,10 +5,31 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-__all__ = ["unwritable_folders"]
+__all__ = ["runs_jobs", "unwritable_folders"]
 
 #: folders listed by name before the rest are counted
 _SHOWN = 3
+#: snakemake options under which a call runs no job (a dry-run, a listing, a report, metadata work)
+_NO_JOBS = frozenset({
+    "--dry-run", "--dryrun", "--unlock", "--list", "--list-rules", "--list-target-rules", "--lt", "--summary",
+    "--detailed-summary", "--lint", "--dag", "--d3dag", "--rulegraph", "--filegraph", "--report", "--cleanup-metadata",
+    "--cleanup-shadow", "--list-changes", "--lc", "--list-input-changes", "--li", "--list-params-changes", "--lp",
+    "--list-code-changes", "--list-untracked", "--lu", "--print-compilation", "--containerize", "--archive",
+    "--delete-all-output", "--delete-temp-output", "--help", "--version",
+})  # fmt: skip
+_NO_JOBS_SHORT = frozenset("nlSh")
+
+
+def runs_jobs(argv: Iterable[str]) -> bool:
+    """Whether a snakemake command line (without the program) runs jobs."""
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg.split("=", 1)[0] in _NO_JOBS:
+            return False
+        if arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and _NO_JOBS_SHORT & set(arg[1:]):
+            return False  # -n, -pn, -S, ...
+    return True
 
 
 def unwritable_folders(roots: Iterable[str | os.PathLike]) -> str | None:
