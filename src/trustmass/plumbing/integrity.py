@@ -74,7 +74,7 @@ def _check(path: Path, want: str | None, where: str, fix: str) -> str:
     if got != want:
         size = path.stat().st_size if path.is_file() else None
         raise IntegrityError(
-            f"{path} is not the file that was written: its sha256 is {got[:16]}..., {where} recorded {want[:16]}... "
-            f"({'now ' + str(size) + ' bytes; ' if size is not None else ''}truncated, damaged or changed since); fix: {fix}"
+            f"{path} has changed since it was written: its sha256 is {got[:16]}..., {where} recorded {want[:16]}... "
+            f"({'now ' + str(size) + ' bytes; ' if size is not None else ''}truncated, damaged or overwritten); fix: {fix}"
         )
     return got
