@@ -56,7 +56,7 @@ def _kill_then_rerun(run, baseline, condition_of, what, targets=()):
 
 def test_kill_during_capture_then_rerun(run, baseline):
     remove(run, SHARDS[1], SHARDS[1].replace(".safetensors", ".validation.parquet"), "logs/capture/tiny/words/0001.log")
-    # the model has loaded and the prefill runs: the capture's first line of progress is in its log
+    # the capture job is under way: it has read the documents and the model shapes (its log says so)
     _kill_then_rerun(run, baseline, lambda r: log_says(r, "logs/capture/tiny/words/0001.log", "shapes:"), "a running capture",
                      targets=CAPTURED)  # fmt: skip
 
