@@ -19,12 +19,13 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run test test-slow test-cluster check-reference save-reference bench dry-run clean
+.PHONY: help venv run test test-slow test-faults test-cluster check-reference save-reference bench dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
 	@echo "make test       fast tests (pytest -m 'not slow')"
 	@echo "make test-slow  long tests (pytest -m slow)"
+	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
 	@echo "make bench      enumeration benchmark, printed as JSON"
@@ -53,6 +54,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m "slow and not cluster" $(PYTEST_ARGS)
+
+# The fault campaign (README, "Reliability"): each fault injected into a tiny real run (about 10 minutes on
+# 2 cores; the full and read-only disk cases mount a tmpfs, so they need root and are skipped without it).
+test-faults: $(STAMP)
+	$(BIN)/python -m pytest -m slow tests/faults $(PYTEST_ARGS)
 
 # A real one-node SLURM cluster (Debian's slurm-wlm + munge, installed if missing; needs root): the tiny
 # study through profiles/slurm with real sbatch submissions, against a local run (tests/cluster).

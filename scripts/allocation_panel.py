@@ -8,12 +8,12 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 import polars as pl  # noqa: E402
 
 from trustmass.loss.allocation import shard_panel  # noqa: E402
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import checked_shards, finish, write_parquet  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
 settings = cfg["loss"]["allocation"]
-shards = list(smk.input.shards)
+shards = checked_shards(smk.input.shards)
 frame, data = shard_panel(
     shards, tuple(settings["units"]), tuple(settings["selectors"]), model=smk.wildcards.model,
     B=max(1, int(cfg["statistics"]["bootstrap"])), seed=int(cfg["seed"]),

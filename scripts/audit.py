@@ -10,12 +10,13 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 import polars as pl  # noqa: E402
 
 from trustmass.audit.records import AuditSettings, accounting_violations, shard_audit  # noqa: E402
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import checked_shard, finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
 settings = AuditSettings.from_config(cfg)
 print(f"audit {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
+checked_shard(snakemake.input.shard)  # noqa: F821 -- the shard is the one the capture wrote
 ceiling = pl.read_parquet(snakemake.input.records)  # noqa: F821
 frame = shard_audit(snakemake.input.shard, ceiling, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821
 write_parquet(frame, snakemake.output.audit)  # noqa: F821

@@ -17,6 +17,7 @@ import torch  # noqa: E402
 
 from trustmass.capture import prefill as cap  # noqa: E402
 from trustmass.capture import shards  # noqa: E402
+from trustmass.plumbing.integrity import verify_output  # noqa: E402
 from trustmass.plumbing.rule_io import finish  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
 from trustmass.sources.loading import load_prepared_model, resolve_device, source_record  # noqa: E402
@@ -35,7 +36,12 @@ torch.set_num_threads(snakemake.threads)  # noqa: F821
 torch.use_deterministic_algorithms(True, warn_only=True)
 torch.manual_seed(snakemake.params.seed)  # noqa: F821
 
-ids, manifest = load_documents(snakemake.input.documents)  # noqa: F821
+documents = Path(snakemake.input.documents)  # noqa: F821
+verify_output(  # the document set (ids and manifest) is the one tokenize_documents wrote
+    documents, recorded_inputs=[documents.with_suffix(".json")],
+    fix=f"delete it (rm {documents.with_suffix('')}.*) and rerun: the tokenize_documents rule writes it again",
+)  # fmt: skip
+ids, manifest = load_documents(documents)
 index = int(doc)
 if index >= ids.shape[0]:
     sys.exit(f"capture: document {doc} requested but {snakemake.input.documents} holds {ids.shape[0]}")  # noqa: F821

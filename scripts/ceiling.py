@@ -5,12 +5,13 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 from trustmass.ceiling.records import CeilingSettings, shard_records  # noqa: E402
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import checked_shard, finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 wc = snakemake.wildcards  # noqa: F821
 settings = CeilingSettings.from_config(cfg)
 print(f"ceiling {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
+checked_shard(snakemake.input.shard)  # noqa: F821 -- the shard is the one the capture wrote
 frame = shard_records(snakemake.input.shard, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)  # noqa: F821
 write_parquet(frame, snakemake.output.records)  # noqa: F821
 enumerated = frame.filter(frame["enumerated"])

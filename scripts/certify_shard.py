@@ -8,7 +8,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 import polars as pl
 
 from trustmass.certification.runner import CertificationSettings, certify_rows
-from trustmass.plumbing.rule_io import capture_path, finish, write_parquet
+from trustmass.plumbing.rule_io import checked_capture_path, finish, write_parquet
 
 cfg = snakemake.params.config  # noqa: F821
 cc = cfg["certification"]
@@ -21,7 +21,7 @@ settings = CertificationSettings(
 part = pl.read_parquet(snakemake.input.manifest).filter(pl.col("shard") == shard)  # noqa: F821
 print(f"certify shard {shard}: {part.height} instances, {settings}")
 
-frame = certify_rows(part, capture_path, settings, workers=snakemake.threads)  # noqa: F821
+frame = certify_rows(part, checked_capture_path, settings, workers=snakemake.threads)  # noqa: F821
 assert frame.height == part.height, "one row per instance"
 write_parquet(frame, snakemake.output.certified)  # noqa: F821
 summary = {

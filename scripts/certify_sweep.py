@@ -9,7 +9,7 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances  # noqa: E402
 from trustmass.certification.runner import sweep_rows  # noqa: E402
-from trustmass.plumbing.rule_io import capture_path, finish, read_parquets, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import checked_capture_path, finish, read_parquets, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
 sw = cfg["certification"]["sweep"]
@@ -24,7 +24,7 @@ inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["pri
 print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
 if inst.height == 0:
     sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
-rows = sweep_rows(inst, sw["extras"], capture_path, workers=snakemake.threads)  # noqa: F821
+rows = sweep_rows(inst, sw["extras"], checked_capture_path, workers=snakemake.threads)  # noqa: F821
 write_parquet(rows, snakemake.output.rows)  # noqa: F821
 finish(snakemake, [snakemake.output.rows], [*snakemake.input.records, *snakemake.input.code], cfg, started,  # noqa: F821
        {"heads": heads.height, "instances": inst.height, "rows": rows.height}, heads=heads.to_dicts())  # fmt: skip

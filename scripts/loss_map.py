@@ -6,10 +6,10 @@ from trustmass.plumbing.rule_io import start_log  # first: what follows logs to 
 started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
 from trustmass.loss.cell_map import cell_map  # noqa: E402
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
+from trustmass.plumbing.rule_io import checked_shards, finish, write_parquet  # noqa: E402
 
 cfg = snakemake.params.config  # noqa: F821
-shards = list(snakemake.input.shards)  # noqa: F821
+shards = checked_shards(snakemake.input.shards)  # noqa: F821
 frame = cell_map(shards, int(cfg["loss"]["budget"]), float(cfg["statistics"]["flat_mass"]))
 write_parquet(frame, snakemake.output.map)  # noqa: F821
 n_flat = int(frame["flat"].sum())

@@ -220,3 +220,32 @@ def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, fi
     # a model's own documents: override (the paper's 7B at 3 x 16,384 tokens) moves its first chunk
     assert heldout_first_doc(resolved, {"n_docs": 3, "doc_tokens": 16384}) == (first if "first_doc" in heldout else -(-3 * 16384 // int(resolved["loss"]["heldout"]["doc_tokens"] or 16384)))
 
+
+
+def test_a_budget_above_the_first_sampled_row_is_refused():
+    # a row at position 256 sees 257 keys: a budget of 300 keeps them all and evicts nothing
+    [line] = problems({"budgets": {"native": [64, 300, 512]}})
+    assert line.startswith("config.budgets.native: 300, 512 above capture.min_position 256")
+    assert "fix: budgets of at most 256, or capture.min_position: 512 or more" in line
+    [line] = problems({"budgets": {"enumerated": [4, 40], "native": [32]}, "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]}})
+    assert line.startswith("config.budgets.enumerated: 40 above capture.min_position 32")
+    # at the first sampled row itself (s = min_position) one key is still evicted: allowed
+    validate_config({"budgets": {"native": [256]}}, SCHEMA)
+
+
+def test_documents_must_leave_rows_to_sample():
+    [line] = problems({"documents": {"doc_tokens": 260}})  # positions 256..259: 4 < rows_per_head 6
+    assert line.startswith("config.capture.min_position: 256 leaves 4 positions to sample in the 260-token documents of documents")
+    assert "fewer than capture.rows_per_head 6; fix:" in line
+    [line] = problems({"capture": {"max_position": 300, "min_position": 298, "rows_per_head": 6}, "budgets": {"native": [64]}})
+    assert "leaves 3 positions" in line and "(capture.max_position 300)" in line
+    # a study model's own documents are checked too (another model's are not captured)
+    config = {
+        "models": {"m": {"source": "local", "path": "/x", "documents": {"doc_tokens": 200}}},
+        "corpora": {"c": {"source": "local", "path": "/y"}},
+        "study": {"models": ["m"], "corpora": ["c"]},
+    }
+    [line] = problems(config)
+    assert "of models.m.documents" in line
+    config["study"]["models"] = []
+    validate_config(config, SCHEMA)

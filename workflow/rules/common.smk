@@ -12,6 +12,8 @@ from snakemake.exceptions import WorkflowError
 try:
     from trustmass.plumbing.config import ConfigError, config_slice, validate_config
     from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
+    from trustmass.plumbing.provenance import remove_stale_temporaries
+    from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
 except ImportError as exc:
     raise WorkflowError(
         f"cannot import the trustmass library ({exc}). Run snakemake from the project environment: "
@@ -57,6 +59,22 @@ if _deploy_problems:
 
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
+
+
+# ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone
+OUTPUT_ROOTS = ("results", "resources", "logs")
+
+# here, not in onstart: snakemake refuses unwritable outputs while building the DAG, naming no fix, and
+# crashes deleting old outputs of a job it reruns
+if workflow.is_main_process and runs_jobs(sys.argv[1:]):
+    _unwritable = unwritable_folders(OUTPUT_ROOTS)
+    if _unwritable:
+        raise WorkflowError(_unwritable)
+
+
+onstart:
+    for _path in remove_stale_temporaries("results", "resources"):
+        print(f"removed {_path}: a temporary of a writer that was killed", file=sys.stderr)
 
 
 # ---- helpers --------------------------------------------------------------------------------------

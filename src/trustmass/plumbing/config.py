@@ -235,6 +235,7 @@ def _cross_field_problems(config: dict) -> list[str]:
             f"fix: add {budget} to budgets.enumerated or remove the override"
         )
     problems += _snapkv_window_problems(config)
+    problems += _capture_budget_problems(config)
     problems += _headline_problems(config)
     problems += _loss_problems(config)
     problems += _task_problems(config)
@@ -366,6 +367,46 @@ def _headline_problems(config: dict) -> list[str]:
         problems.append(
             f"config.study.headline.corpus: {corpus!r} is not in study.corpora {study.get('corpora', [])}; fix: name one of them"
         )
+    return problems
+
+
+def _capture_budget_problems(config: dict) -> list[str]:
+    """Every budget fits below the sampled rows, and the documents leave rows to sample.
+
+    A row at position i sees i + 1 keys; rows are sampled from capture.min_position on, so a budget
+    above min_position would keep every key of the earliest rows (nothing evicted, ES trivially 0),
+    and the ceiling would mix such rows into its statistics.  The capture itself needs
+    rows_per_head positions in [min_position, min(max_position, doc_tokens - 1)] of every model's
+    documents, or it fails when it runs instead of now."""
+    capture, budgets = config.get("capture") or {}, config.get("budgets") or {}
+    lo = int(capture.get("min_position", 256))
+    problems = []
+    for kind in ("enumerated", "native"):
+        above = sorted(int(s) for s in budgets.get(kind) or [] if int(s) > lo)
+        if above:
+            problems.append(
+                f"config.budgets.{kind}: {', '.join(map(str, above))} above capture.min_position {lo}: the earliest "
+                f"sampled rows (position {lo}) see only {lo + 1} keys, so such a budget keeps all of them and evicts "
+                f"nothing; fix: budgets of at most {lo}, or capture.min_position: {max(above)} or more (with documents "
+                "long enough to sample from there)"
+            )
+    rows, hi_cap = int(capture.get("rows_per_head", 6)), capture.get("max_position")
+    documents = config.get("documents") or {}
+    settings = {"documents": documents} | {
+        f"models.{name}.documents": {**documents, **(entry.get("documents") or {})}
+        for name, entry in (config.get("models") or {}).items()
+        if isinstance(entry, dict) and entry.get("documents") and name in ((config.get("study") or {}).get("models") or [])
+    }
+    for where, docs in settings.items():
+        n_tokens = int(docs.get("doc_tokens", 2048))
+        hi = n_tokens - 1 if hi_cap is None else min(int(hi_cap), n_tokens - 1)
+        if hi - lo + 1 < rows:
+            problems.append(
+                f"config.capture.min_position: {lo} leaves {max(hi - lo + 1, 0)} positions to sample in the "
+                f"{n_tokens}-token documents of {where}"
+                f"{f' (capture.max_position {hi_cap})' if hi_cap is not None else ''}, fewer than capture.rows_per_head "
+                f"{rows}; fix: a smaller capture.min_position or rows_per_head, or longer documents (doc_tokens)"
+            )
     return problems
 
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -30,12 +31,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trustmass.plumbing.errors import disk_error
+
 __all__ = [
     "SIDECAR_SUFFIX",
     "atomic_write",
     "code_version",
     "device_info",
     "package_versions",
+    "remove_stale_temporaries",
     "sha256_path",
     "sidecar_path",
     "write_json",
@@ -65,16 +69,26 @@ def atomic_write(path: str | os.PathLike, directory: bool = False) -> Iterator[P
     file or untouched.  The temporary name keeps the target's suffix (``.tmp.json``) for writers
     that infer the format from it.  With ``directory=True`` the yielded path is an empty directory
     that replaces ``path`` (an existing directory at ``path`` is removed after the swap).
+
+    The temporary's name records the writing process (``.<name>.<pid>@<host>.*.tmp*``): one left by a
+    writer that was killed (``kill -9``, a node lost) is removed by the next write of the same
+    target, and by :func:`remove_stale_temporaries` at the start of a run.  A full, read-only or
+    unwritable disk raises :class:`~trustmass.plumbing.errors.DiskError`, whose message names the
+    output and the fix.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    prefix, suffix = f".{target.name}.", f".tmp{target.suffix}"
-    if directory:
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix, suffix=".tmp"))
-    else:
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=suffix)
-        os.close(fd)
-        tmp = Path(name)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(target.parent, target.name)
+        prefix, suffix = f".{target.name}.{os.getpid()}@{_HOST}.", f".tmp{target.suffix}"
+        if directory:
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix, suffix=".tmp"))
+        else:
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=suffix)
+            os.close(fd)
+            tmp = Path(name)
+    except OSError as exc:
+        raise disk_error(exc, target) or exc from None
     try:
         yield tmp
         if not tmp.exists():
@@ -82,18 +96,79 @@ def atomic_write(path: str | os.PathLike, directory: bool = False) -> Iterator[P
         _make_durable(tmp)
         _apply_umask(tmp, directory)
         if directory and target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            old = target.with_name(f".{target.name}.old-{os.getpid()}@{_HOST}.tmp")
             os.replace(target, old)
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+        clean = disk_error(exc, target) if isinstance(exc, Exception) else None
+        if clean is not None:
+            raise clean from None
         raise
+
+
+_HOST = socket.gethostname().replace("/", "_") or "localhost"
+#: ``.<target name>.<pid>@<host>.<random>.tmp<suffix>`` and ``.<target name>.old-<pid>@<host>.tmp``
+_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?:old-)?(?P<pid>\d+)@(?P<host>[^/]+?)\.(?:[A-Za-z0-9_]+\.)?tmp(?:\.[^.]*)?$")
+
+
+def _writer_is_gone(pid: int, host: str) -> bool:
+    """True when the process that made a temporary is dead (on this host; another host's is left alone)."""
+    if host != _HOST:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def _remove_stale(folder: Path, target_name: str | None = None) -> list[Path]:
+    """Remove the temporaries in ``folder`` (of ``target_name``, or of any target) whose writer is gone."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or (target_name is not None and match["target"] != target_name):
+            continue
+        if not _writer_is_gone(int(match["pid"]), match["host"]):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def remove_stale_temporaries(*roots: str | os.PathLike) -> list[Path]:
+    """Remove every temporary below ``roots`` left by a writer that was killed (see :func:`atomic_write`);
+    return what was removed.  The workflow calls it when a run starts (common.smk, ``onstart``)."""
+    removed = []
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        for folder, dirs, _ in os.walk(root):
+            removed += _remove_stale(Path(folder))
+            dirs[:] = [d for d in dirs if _TEMPORARY.match(d) is None]
+    return removed
 
 
 def write_json(path: str | os.PathLike, data: Any) -> Path:

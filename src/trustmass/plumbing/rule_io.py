@@ -16,10 +16,33 @@ from trustmass.plumbing.provenance import atomic_write, write_sidecar
 
 
 def start_log(smk) -> float:
-    """Send stdout and stderr to the rule's log; return the start stamp for the sidecars."""
+    """Send stdout and stderr to the rule's log; return the start stamp for the sidecars.
+
+    From here on an uncaught :class:`~trustmass.plumbing.errors.CleanError` (a full or read-only disk,
+    an input that no longer matches its recorded sha256, ...) ends the job as :func:`clean_exit_on`
+    does: its one-line message in the log and on the terminal, exit status 1, no traceback."""
     started = time.time()
     sys.stdout = sys.stderr = open(smk.log[0], "w", buffering=1)  # noqa: SIM115 -- lives as long as the job
+    job = f"{getattr(smk, 'rule', 'job')} {'/'.join(str(v) for v in getattr(smk, 'wildcards', ()))}".strip()
+    sys.excepthook = _clean_excepthook(job, sys.excepthook)
     return started
+
+
+def _clean_excepthook(job: str, fallback):
+    from trustmass.plumbing.errors import CleanError
+
+    def hook(kind, exc, tb):
+        if isinstance(exc, CleanError):
+            _report(job, exc)
+            return
+        fallback(kind, exc, tb)
+
+    return hook
+
+
+def _report(job: str, exc: BaseException) -> None:
+    print(f"error: {exc}")
+    print(f"{job}: {exc}", file=sys.__stderr__)
 
 
 @contextmanager
@@ -31,8 +54,7 @@ def clean_exit_on(*errors: type[BaseException], job: str) -> Iterator[None]:
     try:
         yield
     except errors as exc:
-        print(f"error: {exc}")
-        print(f"{job}: {exc}", file=sys.__stderr__)
+        _report(job, exc)
         sys.exit(1)
 
 
@@ -53,6 +75,31 @@ def read_parquets(paths: Iterable[str | os.PathLike], columns: list[str] | None 
 def capture_path(model: str, corpus: str, doc: str, root: str = os.path.join("results", "capture")) -> str:
     """The capture shard of one document, as capture.smk lays it out."""
     return os.path.join(root, model, corpus, f"{doc}.safetensors")
+
+
+def checked_shard(path: str | os.PathLike) -> str:
+    """``path``, after checking the capture shard against the sha256 its sidecar recorded (an
+    :class:`~trustmass.plumbing.errors.IntegrityError` naming it and the fix if it changed since)."""
+    from trustmass.plumbing.integrity import verify_output
+
+    path = os.fspath(path)
+    if path not in _CHECKED:
+        verify_output(path, fix=f"delete it (rm {path}*) and rerun: the capture rule writes it again")
+        _CHECKED.add(path)
+    return path
+
+
+def checked_shards(paths: Iterable[str | os.PathLike]) -> list[str]:
+    """:func:`checked_shard` of every path."""
+    return [checked_shard(p) for p in paths]
+
+
+def checked_capture_path(model: str, corpus: str, doc: str) -> str:
+    """:func:`capture_path`, checked (:func:`checked_shard`) the first time it is asked for."""
+    return checked_shard(capture_path(model, corpus, doc))
+
+
+_CHECKED: set[str] = set()
 
 
 def finish(
@@ -76,4 +123,13 @@ def finish(
     print("ok")
 
 
-__all__ = ["capture_path", "clean_exit_on", "finish", "start_log", "write_parquet"]
+__all__ = [
+    "capture_path",
+    "checked_capture_path",
+    "checked_shard",
+    "checked_shards",
+    "clean_exit_on",
+    "finish",
+    "start_log",
+    "write_parquet",
+]

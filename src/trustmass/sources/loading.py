@@ -10,7 +10,7 @@ from pathlib import Path
 from trustmass.sources.common import SourceError, quiet_progress_bars
 from trustmass.sources.models import DTYPES, SOURCE_RECORD
 
-__all__ = ["load_prepared_model", "resolve_device", "source_record"]
+__all__ = ["check_prepared_files", "load_prepared_model", "resolve_device", "source_record"]
 
 
 def source_record(model_dir: str | os.PathLike) -> dict:
@@ -19,6 +19,20 @@ def source_record(model_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def check_prepared_files(model_dir: str | os.PathLike, record: dict | None = None) -> None:
+    """Every file ``trustmass_source.json`` lists, checked against the sha256 recorded when the model
+    was prepared (an :class:`~trustmass.plumbing.errors.IntegrityError` naming the file and the fix)."""
+    from trustmass.plumbing.integrity import verify_files
+
+    record = source_record(model_dir) if record is None else record
+    folder = Path(model_dir)
+    origin = f" (a local model's files link into {record['path']}: restore the file there, or prepare again to take the new one)" if record.get("source") == "local" and record.get("path") else ""
+    verify_files(
+        folder, record.get("files") or {}, where=f"{folder / SOURCE_RECORD} (written when the model was prepared)",
+        fix=f"prepare the model again: delete the folder (rm -r {folder}) and rerun, the prepare_model rule rebuilds it{origin}",
+    )  # fmt: skip
 
 
 def resolve_device(requested: str = "auto") -> str:
@@ -40,7 +54,9 @@ def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, 
     import torch
     from transformers import AutoModelForCausalLM
 
-    dtype = source_record(model_dir).get("dtype", "auto")
+    record = source_record(model_dir)
+    check_prepared_files(model_dir, record)
+    dtype = record.get("dtype", "auto")
     if dtype != "auto" and dtype not in DTYPES:
         raise SourceError(
             f"{Path(model_dir) / SOURCE_RECORD}: dtype {dtype!r} is not one of auto, {', '.join(DTYPES)}; "
