@@ -9,9 +9,10 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 from pathlib import Path  # noqa: E402
 
-from trustmass.plumbing.rule_io import clean_exit_on, finish  # noqa: E402
+from trustmass.plumbing.rule_io import clean_exit_on  # noqa: E402
 from trustmass.sources import SourceError  # noqa: E402
 from trustmass.deploy.task_contexts import build_task_documents  # noqa: E402
+from trustmass.sources.documents import finish_document_set  # noqa: E402
 
 model = snakemake.wildcards.model  # noqa: F821
 settings = snakemake.params.settings  # noqa: F821
@@ -36,15 +37,10 @@ with clean_exit_on(SourceError, job=f"task_documents {model}"):
         corpus=tasks["corpus"],
         log=print,
     )
-tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
-finish(
+finish_document_set(
     snakemake,  # noqa: F821
-    [snakemake.output.ids],  # noqa: F821
-    [snakemake.input.haystack, *tokenizer_files, *snakemake.input.code, snakemake.output.manifest],  # noqa: F821
-    settings,
-    started,
+    manifest, snakemake.input.haystack, settings, started,  # noqa: F821
     seeds={"seed": settings["seed"]},
-    input_ids_sha256=manifest["input_ids_sha256"],
     retrieval_share=manifest["retrieval_share"],
     documents=[{k: r[k] for k in ("id", "task", "tokens_sha256", "answer", "planted")} for r in manifest["documents"]],
 )

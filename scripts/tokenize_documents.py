@@ -9,9 +9,9 @@ started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the scrip
 
 from pathlib import Path  # noqa: E402
 
-from trustmass.plumbing.rule_io import clean_exit_on, finish  # noqa: E402
+from trustmass.plumbing.rule_io import clean_exit_on  # noqa: E402
 from trustmass.sources import SourceError  # noqa: E402
-from trustmass.sources.documents import tokenize_documents  # noqa: E402
+from trustmass.sources.documents import finish_document_set, tokenize_documents  # noqa: E402
 
 model = snakemake.wildcards.model  # noqa: F821
 corpus = snakemake.wildcards.corpus  # noqa: F821
@@ -30,14 +30,9 @@ with clean_exit_on(SourceError, job=f"tokenize_documents {model}/{corpus}"):
         corpus=corpus,
         log=print,
     )
-tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
-finish(
+finish_document_set(
     snakemake,  # noqa: F821
-    [snakemake.output.ids],  # noqa: F821
-    [snakemake.input.corpus, *tokenizer_files, *snakemake.input.code, snakemake.output.manifest],  # noqa: F821
-    {"documents": settings, "model": model, "corpus": corpus},
-    started,
-    input_ids_sha256=manifest["input_ids_sha256"],
+    manifest, snakemake.input.corpus, {"documents": settings, "model": model, "corpus": corpus}, started,  # noqa: F821
     corpus_tokens=manifest["corpus_tokens"],
     docs_available=manifest["docs_available"],
     special_prefix_tokens=manifest["special_prefix_tokens"],

@@ -40,6 +40,7 @@ __all__ = [
     "TOKENIZER_FILES",
     "cut_documents",
     "encode_corpus",
+    "finish_document_set",
     "load_documents",
     "manifest_summary",
     "special_tokens_for",
@@ -226,6 +227,19 @@ def tokenizer_fingerprint(tokenizer, model_dir: Path) -> dict[str, Any]:
         "tokenizer_vocab": len(tokenizer),
         "tokenizer_files": {name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()},
     }
+
+
+def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float,
+                        **extra: Any) -> None:  # fmt: skip
+    """The sidecar of a rule that wrote a document set (``smk.output.ids`` + ``smk.output.manifest``):
+    its inputs are the source text, the tokenizer files the manifest fingerprints, the library code
+    and the manifest; ``extra`` adds the rule's own summary fields."""
+    from trustmass.plumbing.rule_io import finish
+
+    model_dir = Path(smk.input.model).parent
+    tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
+    finish(smk, [smk.output.ids], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
+           input_ids_sha256=manifest["input_ids_sha256"], **extra)  # fmt: skip
 
 
 def load_documents(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
