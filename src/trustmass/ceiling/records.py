@@ -72,10 +72,18 @@ def instance_of(row: Row) -> tuple[Instance, np.ndarray, int, float]:
     return op.captured_instance(row.p, row.values)
 
 
-def row_records(row: Row, settings: CeilingSettings) -> list[dict]:
-    """Every budget's record for one row (identity columns are added by the caller)."""
+def row_records(row: Row, settings: CeilingSettings, leverage_cache: dict | None = None) -> list[dict]:
+    """Every budget's record for one row (identity columns are added by the caller).
+
+    The ridge-leverage scores depend only on the keys, which the query heads of a KV group share:
+    pass one `leverage_cache` per (KV head, row) to compute them once for the group.
+    """
     inst, positive, n_zero, raw_dev = instance_of(row)
-    leverage_scores = ridge_leverage_scores(row.keys[positive].astype(np.float64), settings.ridge)
+    cache = {} if leverage_cache is None else leverage_cache
+    visible = positive.tobytes()  # the scores are over the positive-mass keys, usually all of them
+    if visible not in cache:
+        cache[visible] = ridge_leverage_scores(row.keys[positive].astype(np.float64), settings.ridge)
+    leverage_scores = cache[visible]
     fw = frank_wolfe_trace(inst, max(settings.enumerated)) if settings.enumerated else None  # one run, every budget
     scale = op.radius(inst)
     base = {"n_keys": inst.n_keys, "D": scale, "sigma": op.sigma(inst), "n_zero_mass": n_zero, "raw_p_sum_dev": raw_dev}
@@ -135,9 +143,10 @@ def layer_records(shard_path: str, layer: int, settings: CeilingSettings) -> lis
         heads = range(kv * group, (kv + 1) * group)
         for r, i in enumerate(t["positions"][kv].tolist()):
             vote_scores = sum(t["p"][h, r, : i + 1].astype(np.float64) for h in heads)
+            leverage_cache: dict = {}
             for h in heads:
                 row = Row(t["p"][h, r, : i + 1], t["values"][kv, : i + 1], t["keys"][kv, : i + 1], vote_scores)
-                for rec in row_records(row, settings):
+                for rec in row_records(row, settings, leverage_cache):
                     rec.update(layer=layer, head=h, kv_head=kv, group_size=group, query_pos=i)
                     out.append(rec)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 
@@ -25,14 +26,76 @@ class HullProjection:
     iterations: int
 
 
-def _affine_minimizer(X: np.ndarray) -> np.ndarray:
-    """Coefficients alpha (sum 1) of the min-norm point of the affine hull of the rows of X."""
-    if X.shape[0] == 1:
-        return np.ones(1)
-    base = X[0]
-    dirs = (X[1:] - base).T  # d x (k-1)
-    beta, *_ = np.linalg.lstsq(dirs, -base, rcond=None)
-    return np.concatenate(([1.0 - beta.sum()], beta))
+@numba.njit(cache=True, nogil=True)
+def _affine_minimizer(X, face):  # pragma: no cover (compiled)
+    """Coefficients alpha (sum 1) of the min-norm point of the affine hull of the rows X[face]."""
+    k = face.shape[0]
+    alpha = np.ones(k)
+    if k == 1:
+        return alpha
+    base = X[face[0]]
+    dirs = np.empty((X.shape[1], k - 1))
+    for c in range(1, k):
+        dirs[:, c - 1] = X[face[c]] - base
+    rcond = np.finfo(np.float64).eps * max(dirs.shape[0], dirs.shape[1])  # numpy's rcond=None
+    beta = np.linalg.lstsq(dirs, -base, rcond)[0]
+    alpha[0] = 1.0 - beta.sum()
+    alpha[1:] = beta
+    return alpha
+
+
+@numba.njit(cache=True, nogil=True)
+def _wolfe(X, tol, max_iter):  # pragma: no cover (compiled)
+    """Wolfe's iterations on the shifted points X: (support, its weights, final gap, iterations).
+
+    Compiled because the ceiling runs it on every row at every enumerated budget, where the
+    interpreter's cost per minor cycle (a least-squares solve on a few dozen points) dominates.
+    """
+    n = X.shape[0]
+    norms2 = np.empty(n)
+    for i in range(n):
+        norms2[i] = X[i] @ X[i]
+    scale2 = max(norms2.max(), np.finfo(np.float64).tiny)
+    eps = 1e-14
+    support = np.empty(n, dtype=np.int64)
+    lam = np.empty(n)
+    support[0] = np.argmin(norms2)
+    lam[0] = 1.0
+    k = 1
+    x = X[support[0]].copy()
+    gap = np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        dots = X @ x
+        j = np.argmin(dots)
+        gap = x @ x - dots[j]
+        if gap <= tol * scale2 or np.any(support[:k] == j):
+            break
+        support[k] = j
+        lam[k] = 0.0
+        k += 1
+        while True:  # minor cycle: move toward the affine minimiser of the support
+            alpha = _affine_minimizer(X, support[:k])
+            if np.all(alpha > eps):
+                lam[:k] = alpha
+                break
+            theta = np.inf
+            for c in range(k):
+                if alpha[c] <= eps:
+                    theta = min(theta, lam[c] / (lam[c] - alpha[c]))
+            for c in range(k):
+                lam[c] = lam[c] + theta * (alpha[c] - lam[c])
+            top = np.argmax(lam[:k])  # never empty the face
+            kept = 0
+            for c in range(k):
+                if lam[c] > eps or c == top:
+                    support[kept] = support[c]
+                    lam[kept] = lam[c]
+                    kept += 1
+            k = kept
+            lam[:k] = lam[:k] / lam[:k].sum()
+        x = lam[:k] @ X[support[:k]]
+    return support[:k].copy(), lam[:k].copy(), gap, it
 
 
 def project_onto_hull(points, target, tol: float = 1e-12, max_iter: int = 10_000) -> HullProjection:
@@ -41,41 +104,9 @@ def project_onto_hull(points, target, tol: float = 1e-12, max_iter: int = 10_000
     if V.ndim == 1:
         V = V[:, None]
     t = np.asarray(target, dtype=np.float64).reshape(-1)
-    X = V - t
-    n = X.shape[0]
-    norms2 = np.einsum("ij,ij->i", X, X)
-    scale2 = max(float(norms2.max()), np.finfo(float).tiny)
-    eps = 1e-14
-
-    j0 = int(np.argmin(norms2))
-    support = [j0]
-    lam = np.ones(1)
-    x = X[j0].copy()
-    gap = np.inf
-    it = 0
-    for it in range(1, max_iter + 1):
-        dots = X @ x
-        j = int(np.argmin(dots))
-        gap = float(x @ x - dots[j])
-        if gap <= tol * scale2 or j in support:
-            break
-        support.append(j)
-        lam = np.append(lam, 0.0)
-        while True:  # minor cycle: move toward the affine minimiser of the support
-            alpha = _affine_minimizer(X[support])
-            if np.all(alpha > eps):
-                lam = alpha
-                break
-            neg = alpha <= eps
-            theta = np.min(lam[neg] / (lam[neg] - alpha[neg]))
-            lam = lam + theta * (alpha - lam)
-            keep = lam > eps
-            keep[np.argmax(lam)] = True  # never empty the face
-            support = [k for k, kept in zip(support, keep) if kept]
-            lam = lam[keep]
-            lam = lam / lam.sum()
-        x = lam @ X[support]
-    weights = np.zeros(n)
+    X = np.ascontiguousarray(V - t)
+    support, lam, gap, it = _wolfe(X, float(tol), int(max_iter))
+    weights = np.zeros(X.shape[0])
     weights[support] = lam
     point = weights @ V
     return HullProjection(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from trustmass.core.operator import REL_TOL, Instance, es, top_mass
@@ -32,27 +33,51 @@ def balancing(inst: Instance, s: int, pool: np.ndarray, max_swaps: int | None = 
     lexicographically first (out, in) pair (by key index) is taken.
     """
     kept = top_mass(inst, s)
-    pool = np.asarray(pool, dtype=np.int64)
-    if not np.all(np.isin(kept, pool)):
+    pool = np.unique(np.asarray(pool, dtype=np.int64))  # sorted: positions in it order keys by index
+    in_kept = np.isin(pool, kept)
+    if int(in_kept.sum()) != kept.shape[0]:
         raise ValueError("the balancing pool must contain the top-mass set A*_s")
-    swaps = 0
     limit = max_swaps if max_swaps is not None else np.iinfo(np.int64).max
+    w = np.ascontiguousarray(inst.w_of(pool))
+    swaps = _swap_descent(w, np.ascontiguousarray(inst.p[pool]), in_kept, REL_TOL, limit)
+    kept = pool[in_kept]
+    return Balanced(kept=kept, es=es(inst, kept), swaps=swaps)
+
+
+@numba.njit(cache=True, nogil=True)
+def _swap_descent(w, p, in_kept, rel_tol, limit):  # pragma: no cover (compiled)
+    """Best-improvement swaps over the pool rows (w_j, p_j); updates `in_kept`, returns the swap count.
+
+    Every (out, in) pair is scored from the running g_A and p(A) in O(d); strict `<` keeps the
+    first best pair in (out, in) order, i.e. the lexicographically first by key index.
+    """
+    m, d = w.shape
+    g = np.empty(d)
+    swaps = 0
     while swaps < limit:
-        outside = np.setdiff1d(pool, kept)  # sorted
+        kept = np.flatnonzero(in_kept)
+        outside = np.flatnonzero(~in_kept)
         if outside.size == 0:
             break
-        w_kept, w_out = inst.w_of(kept), inst.w_of(outside)
-        g = w_kept.sum(axis=0)
-        mass = inst.p[kept].sum()
-        current = np.linalg.norm(g) / mass
-        # every (out, in) swap at once: (s, m, d) residuals, (s, m) masses
-        g_swap = g[None, None, :] - w_kept[:, None, :] + w_out[None, :, :]
-        mass_swap = mass - inst.p[kept][:, None] + inst.p[outside][None, :]
-        es_swap = np.linalg.norm(g_swap, axis=2) / mass_swap
-        best = int(np.argmin(es_swap))  # row-major: lexicographically first (out, in)
-        if not es_swap.flat[best] < current * (1.0 - REL_TOL):
+        g[:] = 0.0
+        mass = 0.0
+        for a in kept:
+            g += w[a]
+            mass += p[a]
+        current = np.sqrt(g @ g) / mass
+        best, best_out, best_in = np.inf, -1, -1
+        for a in kept:
+            for b in outside:
+                acc = 0.0
+                for c in range(d):
+                    t = g[c] - w[a, c] + w[b, c]
+                    acc += t * t
+                score = np.sqrt(acc) / (mass - p[a] + p[b])
+                if score < best:
+                    best, best_out, best_in = score, a, b
+        if not best < current * (1.0 - rel_tol):
             break
-        o, i = divmod(best, outside.size)
-        kept = np.sort(np.concatenate((np.delete(kept, o), [outside[i]])))
+        in_kept[best_out] = False
+        in_kept[best_in] = True
         swaps += 1
-    return Balanced(kept=kept, es=es(inst, kept), swaps=swaps)
+    return swaps
