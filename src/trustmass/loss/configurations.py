@@ -33,20 +33,21 @@ ALL_CELL, FLAT_SWITCH = "all_cell", "flat_switch"
 NO_CELLS, ALL_CELLS, FLAT_CELLS, RANDOM_CELLS = "none", "all", "flat", "random"
 #: the registry rules with a batched version in ``loss.selection.RULES`` (named here without torch,
 #: for the configuration check at workflow start-up; a test keeps the two equal)
-BATCHED_RULES = ("top_mass", "balancing", "snapkv", "h2o", "quest", "quest_page16", "streaming_llm", "recency")
+BATCHED_RULES = ("top_mass", "balancing", "snapkv", "h2o", "quest", "quest_page16", "streaming_llm", "recency",
+                 "value_aware_mass", "value_aware_nolev", "value_aware_mii")
 
 
-def rule_problems(rules) -> list[str]:
-    """config.loss.rules entries that are not registry rules with a batched version, with the fix."""
+def rule_problems(rules, field: str = "config.loss.rules") -> list[str]:
+    """Entries of `field` that are not registry rules with a batched version, with the fix."""
     from trustmass.core.selectors.registry import REGISTRY
 
     problems = []
     for rule in rules:
         if rule not in REGISTRY:
-            problems.append(f"config.loss.rules: {rule!r} is not a selector of the registry ({', '.join(REGISTRY)}); "
+            problems.append(f"{field}: {rule!r} is not a selector of the registry ({', '.join(REGISTRY)}); "
                             "fix: use a registry name")  # fmt: skip
         elif rule not in BATCHED_RULES:
-            problems.append(f"config.loss.rules: {rule!r} has no batched version for the restricted forward; "
+            problems.append(f"{field}: {rule!r} has no batched version for the restricted forward; "
                             f"fix: use one of {', '.join(BATCHED_RULES)}")  # fmt: skip
     return problems
 

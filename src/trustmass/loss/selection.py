@@ -13,7 +13,9 @@ row keeps min(budget, i + 1) of its keys 0..i (a row seeing at most `budget` key
 * ``h2o``: the r = s/2 newest keys plus the top s - r of the rest by accumulated mass;
 * ``quest``, ``quest_page16``: whole pages by their bound sum_c max(q_c kmax_c, q_c kmin_c) while
   they fit, the slack token-filled by q.k (see :func:`quest_mask`);
-* ``streaming_llm``: min(4, s/2) sinks plus the newest keys; ``recency``: the s newest keys.
+* ``streaming_llm``: min(4, s/2) sinks plus the newest keys; ``recency``: the s newest keys;
+* ``value_aware_mass``, ``value_aware_nolev``, ``value_aware_mii``: 002's block scalars, whole blocks
+  while they fit, then token-fill by the same scalar (``block_rules``).
 
 Rules are read from the registry instance (or a configured instance passed as ``rule=``), so their
 parameters (windows, recency share, page size, sinks, pool rule) are the registry's.
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 from trustmass.core.selectors.deployed import checked_budget
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.loss.balancing import balancing_mask
+from trustmass.loss.block_rules import greedy_units, unit_layout, value_aware_mask
 from trustmass.loss.batched import compress, numpy_sum, to_csr, top_k_mask
 from trustmass.loss.evidence import LayerRows
 
@@ -171,12 +174,8 @@ def page_bounds(rows: LayerRows, q, keys, page: int, last: torch.Tensor, full: t
 
 
 def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
-    """Quest's greedy page fill, in closed form.  Pages of P keys aligned at 0; the row's last page
-    holds L = i + 1 - (i // P) P keys and is short when L < P.  Walking pages by descending bound
-    (ties to the lower page), whole pages are taken while they fit.  With F = s // P full pages
-    fitting the budget and rho the full pages ranked above the short page: rho < F takes the short
-    page and the top (s - L) // P full pages; otherwise the top F full pages, and the short page iff
-    L <= s - F P.  The slack is token-filled by q.k among the keys not kept."""
+    """Quest's greedy page fill (``block_rules.greedy_units``) on its page bounds, the slack
+    token-filled by q.k among the keys not kept."""
     if rows.query is None:
         raise ValueError("quest needs the rows' queries (LayerRows.query)")
     if rule.projection != "fit_then_fill":
@@ -184,21 +183,9 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     s = checked_budget(budget, rule.min_budget)
     page = rule.page_size(s)
     q, keys = rows.flat(rows.query).double(), rows.keys.double()
-    n = rows.n_visible
-    last = (n - 1) // page
-    size = n - last * page
-    pages = torch.arange(-(-rows.n_cache // page))
-    short = size < page
-    full = (pages[None, :] < last[:, None]) | ((pages[None, :] == last[:, None]) & ~short[:, None])
-    fit = s // page
-    score, known = page_bounds(rows, q, keys, page, last, full, fit)
-    full = full & known
-    rho = ((score >= score.gather(1, last[:, None])) & full).sum(dim=1)
-    early = short & (rho < fit)
-    taken = top_k_mask(score, torch.where(early, (s - size) // page, fit), full)
-    take_short = short & (early | (size <= s - fit * page))
-    taken.scatter_(1, last[:, None], taken.gather(1, last[:, None]) | take_short[:, None])
-    kept = taken.gather(1, torch.arange(rows.n_cache).expand(n.shape[0], -1) // page) & rows.visible
+    last, size, short, full = unit_layout(rows, page)
+    score, known = page_bounds(rows, q, keys, page, last, full, s // page)
+    kept = greedy_units(rows, score, full & known, last, size, short, page, s)
     qk = torch.bmm(rows.grouped(q), keys.transpose(1, 2)).reshape(kept.shape)
     return kept | top_k_mask(qk, s - kept.sum(dim=1), rows.visible & ~kept), None
 
@@ -213,6 +200,9 @@ RULES = {
     "quest_page16": quest_mask,
     "streaming_llm": streaming_llm_mask,
     "recency": recency_mask,
+    "value_aware_mass": value_aware_mask,
+    "value_aware_nolev": value_aware_mask,
+    "value_aware_mii": value_aware_mask,
 }
 #: the registry names with a batched version
 SUPPORTED = tuple(name for name in REGISTRY if name in RULES)

@@ -1,0 +1,98 @@
+"""Batched block rules: the greedy unit fill they share and 002's value-aware block scores.
+
+Units (pages, blocks) of ``page`` keys are aligned at position 0; a row seeing keys ``0..i`` has
+``last = i // page`` as its last unit, holding ``L = i + 1 - last * page`` keys (short when
+``L < page``).  The registry's ``fit_then_fill`` projection walks units by descending score (ties
+to the lower unit) and takes each whole unit that still fits; :func:`greedy_units` is that walk in
+closed form, and the rule then token-fills the rest (``selectors.projection``).
+
+The value-aware rules (``selectors.value_aware.ValueAwareBlocks``; related-methods §A.3) score a
+block ``c`` by its mass ``a = p(c)`` ('mass'), its residual ``||g_c||^2`` with
+``g_c = sum_{j in c} p_j (v_j - mu)`` ('nolev'), or ``||g_c||^2 / max(1 - a, eps_a)^2`` ('mii'),
+and token-fill by the same scalar at block size 1.  Everything is float64, residuals in row chunks
+(``[rows, N, d]`` at a time) so long documents stay within memory.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trustmass.core.selectors.deployed import checked_budget
+from trustmass.core.selectors.projection import FIT_THEN_FILL
+from trustmass.loss.batched import top_k_mask
+from trustmass.loss.evidence import LayerRows
+
+#: rows whose [rows, N, d] float64 residuals are held at once
+RESIDUAL_ROWS = 64
+
+
+def unit_layout(rows: LayerRows, page: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(last [R], size [R], short [R], full [R, U]): each row's last unit, its key count, whether it
+    is short, and which units the row holds whole."""
+    n = rows.n_visible
+    last = (n - 1) // page
+    size = n - last * page
+    short = size < page
+    units = torch.arange(-(-rows.n_cache // page))
+    full = (units[None, :] < last[:, None]) | ((units[None, :] == last[:, None]) & ~short[:, None])
+    return last, size, short, full
+
+
+def greedy_units(rows: LayerRows, score: torch.Tensor, full: torch.Tensor, last: torch.Tensor, size: torch.Tensor,
+                 short: torch.Tensor, page: int, budget: int) -> torch.Tensor:  # fmt: skip
+    """bool [R, N]: the keys of the whole units the greedy fill takes (float64 ``score`` [R, U]; only
+    the units in ``full`` and each row's last unit are read).  With F = s // page full units fitting the
+    budget and rho the full units ranked at or above the short unit (ties go to the lower unit): rho < F
+    takes the short unit and the top (s - L) // page full units; otherwise the top F full units, and
+    the short unit iff L <= s - F page."""
+    fit = budget // page
+    rho = ((score >= score.gather(1, last[:, None])) & full).sum(dim=1)
+    early = short & (rho < fit)
+    taken = top_k_mask(score, torch.where(early, (budget - size) // page, fit), full)
+    take_short = short & (early | (size <= budget - fit * page))
+    taken.scatter_(1, last[:, None], taken.gather(1, last[:, None]) | take_short[:, None])
+    return taken.gather(1, torch.arange(rows.n_cache).expand(size.shape[0], -1) // page) & rows.visible
+
+
+def value_aware_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
+    """``ValueAwareBlocks``: whole blocks by the rule's scalar while they fit, then token-fill by it."""
+    if rule.projection != FIT_THEN_FILL:
+        raise ValueError(f"batched value-aware blocks take the greedy fill; got projection {rule.projection!r} (no batched version)")
+    s = checked_budget(budget, rule.min_budget)
+    block = rule.block_size(s)
+    last, size, short, full = unit_layout(rows, block)
+    unit_score, token_score = value_aware_scores(rows, block, rule.score, rule.eps_a)
+    kept = greedy_units(rows, unit_score, full, last, size, short, block, s)
+    return kept | top_k_mask(token_score, s - kept.sum(dim=1), rows.visible & ~kept), None
+
+
+def value_aware_scores(rows: LayerRows, block: int, score: str, eps_a: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(float64 [R, U] block scores, float64 [R, N] token scores) of one 002 scalar."""
+    p = rows.flat(rows.p).double() * rows.visible
+    n_units = -(-rows.n_cache // block)
+    pad = n_units * block - rows.n_cache
+    a = torch.nn.functional.pad(p, (0, pad)).reshape(p.shape[0], n_units, block).sum(dim=2)
+    if score == "mass":
+        return a, p
+    if score not in ("nolev", "mii"):
+        raise ValueError(f"value-aware score must be one of ('mass', 'nolev', 'mii'); got {score!r}")
+    g_sq, token_sq = _residual_norms(rows, p, block, n_units, pad)
+    if score == "nolev":
+        return g_sq, token_sq
+    return g_sq / (1.0 - a).clamp(min=eps_a) ** 2, token_sq / (1.0 - p).clamp(min=eps_a) ** 2
+
+
+def _residual_norms(rows: LayerRows, p: torch.Tensor, block: int, n_units: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(||g_c||^2 [R, U], ||p_j (v_j - mu)||^2 [R, N]) with mu the row's dense output ``p v / p(all)``."""
+    kv = rows.kv_of_row
+    v64 = rows.values.double()
+    mu = torch.bmm(rows.grouped(p), v64).reshape(p.shape[0], -1) / p.sum(dim=1, keepdim=True)
+    g_sq = torch.empty(p.shape[0], n_units, dtype=torch.float64)
+    token_sq = torch.empty_like(p)
+    for start in range(0, p.shape[0], RESIDUAL_ROWS):
+        chunk = slice(start, start + RESIDUAL_ROWS)
+        residual = p[chunk, :, None] * (v64[kv[chunk]] - mu[chunk, None, :])  # [r, N, d]
+        token_sq[chunk] = (residual * residual).sum(dim=2)
+        blocks = torch.nn.functional.pad(residual, (0, 0, 0, pad)).reshape(residual.shape[0], n_units, block, -1).sum(dim=2)
+        g_sq[chunk] = (blocks * blocks).sum(dim=2)
+    return g_sq, token_sq
