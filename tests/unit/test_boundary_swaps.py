@@ -87,3 +87,35 @@ def test_sets_of_different_budgets_are_refused():
         disagreement(np.arange(4), np.arange(5))
     with pytest.raises(ValueError, match="swap size m = 9 outside"):
         boundary_swap(np.arange(4), np.arange(2, 6), 9, np.ones(10))
+
+
+# -- swaps at a fraction of the disagreement (the swap stage's sizing) ----------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_fraction_swap_is_the_rank_to_rank_swap_of_its_size(seed):
+    from trustmass.core.selectors.boundary_swaps import fraction_sizes, swap_at_fraction
+
+    inst, kept_x, kept_y = pair(seed)
+    d_out, d_in = disagreement(kept_x, kept_y)
+    for f in (0.0, 0.25, 0.5, 0.75, 1.0):
+        m, _ = fraction_sizes(d_out.size, d_in.size, f)
+        assert m == int(np.floor(f * d_in.size + 0.5))
+        assert np.array_equal(swap_at_fraction(kept_x, kept_y, f, inst.p), boundary_swap(kept_x, kept_y, m, inst.p))
+    rng = np.random.default_rng(seed)
+    assert np.array_equal(swap_at_fraction(kept_x, kept_y, 1.0, inst.p, "random_restricted", rng), kept_y)
+    assert np.array_equal(swap_at_fraction(kept_x, kept_y, 0.0, inst.p, "random", rng), kept_x)
+
+
+def test_a_fraction_swap_between_sets_of_different_sizes_ends_at_y():
+    from trustmass.core.selectors.boundary_swaps import fraction_sizes, swap_at_fraction
+
+    p = np.array([0.3, 0.05, 0.2, 0.1, 0.15, 0.08, 0.12])
+    kept_x, kept_y = np.array([0, 1, 2, 3]), np.array([0, 4, 5])  # D_out = {1, 2, 3}, D_in = {4, 5}
+    assert fraction_sizes(3, 2, 0.5) == (2, 1)  # 1.5 rounds half up
+    assert swap_at_fraction(kept_x, kept_y, 0.5, p).tolist() == [0, 2, 4]  # 1 and 3 (least mass) out, 4 in
+    assert np.array_equal(swap_at_fraction(kept_x, kept_y, 1.0, p), kept_y)
+    with pytest.raises(ValueError, match="fraction"):
+        fraction_sizes(3, 2, 1.5)
+    with pytest.raises(ValueError, match="kind"):
+        swap_at_fraction(kept_x, kept_y, 0.5, p, "sideways", np.random.default_rng(0))

@@ -27,15 +27,62 @@ import numpy as np
 
 from trustmass.core.operator import REL_TOL, Instance, es
 
-__all__ = ["SwapCurve", "boundary_swap", "disagreement", "gap_recovered", "random_swap", "swap_curve"]
+__all__ = [
+    "SWAP_KINDS", "SwapCurve", "boundary_swap", "disagreement", "fraction_sizes", "gap_recovered", "random_swap",
+    "swap_at_fraction", "swap_curve",
+]  # fmt: skip
+
+BOUNDARY, RANDOM, RANDOM_RESTRICTED = "boundary", "random", "random_restricted"
+#: what a swap at a fraction of the disagreement exchanges (see :func:`swap_at_fraction`)
+SWAP_KINDS = (BOUNDARY, RANDOM, RANDOM_RESTRICTED)
+
+
+def _split(kept_x: np.ndarray, kept_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    kept_x, kept_y = np.asarray(kept_x, dtype=np.int64), np.asarray(kept_y, dtype=np.int64)
+    return np.setdiff1d(kept_x, kept_y), np.setdiff1d(kept_y, kept_x)
 
 
 def disagreement(kept_x: np.ndarray, kept_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(D_out, D_in)``: keys kept by X only and by Y only, each ascending."""
-    kept_x, kept_y = np.asarray(kept_x, dtype=np.int64), np.asarray(kept_y, dtype=np.int64)
-    if kept_x.size != kept_y.size:
-        raise ValueError(f"the kept sets differ in size ({kept_x.size} vs {kept_y.size}): compare selectors at one budget")
-    return np.setdiff1d(kept_x, kept_y), np.setdiff1d(kept_y, kept_x)
+    if np.size(kept_x) != np.size(kept_y):
+        raise ValueError(f"the kept sets differ in size ({np.size(kept_x)} vs {np.size(kept_y)}): compare selectors at one budget")
+    return _split(kept_x, kept_y)
+
+
+def fraction_sizes(n_out: int, n_in: int, fraction: float) -> tuple[int, int]:
+    """How many keys of ``D_out`` leave and of ``D_in`` enter in a swap of `fraction` of the
+    disagreement: ``round(fraction * |D|)`` each, half up (rows differ in |D|, so swaps across rows
+    are sized by fraction; on one row with ``|D_out| = |D_in|`` this is ``m`` rank-to-rank pairs)."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"swap fraction {fraction} outside [0, 1]")
+    return int(np.floor(n_out * fraction + 0.5)), int(np.floor(n_in * fraction + 0.5))
+
+
+def swap_at_fraction(kept_x: np.ndarray, kept_y: np.ndarray, fraction: float, score: np.ndarray, kind: str = BOUNDARY,
+                     rng: np.random.Generator | None = None, eligible: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """``K_X`` after a swap of `fraction` of its disagreement with ``K_Y`` (the sets may differ in
+    size, e.g. where a rule keeps keys without mass): ``boundary`` moves the lowest-`score` keys of
+    ``D_out`` out and the highest of ``D_in`` in (ties by key index); ``random_restricted`` draws both
+    inside the disagreement, ``random`` draws the leaving keys from ``K_X`` and the entering ones from
+    `eligible` (default: every key of `score`) outside ``K_X``.  Fraction 0 is ``K_X``; a boundary or
+    restricted swap at fraction 1 is ``K_Y``."""
+    kept_x = np.asarray(kept_x, dtype=np.int64)
+    d_out, d_in = _split(kept_x, kept_y)
+    m_out, m_in = fraction_sizes(d_out.size, d_in.size, fraction)
+    if kind == BOUNDARY:
+        leave = _ranked(d_out, score, descending=False)[:m_out]
+        enter = _ranked(d_in, score, descending=True)[:m_in]
+    elif kind in (RANDOM, RANDOM_RESTRICTED):
+        if rng is None:
+            raise ValueError("a random swap needs rng")
+        if kind == RANDOM:
+            pool = np.arange(np.shape(score)[0]) if eligible is None else np.asarray(eligible, dtype=np.int64)
+            d_out, d_in = kept_x, np.setdiff1d(pool, kept_x)
+        leave = rng.choice(d_out, size=min(m_out, d_out.size), replace=False)
+        enter = rng.choice(d_in, size=min(m_in, d_in.size), replace=False)
+    else:
+        raise ValueError(f"swap kind {kind!r}; fix: one of {SWAP_KINDS}")
+    return np.sort(np.concatenate([np.setdiff1d(kept_x, leave), enter]))
 
 
 def _ranked(keys: np.ndarray, score: np.ndarray, descending: bool) -> np.ndarray:

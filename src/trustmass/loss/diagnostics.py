@@ -1,0 +1,95 @@
+"""The fixed-contract diagnostics on one held-out document (related-methods A.2, A.5): model-level
+outcomes of boundary swaps and of the signed reference margin split.
+
+The prefix runs once; then the dense continuation and every configuration's restricted one.  Each
+target token gets two outcomes: its NLL (nats) and the KL divergence of the configuration's
+next-token distribution from the dense model's, ``KL(dense || config)`` (nats).
+
+* swaps (``loss.swaps``): per selector pair X -> Y at the swap budget, X, the boundary swaps of
+  each fraction and the random controls;
+* margin: the host rule and each value-aware rule alone at every margin budget (A.5: the host is
+  the identity selector of the contract, the rules differ from it in the ranking scalar alone).
+
+Frame ``TOKEN_SCHEMA``: one row per (configuration, target token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import polars as pl
+import torch
+
+from trustmass.loss.configurations import Configuration
+from trustmass.loss.forward import RestrictedForward
+from trustmass.loss.policy import CellRecorder, SelectionPolicy, needs
+from trustmass.loss.swaps import SwapConfiguration, SwapPolicy
+
+DENSE, SWAP, MARGIN = "dense", "swap", "margin"
+TOKEN_SCHEMA = {
+    "family": pl.Utf8, "config": pl.Utf8, "rule": pl.Utf8, "pair": pl.Utf8, "kind": pl.Utf8, "fraction": pl.Float64,
+    "seed": pl.Int64, "budget": pl.Int64, "position": pl.Int64, "nll": pl.Float64, "kl": pl.Float64, "mean_es": pl.Float64,
+}  # fmt: skip
+
+
+def token_outcomes(logits: torch.Tensor, dense_logp: torch.Tensor, targets: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(NLL, KL(dense || this)) per target, float64 (logits [M, V] of the M targets)."""
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    nll = -logp.gather(1, targets[:, None])[:, 0]
+    kl = (dense_logp.exp() * (dense_logp - logp)).sum(dim=-1).clamp(min=0.0)
+    return nll.cpu().numpy(), kl.cpu().numpy()
+
+
+def run_diagnostics(
+    model,
+    token_ids: torch.Tensor,
+    continuation: int,
+    swaps: Sequence[SwapConfiguration],
+    swap_budget: int,
+    margin_rules: Sequence[str],
+    margin_budgets: Sequence[int],
+    master_seed: int = 0,
+    rules: dict | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[pl.DataFrame, dict]:
+    """(token frame, seconds per configuration) of one held-out document."""
+    names = sorted({c.x for c in swaps} | {c.y for c in swaps} | set(margin_rules))
+    budgets = [int(swap_budget)] * bool(swaps) + [int(b) for b in margin_budgets] * bool(margin_rules)
+    forward = RestrictedForward(model, token_ids, continuation, **needs(names, max(budgets, default=1)))
+    started = time.time()
+    forward.prefill()
+    seconds = {"prefix": time.time() - started}
+    positions = forward.continuation_positions[1:]
+    targets = forward.ids[forward.n_prefix + 1 :]
+    with torch.inference_mode():
+        dense_logp = torch.log_softmax(forward.logits(None)[:-1].double(), dim=-1)
+    frames = []
+
+    def run(family: str, name: str, policy, recorder: CellRecorder | None, **labels) -> None:
+        started = time.time()
+        with torch.inference_mode():
+            nll, kl = token_outcomes(forward.logits(policy)[:-1], dense_logp, targets)
+        seconds[name] = time.time() - started
+        mean_es = None if recorder is None else float(recorder.means()["mean_es"].mean())
+        log(f"  {name:>40}: CE {nll.mean():.4f} nats, KL {kl.mean():.4f} ({seconds[name]:.1f} s)")
+        n = len(nll)
+        row = {"family": family, "config": name, "mean_es": mean_es, **labels}
+        frames.append(pl.DataFrame({**{k: [row.get(k)] * n for k in TOKEN_SCHEMA if k not in ("position", "nll", "kl")},
+                                    "position": positions.astype(np.int64), "nll": nll, "kl": kl}, schema=TOKEN_SCHEMA))  # fmt: skip
+
+    shape = (model.config.num_hidden_layers, model.config.num_attention_heads)
+    run(DENSE, DENSE, None, None)
+    for swap in swaps:
+        recorder = CellRecorder(shape)
+        policy = SwapPolicy(swap, swap_budget, recorder, master_seed, rules)
+        run(SWAP, swap.name, policy, recorder, pair=swap.pair, kind=swap.kind, fraction=swap.fraction, seed=swap.seed,
+            budget=int(swap_budget))  # fmt: skip
+    for budget in margin_budgets:
+        for rule in margin_rules:
+            recorder = CellRecorder(shape)
+            config = Configuration(f"{rule}@{int(budget)}", rule)
+            policy = SelectionPolicy(config, np.zeros(shape, dtype=bool), int(budget), recorder, rules=rules)
+            run(MARGIN, config.name, policy, recorder, rule=rule, budget=int(budget))
+    return pl.concat(frames), seconds
