@@ -122,3 +122,15 @@ def test_bad_inputs():
         wtl(good, "h2o")
     with pytest.raises(ValueError, match="opponent 'contourkv'"):
         wtl(good, "contourkv", ["contourkv"])
+
+
+def test_every_method_declares_a_contract_and_wtl_rows_name_what_they_cross():
+    from trustmass.deploy.contracts import CONTRACTS, FIELDS, contrast
+    from trustmass.deploy.names import NEEDS_HUB, OFFLINE
+
+    assert set(CONTRACTS) == set(OFFLINE + NEEDS_HUB)
+    assert all(set(c) == set(FIELDS) for c in CONTRACTS.values())
+    assert contrast("contourkv_enforced", "snapkv_w32") == "crosses: allocation"  # the same 32-row window score
+    assert contrast("contourkv_enforced", "snapkv") == "crosses: observation_window, allocation"
+    assert contrast("knorm", "keydiff") == "like_for_like"  # two key scores, uniform, no query rows
+    assert contrast("snapkv", "no_such_method") == "unknown"

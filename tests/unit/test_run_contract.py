@@ -161,3 +161,13 @@ def test_a_registered_record_names_the_capture_budget_and_layers():
     assert (r.observation_window, r.pooling, r.projection) == ("8", "max:7", "token_topk+recent:8")
     assert selector_run(REGISTRY["h2o"], 8, "c", (1, 2)).layer_weights == (0.5, 0.5)
     assert not comparable(registered_run("h2o", 8), selector_run(REGISTRY["h2o"], 8, "tiny/words/0001", (3,)))
+
+
+def test_contrast_names_the_fields_a_comparison_crosses():
+    from trustmass.core.selectors.registry import REGISTRY
+    from trustmass.core.selectors.run_contract import contrast
+
+    assert contrast(REGISTRY["value_aware_mass"], REGISTRY["value_aware_mii"], 8) == "like_for_like"
+    assert contrast(REGISTRY["h2o"], REGISTRY["h2o_debiased"], 8) == "like_for_like"
+    crossed = contrast(REGISTRY["top_mass"], REGISTRY["snapkv"], 8)
+    assert crossed.startswith("crosses: ") and "query_domain" in crossed and "ranking" not in crossed

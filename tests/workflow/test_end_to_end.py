@@ -42,6 +42,11 @@ STUDY = [
     "results/tables/curvature.csv",
     "results/tables/allocation_panel.csv",
     "results/tables/task_contexts.csv",
+    "results/figures/fig_swaps.png",
+    "results/tables/swap_curves.csv",
+    "results/tables/swap_boundaries.csv",
+    "results/tables/margin_split.csv",
+    "results/tables/margin_cells.csv",
 ]
 
 
@@ -167,6 +172,22 @@ def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_r
     for claim in (52, 53, 111, 126):  # 125 is stated per paper model: the tiny model plays no role
         statuses = {v["all"]["status"] for v in claims[claim]["values"]}
         assert statuses - {"not produced yet"}, (claim, statuses)
+
+
+def test_the_diagnostics_swapped_every_pair_and_split_the_margin(tiny_run):
+    import polars as pl
+
+    wf, _, _ = tiny_run
+    curves = pl.read_parquet(wf.workdir / "results/stats/swap_curves.parquet")
+    assert set(curves["outcome"]) == {"es", "ce", "kl"}
+    assert set(curves["pair"]) == {"h2o>snapkv", "top_mass>balancing"}
+    assert set(curves["kind"]) == {"boundary", "random", "random_restricted"}
+    full = curves.filter(pl.col("kind") == "boundary", pl.col("fraction") == 1.0, pl.col("gap_recovered").is_not_null())
+    assert full.height and (full["gap_recovered"] - 1.0).abs().max() < 1e-9  # the full boundary swap is Y
+    split = pl.read_parquet(wf.workdir / "results/stats/margin_split.parquet")
+    assert set(split["rule"]) == {"value_aware_mii", "value_aware_nolev"}
+    assert (split["n_cells"] == 2).all()  # one corpus x two budgets
+    assert set(split["contracts"]) == {"like_for_like"}
 
 
 def test_the_task_contexts_were_captured_with_their_retrieval_rows_and_judged(tiny_run):

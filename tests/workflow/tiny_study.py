@@ -119,6 +119,8 @@ loss:
   heldout: {{doc_tokens: null}}
   accounting: [per_query, cache_faithful]
   probe: {{steps: 5, train_docs: 1, alpha_grid: [0.0, 1.0]}}
+diagnostics:
+  margin: {{budgets: [8, 16], permutations: 200}}
 deploy:
   models: [tiny-reader]        # deployed, not captured
   lengths: [400]

@@ -5,11 +5,13 @@
 # audit table and Figure 3 are the reporting layer's (report.smk).
 #
 #   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
+#   results/audit/{model}/{corpus}/{doc}.swaps.parquet    trustmass.audit.swaps (boundary swaps, es)
 #
 # Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
 # capture_shard, ceiling_records.
 
 AUDIT = "results/audit/{model}/{corpus}/{doc}.parquet"
+SWAP_ROWS = "results/audit/{model}/{corpus}/{doc}.swaps.parquet"
 
 
 rule audit:
@@ -35,3 +37,28 @@ rule audit:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/audit.py"
+
+
+rule swap_rows:
+    """Boundary swaps between selector pairs and their random controls on every sampled row of one
+    captured document, es as the outcome (related-methods A.2)."""
+    input:
+        shard=capture_shard("{model}", "{corpus}", "{doc}"),
+        code=library_code("trustmass.audit.swaps", "trustmass.plumbing.rule_io"),
+    output:
+        swaps=SWAP_ROWS,
+        prov=prov(SWAP_ROWS),
+    params:
+        config=params_from_config("seed", "diagnostics/swaps", "capture/windows"),
+    wildcard_constraints:
+        doc="[0-9]{4}",
+    log:
+        "logs/audit/swaps/{model}/{corpus}/{doc}.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/swap_rows.py"

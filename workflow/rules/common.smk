@@ -50,6 +50,13 @@ _loss_rule_problems = loss_rule_problems(config["loss"]["rules"])
 if _loss_rule_problems:
     raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _loss_rule_problems))
 
+# the fixed-contract diagnostics' rules and budgets (torch-free check)
+from trustmass.loss.diagnostic_config import config_problems as diagnostics_problems
+
+_diagnostics_problems = diagnostics_problems(config)
+if _diagnostics_problems:
+    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _diagnostics_problems))
+
 # the deployment stage's methods, budgets and references (torch-free check)
 from trustmass.deploy.names import config_problems as deploy_problems
 

@@ -7,6 +7,7 @@
 #   results/loss/{model}/{corpus}/{doc}.parquet      per-token NLL of every configuration
 #   results/loss/{model}/{corpus}/{doc}.cells.parquet   per-cell dropped mass, es, swaps
 #   results/loss/{model}/{corpus}/{doc}.curvature.parquet   the second-order prediction per cell set
+#   results/loss/{model}/{corpus}/{doc}.diagnostics.parquet   boundary swaps and the margin split's rules (CE, KL)
 #
 # Needs from common.smk: library_code, params_from_config, prov; sources_common.smk:
 # documents_path, documents_for_model, model_source_record; capture_common.smk: capture_shard,
@@ -168,3 +169,33 @@ rule probe_train:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/probe_train.py"
+
+
+rule loss_diagnostics:
+    """The fixed-contract diagnostics through the restricted forward on one held-out document: boundary
+    swaps and random controls between selector pairs, and the margin split's host and value-aware rules;
+    per token the NLL and the KL divergence from the dense model's next-token distribution."""
+    input:
+        model="resources/models/{model}/config.json",
+        source=model_source_record("{model}"),
+        heldout=lambda wc: heldout_path(wc.model, wc.corpus),
+        capture_documents=lambda wc: capture_manifest(wc.model, wc.corpus),
+        map="results/loss/{model}/map.parquet",
+        code=library_code("trustmass.loss.diagnostics", "trustmass.loss.job", "trustmass.plumbing.rule_io"),
+    output:
+        tokens=diagnostics_path("{model}", "{corpus}", "{doc}"),
+        prov=prov(diagnostics_path("{model}", "{corpus}", "{doc}")),
+    params:
+        config=params_from_config("seed", "loss", "diagnostics", "capture/device", "budgets", "enumeration", "balancing"),
+    wildcard_constraints:
+        doc="[0-9]{4}",
+    log:
+        "logs/loss/diagnostics/{model}/{corpus}/{doc}.log",
+    threads: config["loss"]["threads"]
+    resources:
+        mem_mb=6000,
+        runtime=60,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/loss_diagnostics.py"

@@ -52,6 +52,15 @@ def curvature_path(model, corpus, doc):
     return f"results/loss/{model}/{corpus}/{doc}.curvature.parquet"
 
 
+def diagnostics_path(model, corpus, doc):
+    return f"results/loss/{model}/{corpus}/{doc}.diagnostics.parquet"
+
+
+def diagnostics_outputs():
+    """The diagnostics forward of every held-out document (none when diagnostics are off)."""
+    return [diagnostics_path(*key) for key in loss_documents()] if config["diagnostics"]["enabled"] else []
+
+
 def curvature_outputs():
     """The curvature frames: each model's first loss.curvature.max_docs held-out documents (none when off)."""
     settings = config["loss"]["curvature"]

@@ -8,6 +8,7 @@
 #   results/stats/{table7,headline_certification}.parquet + results/certify/certified.parquet
 #   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
 #   results/stats/{task_contexts,task_map,headline_tasks}.parquet                      task_statistics
+#   results/stats/{swap_curves,swap_boundaries,margin_cells,margin_split}.parquet      diagnostics_statistics
 #   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
 #   results/claims.{html,md,json}                                                       claims_report
 #
@@ -178,6 +179,30 @@ rule task_statistics:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/task_statistics.py"
+
+
+rule diagnostics_statistics:
+    """The swap curves (es, held-out CE, next-token KL), swap-improving boundaries and the margin split,
+    from the swap rows of the headline documents and the diagnostics forward of the held-out ones."""
+    input:
+        rows=[SWAP_ROWS.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
+        forward=diagnostics_outputs(),
+        code=library_code(STATISTICS_RULES["diagnostics_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("diagnostics_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "diagnostics"),
+        content={name: (entry or {}).get("content") for name, entry in config["corpora"].items()},
+    log:
+        "logs/report/diagnostics_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/diagnostics_statistics.py"
 
 
 rule selfcheck_statistics:

@@ -16,6 +16,9 @@ Alternative rule (``ties_alt``): T if |Δ| < 0.05 points.  Significance: paired 
 ``mean_delta`` is the mean of the conditions' Δ; its interval is the percentile interval of the mean
 of the conditions' replicates (a bootstrap stratified by condition).
 
+``contracts`` (``deploy.contracts.contrast``): ``like_for_like`` when the two methods differ in the ranking
+scalar alone, else the contract fields the comparison crosses (allocation, window, ...).
+
 Retrieval and benchmark conditions are never pooled: the setting comes from a ``setting`` column,
 else from the task (the ``deploy.tasks`` tasks are retrieval, anything else a benchmark), and a
 frame with both is an error.
@@ -30,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core.stats import bootstrap_replicates, percentile_interval
+from trustmass.deploy.contracts import contrast
 from trustmass.deploy.tasks import TASKS
 
 __all__ = ["CONDITION", "TIE_ALT", "TIE_RULES", "conditions", "setting_of", "wtl"]
@@ -39,7 +43,7 @@ TIE_ALT = 0.05  # points on the 0–100 scale
 TIE_RULES = {"literal": "tie iff delta == 0", "alt": f"tie iff |delta| < {TIE_ALT} points (0-100 scale)"}
 _EXACT = 1e-9
 COLUMNS = ("variant", "opponent", "n_conditions", "wins", "ties", "losses", "ties_alt", "wins_sig", "losses_sig",
-           "mean_delta", "delta_lo", "delta_hi")
+           "mean_delta", "delta_lo", "delta_hi", "contracts")
 
 
 def setting_of(frame: pl.DataFrame) -> str:
@@ -144,6 +148,7 @@ def wtl(frame: pl.DataFrame, variant: str, opponents=None, *, method_col: str = 
             "wins_sig": sum(r["delta"] > 0 and r["significant"] for r in rows),
             "losses_sig": sum(r["delta"] < 0 and r["significant"] for r in rows),
             "mean_delta": float(deltas.mean()) if rows else float("nan"), "delta_lo": lo, "delta_hi": hi,
+            "contracts": contrast(variant, opponent),
         })
-    return pl.DataFrame(out, schema={c: (pl.Utf8 if c in ("variant", "opponent") else
+    return pl.DataFrame(out, schema={c: (pl.Utf8 if c in ("variant", "opponent", "contracts") else
                                          pl.Float64 if c.startswith(("mean", "delta")) else pl.Int64) for c in COLUMNS})

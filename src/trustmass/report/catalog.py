@@ -102,6 +102,10 @@ STATISTICS: tuple[StatisticsRule, ...] = (
     StatisticsRule("task_statistics", "trustmass.report.frames.tasks", ("task_contexts", "task_map", "headline_tasks"),
                    "The task-context claims 42-47 (retrieval vs background rows, the map on task contexts), from the task "
                    "corpus's ceiling records and manifests"),
+    StatisticsRule("diagnostics_statistics", "trustmass.report.frames.diagnostics",
+                   ("swap_curves", "swap_boundaries", "margin_cells", "margin_split"),
+                   "The fixed-contract diagnostics: boundary-swap curves against random swaps (es, held-out CE, next-token "
+                   "KL), swap-improving boundaries and the signed reference margin split"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip
@@ -146,6 +150,16 @@ OUTPUTS: tuple[Output, ...] = (
            ("curvature",), "curvature_table", f"{_TABLES}/curvature.csv", None, (58, 126)),
     Output("task_table", "table", "Task-structured contexts: retrieval against background rows (claims 42-46)",
            ("task_contexts",), "task_table", f"{_TABLES}/task_contexts.csv", None, (42, 43, 44, 45, 46)),
+    Output("fig_swaps", "figure", "Boundary swaps against random swaps: the gap recovered (es, held-out CE, next-token KL)",
+           ("swap_curves",), "trustmass.report.diagnostic_figures:swap_figure", f"{_FIGURES}/fig_swaps.png", None, ()),
+    Output("swap_table", "table", "Boundary swaps: the gap recovered per outcome (es, held-out CE, next-token KL)",
+           ("swap_curves",), "swap_table", f"{_TABLES}/swap_curves.csv", None, ()),
+    Output("boundary_table", "table", "Swap-improving boundaries per selector pair and outcome",
+           ("swap_boundaries",), "boundary_table", f"{_TABLES}/swap_boundaries.csv", None, ()),
+    Output("margin_table", "table", "The signed reference margin split (held-out CE): positive-shift rates per bucket",
+           ("margin_split",), "margin_table", f"{_TABLES}/margin_split.csv", None, ()),
+    Output("margin_cells_table", "table", "The margin split's cells: CE of dense, host and rule per (model, content, budget)",
+           ("margin_cells",), "margin_cells_table", f"{_TABLES}/margin_cells.csv", None, ()),
     Output("allocation_table", "table", "The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
            ("allocation",), "allocation_table", f"{_TABLES}/allocation_panel.csv", None, (97,)),
     Output("table3", "table", "Table 3: ContourKV's W/T/L, unenforced and enforced", ("table3",), "table3",

@@ -14,6 +14,7 @@ WTL_COLUMNS = (
     Column("L", "losses", None), Column("T (|Δ| < 0.05)", "ties_alt", None), Column("W sig.", "wins_sig", None),
     Column("L sig.", "losses_sig", None), Column("mean Δ, points", "mean_delta", 2, True),
     Column("hit rate", "variant_hit", 3), Column("opponent's hit rate", "opponent_hit", 3),
+    Column("contracts", "contracts", None),
 )  # fmt: skip
 TABLE3_COLUMNS = WTL_COLUMNS + (Column("cache share, min", "variant_frac_min", 4),
                                 Column("cache share, max", "variant_frac_max", 4),
@@ -71,7 +72,9 @@ DEPLOY_LAYOUTS = {
          "sig.: the paired item-bootstrap 95% interval excludes 0; mean Δ's interval is stratified by condition.",
          "Enforcement effect rows: enforced − unenforced on the same score (W = enforcement raised the score).",
          "Retrieval and benchmark conditions are never pooled: one row per setting. Synthetic retrieval on the "
-         "packaged models is an analogue of the paper's benchmark grid."),
+         "packaged models is an analogue of the paper's benchmark grid.",
+         "contracts: like_for_like when the two methods differ in the ranking scalar alone (trustmass.deploy.contracts); "
+         "otherwise the fields the comparison crosses, e.g. allocation: a transfer check, not a like-for-like one."),
     ),
     "table4": TableLayout(
         "Table 4 — retrieval W/T/L of window-scored enforced ContourKV against every method",

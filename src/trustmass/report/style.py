@@ -64,6 +64,11 @@ STYLE: dict = {
     # Figure 4
     "fig4_size": (10.0, 4.6),
     "fig4_colors": {"flat_switch": "#1f3b73", "random": "#b8c2cc", "all_cell": "#e0892b"},
+    # the boundary-swap figure: one panel per outcome, one colour per pair, one line style per swap kind
+    "swap_panel_size": (3.2, 2.8),
+    "swap_pair_colors": ("#1f3b73", "#e0892b", "#3a7d44", "#8e3b8e"),
+    "swap_kind_styles": {"boundary": "-", "random": "--", "random_restricted": ":"},
+    "swap_outcome_labels": {"es": "es per captured row", "ce": "held-out CE", "kl": "next-token KL to dense"},
     "rule_labels": {
         "snapkv": "SnapKV", "h2o": "H2O", "quest": "Quest", "streaming_llm": "StreamingLLM",
         "recency": "recency (positional control)", "certificate": "certificate (top-mass κ̂ > threshold)",

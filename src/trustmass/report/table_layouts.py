@@ -25,6 +25,7 @@ from __future__ import annotations
 import polars as pl
 
 from trustmass.report.deploy_layouts import DEPLOY_LAYOUTS
+from trustmass.report.diagnostic_layouts import DIAGNOSTIC_LAYOUTS
 from trustmass.report.engine import POOLED
 from trustmass.report.tables import Column, TableLayout, check_columns, order_rows, populations_of, value_columns, write
 
@@ -168,6 +169,7 @@ AUDIT_COLUMNS = (
     Column("share > threshold·ES_pool", "label_share", 3, True), Column("AUC(m̄_s)", "auc", 3, True),
     Column("ρ(m̄_s, excess)", "spearman_dm_excess", 2), Column("ρ(m̄_s, es − ES_pool)", "spearman_dm_abs_excess", 2),
     Column("median cache-faithful excess", "median_excess_cf", 3), Column("es_rule / es(A*)", "median_over_top", 3),
+    Column("contract vs top-mass", "contracts", None),
 )  # fmt: skip
 
 
@@ -347,7 +349,10 @@ LAYOUTS: dict[str, TableLayout] = {
     "audit_table": TableLayout(
         "The selector audit: deployed rules against ES_pool", audit_table, ("model", "rule", "budget"), AUDIT_COLUMNS,
         ("budget –: pooled over the enumerated budgets. At the native budgets (no ES_pool) the label is es_rule > threshold·es(A_bal).",
-         "certificate: top-mass's own label κ̂ > threshold scored by dropped mass (Figure 3's reference row)."),
+         "certificate: top-mass's own label κ̂ > threshold scored by dropped mass (Figure 3's reference row).",
+         "contract vs top-mass: like_for_like where the rule and top-mass differ in the ranking scalar alone "
+         "(trustmass.core.selectors.run_contract); otherwise the fields the comparison crosses (a transfer check)."),
     ),
 }  # fmt: skip
 LAYOUTS.update(DEPLOY_LAYOUTS)
+LAYOUTS.update(DIAGNOSTIC_LAYOUTS)

@@ -128,3 +128,11 @@ def selector_run(
         layer_weights=weights,
         **rule_terms(rule, budget),
     )
+
+
+def contrast(rule_a, rule_b, budget: int) -> str:
+    """``like_for_like`` when two rules run at `budget` on one capture differ in the ranking scalar
+    alone (a Stage II comparison), else ``crosses: <fields>`` (a transfer check)."""
+    a, b = (selector_run(rule, budget, "capture", (0,)) for rule in (rule_a, rule_b))
+    crossed = [f for f in differing_fields(a, b) if f != RANKING]
+    return "like_for_like" if not crossed else "crosses: " + ", ".join(crossed)

@@ -7,7 +7,8 @@ Input: the audit records of :mod:`trustmass.audit.records` (every shard, concate
   ``kappa_threshold``·ES_pool (CI), AUC of top-mass's dropped mass for the rule's label (CI),
   Spearman(dropped mass, excess) and Spearman(dropped mass, es_rule - ES_pool), median cache-faithful excess, median es_rule / es_top.  At the
   native budgets (no ES_pool) the label is ``es_rule > thr·es_bal`` [C] and the excess columns are
-  null; ``median_over_top`` carries SnapKV-vs-top-mass through s = 256.  The rule ``certificate``
+  null; ``median_over_top`` carries SnapKV-vs-top-mass through s = 256; ``contracts`` says whether the
+  rule compares with top-mass like for like (ranking scalar alone) or which contract fields it crosses.  The rule ``certificate``
   scores dropped mass against top-mass's own label ``kappa_hat > thr`` (Figure 3's reference row).
 * ``fig3_roc``: ROC points per (model, rule) at the ROC budget (first model only is plotted).
 * ``headline_audit``: the audit claims' rows in the one headline schema (:mod:`trustmass.report.headline`).
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from trustmass.core.selectors.registry import AUDITED, FIG3_RULES, REGISTRY
+from trustmass.core.selectors.run_contract import contrast
 from trustmass.core.stats import roc_curve
 from trustmass.report.engine import (
     GroupStatistics,
@@ -53,6 +55,7 @@ AUDIT_TABLE_SCHEMA = {
     "auc": pl.Float64, "auc_low": pl.Float64, "auc_high": pl.Float64, "auc_n_pos": pl.Int64,
     "spearman_dm_excess": pl.Float64, "spearman_dm_abs_excess": pl.Float64, "median_excess_cf": pl.Float64, "n_cf": pl.Int64,
     "median_over_top": pl.Float64, "share_excess_below_1": pl.Float64, "n_below_1_in_pool": pl.Int64,
+    "contracts": pl.Utf8,
 }  # fmt: skip
 ROC_SCHEMA = {
     "model": pl.Utf8, "rule": pl.Utf8, "order": pl.Int64, "budget": pl.Int64, "fpr": pl.Float64, "tpr": pl.Float64, "auc": pl.Float64,
@@ -119,10 +122,18 @@ def audit_table(records: pl.DataFrame, settings: AuditStatisticsSettings = Audit
     rows = []
     for population, pop in populations(f):
         for key, g in groups(pop, ["model", "rule", "budget"]):
-            rows.append({"population": population, **key, **_row(st, g, bool(g["enumerated"].all()))})
+            rows.append({"population": population, **key, **_row(st, g, bool(g["enumerated"].all())),
+                         "contracts": _against_top_mass(key["rule"], key["budget"])})  # fmt: skip
         for key, g in groups(pop.filter(pl.col("enumerated")), ["model", "rule"]):
-            rows.append({"population": population, **key, "budget": None, **_row(st, g, True)})
+            rows.append({"population": population, **key, "budget": None, **_row(st, g, True),
+                         "contracts": _against_top_mass(key["rule"], settings.roc_budget)})  # fmt: skip
     return frame_from_rows(rows, AUDIT_TABLE_SCHEMA).sort(["population", "model", "rule", "budget"], descending=[True, False, False, False], nulls_last=True)
+
+
+def _against_top_mass(rule: str, budget: int) -> str | None:
+    """The rule's comparison with top-mass (es_rule / es(A*)): like for like, or the contract fields
+    it crosses (``run_contract.contrast``); null for the certificate row, which is no selector."""
+    return contrast(REGISTRY["top_mass"], REGISTRY[rule], int(budget)) if rule in REGISTRY else None
 
 
 def fig3_roc(records: pl.DataFrame, settings: AuditStatisticsSettings = AuditStatisticsSettings()) -> pl.DataFrame:

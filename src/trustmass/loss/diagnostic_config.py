@@ -1,0 +1,46 @@
+"""The start-up checks of the ``diagnostics`` config block (boundary swaps and the margin split),
+torch-free: the workflow reads them when it parses the Snakefile, naming the field and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trustmass.loss.configurations import rule_problems
+
+
+def config_problems(config: Mapping[str, Any]) -> list[str]:
+    """Every problem of ``config['diagnostics']`` (nothing when the block is switched off)."""
+    diag = config.get("diagnostics") or {}
+    if not diag.get("enabled", False):
+        return []
+    swaps, margin = diag["swaps"], diag["margin"]
+    problems = []
+    for k, pair in enumerate(swaps["pairs"]):
+        field = f"config.diagnostics.swaps.pairs[{k}]"
+        if len(pair) != 2 or pair[0] == pair[1]:
+            problems.append(f"{field}: {pair!r} is not a pair of two different rules X -> Y; fix: e.g. [h2o, snapkv]")
+            continue
+        problems += rule_problems(pair, field)
+    problems += rule_problems([margin["host"], *margin["rules"]], "config.diagnostics.margin")
+    if margin["host"] in margin["rules"]:
+        problems.append(f"config.diagnostics.margin.rules: the host {margin['host']!r} is among the rules it is compared with; "
+                        "fix: remove it from rules")  # fmt: skip
+    loss = config["loss"]
+    doc_tokens = int(loss["heldout"]["doc_tokens"] or config["documents"]["doc_tokens"])
+    keys = doc_tokens - int(loss["continuation"])
+    for field, budget in [("swaps.budget", swaps["budget"]), *(("margin.budgets", b) for b in margin["budgets"])]:
+        if int(budget) >= keys:
+            problems.append(
+                f"config.diagnostics.{field}: {budget} is not below the {keys} keys the first restricted row sees "
+                f"(loss.heldout.doc_tokens {doc_tokens} - loss.continuation {loss['continuation']}), so nothing would be "
+                "evicted; fix: a smaller budget or longer held-out documents"
+            )  # fmt: skip
+    lowest = int(config["capture"]["min_position"]) + 1
+    for budget in swaps["row_budgets"]:
+        if int(budget) >= lowest:
+            problems.append(
+                f"config.diagnostics.swaps.row_budgets: {budget} is not below the {lowest} keys the earliest sampled rows "
+                f"see (capture.min_position {config['capture']['min_position']}); fix: budgets below {lowest}"
+            )  # fmt: skip
+    return problems
