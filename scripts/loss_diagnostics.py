@@ -31,7 +31,7 @@ print(f"diagnostics {model_name}/{corpus}/{doc} ({job.record['id']}): {job.ids.s
       f"{margin_rules} at s = {margin['budgets']} on {job.device}")  # fmt: skip
 tokens, seconds = run_diagnostics(
     job.model, job.ids, int(cfg["loss"]["continuation"]), plan, int(swaps["budget"]), margin_rules, margin["budgets"],
-    int(cfg["seed"]), rules={"balancing": job.balancing}, log=print,
+    int(cfg["seed"]), rules={"balancing": job.balancing}, log=print, capture_id=f"heldout:{model_name}/{corpus}/{job.record['id']}",
 )  # fmt: skip
 tokens = tokens.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))
 write_parquet(tokens, smk.output.tokens)

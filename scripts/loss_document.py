@@ -32,7 +32,7 @@ print(f"loss {model_name}/{corpus}/{doc} ({job.record['id']}): {job.ids.shape[0]
       f"budget {loss['budget']}, {int(job.flat.sum())} of {job.flat.size} cells flat, {len(configs)} configurations on {job.device}")  # fmt: skip
 result = run_document(
     job.model, job.ids, configs, job.flat, int(loss["budget"]), int(loss["continuation"]), int(cfg["seed"]),
-    probe=probe, rules={"balancing": job.balancing}, log=print,
+    probe=probe, rules={"balancing": job.balancing}, log=print, capture_id=f"heldout:{model_name}/{corpus}/{job.record['id']}",
 )
 tokens = result.tokens.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))
 cells = result.cells.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))

@@ -176,6 +176,8 @@ def test_question_visible_rows_and_decomposition(kvzip_ready, item):
             assert r["kept_min_head"] == r["kept_max_head"] == r["budget"]
     dense = [r for r in rows if r["method"] == "dense"]
     assert len(dense) == 2 and dense[0]["answer"] == dense[1]["answer"] and dense[0]["frac_full"] == 1.0
+    # one contract record per (method, budget, variant): a different record for every run, the same for one
+    assert len({r["contract_sha256"] for r in rows}) == len(rows) and all(len(r["contract_sha256"]) == 64 for r in rows)
     with pytest.raises(ValueError, match="decomposition needs query_aware"):
         run_item(llama, tok, it, ["snapkv"], BUDGET, max_new_tokens=2, decomposition=["snapkv"])
 

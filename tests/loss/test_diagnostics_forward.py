@@ -4,6 +4,7 @@ zero KL, every configuration has one outcome per target token, and the swap poli
 the batched swap of X's and Y's on every layer."""
 
 import numpy as np
+import polars as pl
 import pytest
 import torch
 from capture.tiny_models import tiny_model
@@ -42,3 +43,5 @@ def test_the_swap_ends_are_x_and_y_and_dense_has_no_kl(kind):
     half = tokens.filter(tokens["config"] == "h2o>snapkv:boundary@0.5")
     assert half["kl"].min() >= 0 and half["fraction"].unique().to_list() == [0.5]
     assert tokens.filter(tokens["kind"] == "random_restricted")["seed"].unique().to_list() == [0]
+    margin = tokens.filter(tokens["family"] == "margin").group_by("rule").agg(pl.col("contract_sha256").first())
+    assert margin.height == 2 and margin["contract_sha256"].n_unique() == 2  # the two rules differ in ranking: two records

@@ -10,7 +10,10 @@ methods cross; the W/T/L tables carry it in their ``contracts`` column.
 
 from __future__ import annotations
 
-__all__ = ["CONTRACTS", "FIELDS", "contrast"]
+import hashlib
+import json
+
+__all__ = ["CONTRACTS", "FIELDS", "contract_sha256", "contrast"]
 
 FIELDS = ("ranking", "query_domain", "observation_window", "allocation", "projection")
 
@@ -54,3 +57,14 @@ def contrast(a: str, b: str) -> str:
         return "unknown"
     crossed = [f for f in FIELDS if f != "ranking" and CONTRACTS[a][f] != CONTRACTS[b][f]]
     return "like_for_like" if not crossed else "crosses: " + ", ".join(crossed)
+
+
+def contract_sha256(method: str, budget: int, item_id: str, variant: str, query_aware: bool) -> str | None:
+    """The hash of one run's contract record: the method's fields, the budget, the item (the captured
+    prefill), the eviction variant and whether the question is visible (sha256 over canonical JSON,
+    as ``core.selectors.run_contract``); None for a method without a declared contract."""
+    if method not in CONTRACTS:
+        return None
+    record = {**CONTRACTS[method], "budget_rule": f"tokens:{int(budget)}", "capture_id": str(item_id),
+              "variant": str(variant), "query_aware": bool(query_aware), "tie_break": "kvpress_topk"}  # fmt: skip
+    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")).hexdigest()

@@ -24,6 +24,7 @@ from transformers import DynamicCache
 
 from trustmass.deploy import ledger, ragged, tasks
 from trustmass.deploy.contourkv import contour_kept, record_all
+from trustmass.deploy.contracts import contract_sha256
 from trustmass.deploy.methods import Method, method, ratio_for
 from trustmass.deploy.shipped import KVzipScores, clear_masks, press_prefill
 
@@ -274,7 +275,8 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
         for budget in budgets:
             for m in chosen:
                 if m.kind == "dense" and dense_row is not None:  # the same answer at every budget
-                    rows.append({**dense_row, "budget": budget})
+                    rows.append({**dense_row, "budget": budget,
+                                 "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware)})
                     continue
                 start = time.perf_counter()
                 kept = _kept(model, m, scored, budget, pad, alpha_safeguard, contour or {})
@@ -298,6 +300,7 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                     "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full,
                     "frac_full": row.frac_full, "prefill_s": scored.pre.prefill_s, "score_s": score_s,
                     "decode_s": decode_s,
+                    "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware),
                 })  # fmt: skip
                 if m.kind == "dense":
                     dense_row = rows[-1]

@@ -23,6 +23,7 @@ import polars as pl
 import torch
 
 from trustmass.loss.configurations import Configuration
+from trustmass.loss.document import run_contract_sha256
 from trustmass.loss.forward import RestrictedForward
 from trustmass.loss.policy import CellRecorder, SelectionPolicy, needs
 from trustmass.loss.swaps import SwapConfiguration, SwapPolicy
@@ -31,6 +32,7 @@ DENSE, SWAP, MARGIN = "dense", "swap", "margin"
 TOKEN_SCHEMA = {
     "family": pl.Utf8, "config": pl.Utf8, "rule": pl.Utf8, "pair": pl.Utf8, "kind": pl.Utf8, "fraction": pl.Float64,
     "seed": pl.Int64, "budget": pl.Int64, "position": pl.Int64, "nll": pl.Float64, "kl": pl.Float64, "mean_es": pl.Float64,
+    "contract_sha256": pl.Utf8,
 }  # fmt: skip
 
 
@@ -53,8 +55,10 @@ def run_diagnostics(
     master_seed: int = 0,
     rules: dict | None = None,
     log: Callable[[str], None] = print,
+    capture_id: str = "heldout",
 ) -> tuple[pl.DataFrame, dict]:
-    """(token frame, seconds per configuration) of one held-out document."""
+    """(token frame, seconds per configuration) of one held-out document; the margin rules' rows carry
+    the hash of their run contract on `capture_id` (``contract_sha256``)."""
     names = sorted({c.x for c in swaps} | {c.y for c in swaps} | set(margin_rules))
     budgets = [int(swap_budget)] * bool(swaps) + [int(b) for b in margin_budgets] * bool(margin_rules)
     forward = RestrictedForward(model, token_ids, continuation, **needs(names, max(budgets, default=1)))
@@ -91,5 +95,6 @@ def run_diagnostics(
             recorder = CellRecorder(shape)
             config = Configuration(f"{rule}@{int(budget)}", rule)
             policy = SelectionPolicy(config, np.zeros(shape, dtype=bool), int(budget), recorder, rules=rules)
-            run(MARGIN, config.name, policy, recorder, rule=rule, budget=int(budget))
+            contract = run_contract_sha256(rule, int(budget), capture_id, shape[0])
+            run(MARGIN, config.name, policy, recorder, rule=rule, budget=int(budget), contract_sha256=contract)
     return pl.concat(frames), seconds

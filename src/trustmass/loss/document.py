@@ -3,7 +3,8 @@
 The prefix runs once; each configuration forwards the continuation under its policy.  Frames:
 
 * tokens: ``config, base_rule, switch_rule, cells, seed, budget, n_cells_switched, accounting,
-  position, token_id, nll`` (one row per configuration and target token);
+  position, token_id, nll, contract_sha256`` (one row per configuration and target token; the hash of
+  the base rule's run contract, ``core.selectors.run_contract``);
 * cells: ``config, layer, head, switched, mean_dropped_mass, mean_es, mean_swaps`` (restricted
   configurations only).
 """
@@ -18,6 +19,8 @@ import numpy as np
 import polars as pl
 import torch
 
+from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.run_contract import selector_run
 from trustmass.loss.configurations import Configuration, switched_cells
 from trustmass.loss.forward import RestrictedForward
 from trustmass.loss.policy import CellRecorder, ProbeSelector, SelectionPolicy, needs
@@ -25,7 +28,7 @@ from trustmass.loss.policy import CellRecorder, ProbeSelector, SelectionPolicy, 
 TOKEN_SCHEMA = {
     "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8, "cells": pl.Utf8, "seed": pl.Int64,
     "alpha": pl.Float64, "budget": pl.Int64, "n_cells_switched": pl.Int64, "accounting": pl.Utf8, "position": pl.Int64,
-    "token_id": pl.Int64, "nll": pl.Float64,
+    "token_id": pl.Int64, "nll": pl.Float64, "contract_sha256": pl.Utf8,
 }  # fmt: skip
 CELL_SCHEMA = {
     "config": pl.Utf8, "layer": pl.Int64, "head": pl.Int64, "switched": pl.Boolean,
@@ -51,10 +54,12 @@ def run_document(
     probe=None,
     rules: dict | None = None,
     log: Callable[[str], None] = print,
+    capture_id: str = "heldout",
 ) -> DocumentResult:
     """Every configuration on one document; `flat` is the map's bool grid [layers, query heads];
     `probe` the trained probe's parameters (for the ``probe@alpha`` configurations); `rules` the
-    configured rule instances by name (the config's balancing pool rule)."""
+    configured rule instances by name (the config's balancing pool rule); `capture_id` names the
+    document in the run contracts (``contract_sha256``: the base rule's run on every layer)."""
     names = sorted({c.base_rule for c in configs} | {c.switch_rule for c in configs if c.switch_rule})
     forward = RestrictedForward(model, token_ids, continuation, **needs(names, budget))
     seconds = {}
@@ -73,7 +78,8 @@ def run_document(
         nll = forward.nll(policy)
         seconds[config.name] = time.time() - started
         log(f"  {config.name:>24}: CE {nll.mean():.4f} nats ({seconds[config.name]:.1f} s, {int(switched.sum())} cells switched)")
-        token_frames.append(_token_frame(config, budget, int(switched.sum()), positions, targets, nll))
+        contract = run_contract_sha256(config.base_rule, budget, capture_id, flat.shape[0])
+        token_frames.append(_token_frame(config, budget, int(switched.sum()), positions, targets, nll, contract))
         if config.restricted:
             cell_frames.append(_cell_frame(config, switched, recorder))
     tokens = pl.concat(token_frames) if token_frames else pl.DataFrame(schema=TOKEN_SCHEMA)
@@ -81,7 +87,15 @@ def run_document(
     return DocumentResult(tokens, cells, seconds)
 
 
-def _token_frame(config: Configuration, budget: int, n_switched: int, positions, targets, nll) -> pl.DataFrame:
+def run_contract_sha256(rule: str, budget: int, capture_id: str, n_layers: int) -> str | None:
+    """The hash of the run contract of a registry rule on every layer of the document (None for the
+    dense model, keep-all and the probe, which are not registry selectors)."""
+    if rule not in REGISTRY:
+        return None
+    return selector_run(REGISTRY[rule], budget, capture_id, tuple(range(n_layers))).sha256
+
+
+def _token_frame(config: Configuration, budget: int, n_switched: int, positions, targets, nll, contract) -> pl.DataFrame:
     n = len(nll)
     return pl.DataFrame(
         {
@@ -89,6 +103,7 @@ def _token_frame(config: Configuration, budget: int, n_switched: int, positions,
             "cells": [config.cells] * n, "seed": [config.seed] * n, "alpha": [config.alpha] * n, "budget": [budget] * n,
             "n_cells_switched": [n_switched] * n, "accounting": [config.accounting] * n,
             "position": positions.astype(np.int64), "token_id": targets.astype(np.int64), "nll": nll,
+            "contract_sha256": [contract] * n,
         },  # fmt: skip
         schema=TOKEN_SCHEMA,
     )
