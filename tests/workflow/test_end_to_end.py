@@ -58,7 +58,7 @@ def tiny_run(tmp_path_factory):
 
     wf = Workflow(tmp_path_factory.mktemp("tiny"))
     config = wf.write_config("tiny.yaml", TINY + tiny_study_config(wf.workdir))
-    done = wf.run("--cores", "2", "--configfile", str(config))
+    done = wf.run("--cores", "2", "--configfile", str(config), timeout=1500)  # every stage of the study: minutes
     return wf, config, done
 
 

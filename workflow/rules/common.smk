@@ -43,26 +43,20 @@ _role_problems = role_problems(config)
 if _role_problems:
     raise WorkflowError("config: " + "; ".join(_role_problems))
 
-# the loss stage's rules must be registry selectors with a batched version (torch-free check)
+
+def _refuse(problems):
+    """Stop at start-up with every problem of a torch-free config check (each names the field and the fix)."""
+    if problems:
+        raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+# the loss stage's rules must be registry selectors with a batched version; the fixed-contract
+# diagnostics' pairs, rules and budgets; the deployment stage's methods, budgets and references
+from trustmass.deploy.names import config_problems as deploy_problems
 from trustmass.loss.configurations import rule_problems as loss_rule_problems
-
-_loss_rule_problems = loss_rule_problems(config["loss"]["rules"])
-if _loss_rule_problems:
-    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _loss_rule_problems))
-
-# the fixed-contract diagnostics' rules and budgets (torch-free check)
 from trustmass.loss.diagnostic_config import config_problems as diagnostics_problems
 
-_diagnostics_problems = diagnostics_problems(config)
-if _diagnostics_problems:
-    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _diagnostics_problems))
-
-# the deployment stage's methods, budgets and references (torch-free check)
-from trustmass.deploy.names import config_problems as deploy_problems
-
-_deploy_problems = deploy_problems(config)
-if _deploy_problems:
-    raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in _deploy_problems))
+_refuse([*loss_rule_problems(config["loss"]["rules"]), *diagnostics_problems(config), *deploy_problems(config)])
 
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
