@@ -12,8 +12,10 @@ PRODUCED_STAGES = ["THY", "CAP", "INST", "STAT", "CERT", "AUD", "LOSS"] + (["TAS
     stage for stage, on in (("PROBE", config["loss"]["probe"]["enabled"]), ("CURV", config["loss"]["curvature"]["enabled"])) if on
 ] + (["DEP", "BYTES", "RETR", "TIME"] if config["deploy"]["enabled"] else [])
 #: the statistics rules of stages switched off, their frames, and the outputs and claims that remain
-_OFF_RULES = (set() if config["deploy"]["enabled"] else {"deploy_statistics"}) | (
-    set() if config["task_contexts"]["enabled"] else {"task_statistics"}
+_OFF_RULES = (
+    (set() if config["deploy"]["enabled"] else {"deploy_statistics"})
+    | (set() if config["task_contexts"]["enabled"] else {"task_statistics"})
+    | (set() if config["access_law"]["enabled"] else {"access_statistics"})
 )
 _OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
 ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]
