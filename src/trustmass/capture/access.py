@@ -43,13 +43,16 @@ from trustmass.sources.attention import trailing_row_probs
 
 __all__ = ["AccessLaws", "AccessOptions", "longest_common_run", "planted_target"]
 
+#: rows per float32 partial sum (as in the kernels' streamed pass); partial sums add up in float64
+SUM_ROWS = 32
+
 
 @dataclass(frozen=True)
 class AccessOptions:
     tail_rows: tuple[int, ...] = (8, 32, 64)  # K of the tail means
     dilution_rows: int = 64  # the last rows whose mass on the target m_h sums
     target: tuple[int, ...] = ()  # i*: key positions of the planted target (task contexts), else empty
-    block_rows: int = 32  # rows per exact-row block: float32 sums over at most 32 rows (as in the kernels), float64 across
+    block_rows: int = 128  # rows per exact-row block (memory block_rows x T per head; 128 is fastest on CPU, as in the kernels)
 
     @property
     def windows(self) -> tuple[int, ...]:
@@ -147,10 +150,12 @@ class AccessLaws:
                 rows = torch.arange(row0, min(row0 + step, n), device=q.device)
                 p = kernels.sampled_row_probs(q_h, k_h, rows.expand(heads.numel(), -1).contiguous(), **kw)  # [h, c, T]
                 after = (rows.unsqueeze(0) > last_sampled[heads].unsqueeze(1)).float()  # the rows C still lacks
-                column[heads] += torch.einsum("hc,hcn->hn", after, p).double()
-                if int(rows[-1]) >= int(tail_starts.min()):
-                    in_tail = (rows.unsqueeze(0) >= tail_starts.unsqueeze(1)).float()  # [W, c]
-                    tails[heads] += torch.einsum("wc,hcn->hwn", in_tail, p).double()
+                in_tail = (rows.unsqueeze(0) >= tail_starts.unsqueeze(1)).float()  # [W, c]
+                for s in range(0, rows.numel(), SUM_ROWS):  # float32 sums of at most SUM_ROWS rows, float64 across
+                    part = p[:, s : s + SUM_ROWS]
+                    column[heads] += torch.einsum("hc,hcn->hn", after[:, s : s + SUM_ROWS], part).double()
+                    if bool(in_tail[:, s : s + SUM_ROWS].any()):
+                        tails[heads] += torch.einsum("wc,hcn->hwn", in_tail[:, s : s + SUM_ROWS], part).double()
                 if int(rows[-1]) == n - 1:
                     final[heads] = p[:, -1].double()
         self.prefill[layer] = {"column_mass": column.cpu().numpy(), "tails": tails.cpu().numpy(), "last": final.cpu().numpy(),
