@@ -1,7 +1,9 @@
-"""Rule capture: one prefill of one document, sampled rows + side statistics, validated.
+"""Rule capture: one prefill of one document, sampled rows + side statistics, validated; with
+access_law.enabled also the access-law records beside the shard.
 
 Glue only: the capture lives in trustmass.capture.prefill, shard writing in trustmass.capture.shards (the
-format is trustmass.contracts.shards), model loading in trustmass.sources.loading.
+format is trustmass.contracts.shards), the access laws in trustmass.capture.access (trustmass.contracts.access),
+model loading in trustmass.sources.loading.
 """
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
@@ -17,8 +19,9 @@ import torch  # noqa: E402
 
 from trustmass.capture import prefill as cap  # noqa: E402
 from trustmass.capture import shards  # noqa: E402
+from trustmass.capture.access import AccessLaws, AccessOptions, planted_target  # noqa: E402
 from trustmass.plumbing.integrity import verify_output  # noqa: E402
-from trustmass.plumbing.rule_io import finish  # noqa: E402
+from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
 from trustmass.sources.documents import load_documents  # noqa: E402
 from trustmass.sources.loading import load_prepared_model, resolve_device, source_record  # noqa: E402
 from trustmass.sources.shapes import check_declared_shape, model_shapes  # noqa: E402
@@ -60,22 +63,38 @@ options = cap.CaptureOptions(
     retrieval_positions=tuple(record.get("retrieval_positions", ())),
     retrieval_rows=int(record.get("retrieval_rows", 0)),
 )
+access = None
+if "access" in snakemake.output.keys():  # noqa: F821 -- access_law.enabled
+    settings_access = snakemake.params.access["access_law"]  # noqa: F821
+    access = AccessLaws(AccessOptions(tail_rows=tuple(settings_access["tail_rows"]), dilution_rows=int(settings_access["dilution_rows"]),
+                                      target=planted_target(record, ids[index])))  # fmt: skip
 print(f"capture {model_name}/{corpus}/{doc} ({doc_id}): {ids.shape[1]} tokens on {device}; {options}")
+if access is not None:
+    print(f"access laws: {access.options}")
 print(f"shapes: {json.dumps(shapes)}")
 
 cap.register()  # the capture attention function, under the name cap.ATTENTION_NAME
 model = load_prepared_model(model_dir, cap.ATTENTION_NAME, device)
 t0 = time.time()
-result = cap.capture_document(model, torch.as_tensor(ids[index]), model_name, doc_id, options)
+result = cap.capture_document(model, torch.as_tensor(ids[index]), model_name, doc_id, options, access=access)
 print(f"captured in {time.time() - t0:.1f} s; max |sum p v - own output| = {result.max_abs_deviation:.3g}")
 
 digest = shards.write_shard(result, snakemake.output.shard)  # noqa: F821
 summary = shards.write_validation_report(result, snakemake.output.report)  # noqa: F821
+outputs, extra = [snakemake.output.shard], {}  # noqa: F821
+if access is not None:
+    write_parquet(access.frame(model=model_name, corpus=corpus, doc=doc, doc_id=doc_id, task=record.get("task")),
+                  snakemake.output.access)  # noqa: F821  # fmt: skip
+    outputs.append(snakemake.output.access)  # noqa: F821
+    extra["access"] = {"seconds": access.seconds, "decode_token": access.decode_token, "target": list(access.options.target),
+                       "decode_max_abs_dev": access.max_abs_deviation}  # fmt: skip
+    print(f"access laws: {access.seconds:.2f} s of the capture; decode token {access.decode_token}, "
+          f"max |sum p* v - own output| = {access.max_abs_deviation:.3g}")
 finish(
     snakemake,  # noqa: F821
-    [snakemake.output.shard],  # noqa: F821
+    outputs,
     [snakemake.input.model, snakemake.input.source, snakemake.input.documents, *snakemake.input.code],  # noqa: F821
-    {"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed},  # noqa: F821
+    {"capture": snakemake.params.capture["capture"], "seed": snakemake.params.seed, **snakemake.params.access},  # noqa: F821
     started,
     seeds={"seed": snakemake.params.seed},  # noqa: F821
     shard_sha256=digest,
@@ -85,4 +104,5 @@ finish(
     model_source=source_record(model_dir),
     device=device,
     capture_seconds=time.time() - t0,
+    **extra,
 )

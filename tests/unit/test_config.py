@@ -249,3 +249,27 @@ def test_documents_must_leave_rows_to_sample():
     assert "of models.m.documents" in line
     config["study"]["models"] = []
     validate_config(config, SCHEMA)
+
+
+def test_access_law_tails_must_fit_in_the_documents():
+    [line] = problems({"access_law": {"tail_rows": [8, 4096]}})
+    assert line == ("config.access_law.tail_rows: 4096 rows are longer than the 2048-token documents of documents; "
+                    "fix: at most 2048 (or longer documents, doc_tokens)")  # fmt: skip
+    [line] = problems({"access_law": {"dilution_rows": 3000}, "documents": {"doc_tokens": 1024}})
+    assert line.startswith("config.access_law.dilution_rows: 3000 rows are longer than the 1024-token documents of documents")
+    # a study model's own documents are checked too
+    config = {
+        "models": {"m": {"source": "local", "path": "/x", "documents": {"doc_tokens": 300}}},
+        "corpora": {"c": {"source": "local", "path": "/y"}},
+        "study": {"models": ["m"], "corpora": ["c"]},
+        "access_law": {"tail_rows": [8, 512]},
+    }
+    lines = problems(config)
+    assert any(p.startswith("config.access_law.tail_rows: 512 rows are longer than the 300-token documents of models.m.documents")
+               for p in lines), lines  # fmt: skip
+    # switched off: not checked; the schema still refuses a K of 0 and a repeated K
+    validate_config({"access_law": {"enabled": False, "tail_rows": [4096]}}, SCHEMA)
+    [line] = problems({"access_law": {"tail_rows": [0]}})
+    assert line.startswith("config.access_law.tail_rows[0]: got 0, must be >= 1")
+    [line] = problems({"access_law": {"tail_rows": [8, 8]}})
+    assert line.startswith("config.access_law.tail_rows:") and "non-unique" in line

@@ -24,8 +24,17 @@ def test_misspelled_top_level_key(workflow):
         workflow,
         "enumeratoin:\n  subset_cap: 5\n",
         "config: unknown key 'enumeratoin' at top level",
-        "allowed: balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents",
+        "allowed: access_law, balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents",
         "did you mean 'enumeration'?",
+    )
+
+
+def test_an_access_law_tail_longer_than_the_documents(workflow):
+    _fails_with(
+        workflow,
+        "access_law:\n  tail_rows: [8, 4096]\n",
+        "config.access_law.tail_rows: 4096 rows are longer than the 2048-token documents of documents",
+        "fix: at most 2048",
     )
 
 

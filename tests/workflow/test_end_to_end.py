@@ -47,6 +47,8 @@ STUDY = [
     "results/tables/swap_boundaries.csv",
     "results/tables/margin_split.csv",
     "results/tables/margin_cells.csv",
+    "results/figures/access_law.png",
+    "results/tables/access_law.csv",
 ]
 
 
@@ -213,6 +215,32 @@ def test_the_task_contexts_were_captured_with_their_retrieval_rows_and_judged(ti
         statuses = {v["all"]["status"] for v in claims[claim]["values"]}
         assert statuses - {"not produced yet"}, (claim, statuses)
     assert {v["all"]["status"] for v in claims[46]["values"]} == {"consistent"}  # 67 % >= 20 %
+
+
+def test_the_access_laws_were_recorded_beside_every_capture_and_summarised(tiny_run):
+    import polars as pl
+
+    wf, _, _ = tiny_run
+    task_shard = "results/capture/tiny/tasks/0000.safetensors"
+    for name in SHARDS + [task_shard]:
+        access = wf.workdir / name.replace(".safetensors", ".access.parquet")
+        frame = pl.read_parquet(access)
+        assert frame.height == 2 * 4 * 7  # layers x heads x laws (last, tails 8/32/64, all, debiased, decode)
+        assert frame["tv_decode"].null_count() == 0 and frame["n_tokens"].unique().to_list() == [96]
+        prov = json.loads((wf.workdir / f"{access}.prov.json").read_text())
+        assert prov["output"]["sha256"] == hashlib.sha256(access.read_bytes()).hexdigest()
+        assert prov["extra"]["access"]["seconds"] > 0 and prov["extra"]["access"]["decode_max_abs_dev"] < 1e-5
+    manifest = json.loads((wf.workdir / "resources/documents/tiny/tasks.json").read_text())
+    (doc,) = manifest["documents"]
+    target = pl.read_parquet(wf.workdir / task_shard.replace(".safetensors", ".access.parquet"))["target"].unique().to_list()
+    (start, end), (a, b) = doc["planted"][0], doc["answer"]
+    first, last = (int(x) for x in target[0].split(".."))
+    assert len(target) == 1 and start <= first <= last < end and last - first + 1 <= b - a  # inside the planted span
+    law = pl.read_parquet(wf.workdir / "results/stats/access_law.parquet")
+    assert set(law["corpus"].to_list()) == {"words", "tasks"} and set(law["tail_rows"].to_list()) == {8, 32, 64}
+    assert law["triangle_share"].to_list() == [1.0] * law.height  # Prop. 3 on every cell of the real outputs
+    dilution = pl.read_parquet(wf.workdir / "results/stats/access_dilution.parquet")
+    assert dilution["layer"].to_list() == [0, 1] and all(1.0 <= r <= 4.0 for r in dilution["r_eff"].to_list())
 
 
 def test_the_deploy_stage_wrote_tables_3_to_5_and_the_byte_ledger(tiny_run):

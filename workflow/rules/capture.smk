@@ -4,9 +4,12 @@
 #
 #   results/capture/{model}/{corpus}/{doc}.safetensors          the shard (bit-reproducible)
 #   results/capture/{model}/{corpus}/{doc}.validation.parquet   per-row deviations
+#   results/capture/{model}/{corpus}/{doc}.access.parquet       access-law records (access_law.enabled;
+#                                                               the same prefill plus one decode step)
 #
 # Needs from common.smk: library_code, params_from_config, prov; from sources_common.smk:
-# documents_path, model_entry, model_source_record; from capture_common.smk: capture_shard.
+# documents_path, model_entry, model_source_record; from capture_common.smk: capture_shard,
+# access_outputs.
 
 
 rule capture:
@@ -18,6 +21,7 @@ rule capture:
         code=library_code(
             "trustmass.capture.prefill",
             "trustmass.capture.shards",
+            "trustmass.capture.access",
             "trustmass.kernels",
             "trustmass.sources.attention",
             "trustmass.sources.documents",
@@ -28,8 +32,10 @@ rule capture:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
         report="results/capture/{model}/{corpus}/{doc}.validation.parquet",
         prov=prov(capture_shard("{model}", "{corpus}", "{doc}")),
+        **access_outputs("{model}", "{corpus}", "{doc}"),
     params:
         capture=params_from_config("capture"),
+        access=params_from_config("access_law"),
         seed=config["seed"],
         declared=lambda wc: model_entry(wc).get("declared"),
     wildcard_constraints:

@@ -6,6 +6,18 @@ def capture_shard(model, corpus, doc):
     return f"results/capture/{model}/{corpus}/{doc}.safetensors"
 
 
+def access_records(model, corpus, doc):
+    """The access-law records of one document (trustmass.contracts.access), beside its shard."""
+    return f"results/capture/{model}/{corpus}/{doc}.access.parquet"
+
+
+def access_outputs(model, corpus, doc):
+    """The capture rule's access-law outputs: the records and their sidecar (none when access_law is off)."""
+    if not config["access_law"]["enabled"]:
+        return {}
+    return {"access": access_records(model, corpus, doc), "access_prov": prov(access_records(model, corpus, doc))}
+
+
 def doc_ids(model):
     """Document ids 0000..n_docs-1 for one model (a model may override documents.n_docs)."""
     settings = documents_for_model(model)

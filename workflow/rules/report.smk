@@ -9,6 +9,7 @@
 #   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
 #   results/stats/{task_contexts,task_map,headline_tasks}.parquet                      task_statistics
 #   results/stats/{swap_curves,swap_boundaries,margin_cells,margin_split}.parquet      diagnostics_statistics
+#   results/stats/{access_law,access_layers,access_dilution}.parquet                   access_statistics
 #   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
 #   results/claims.{html,md,json}                                                       claims_report
 #
@@ -203,6 +204,27 @@ rule diagnostics_statistics:
         "../../envs/trustmass.yaml"
     script:
         "../../scripts/diagnostics_statistics.py"
+
+
+rule access_statistics:
+    """The access-law distances and head-sum dilution, from the access records of every captured document."""
+    input:
+        access=study_access_records(),
+        code=library_code(STATISTICS_RULES["access_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("access_statistics"),
+    params:
+        config=params_from_config(*STATISTICS_CONFIG, "access_law"),
+    log:
+        "logs/report/access_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/access_statistics.py"
 
 
 rule selfcheck_statistics:

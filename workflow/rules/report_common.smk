@@ -16,6 +16,7 @@ _OFF_RULES = (
     (set() if config["deploy"]["enabled"] else {"deploy_statistics"})
     | (set() if config["task_contexts"]["enabled"] else {"task_statistics"})
     | (set() if config["diagnostics"]["enabled"] else {"diagnostics_statistics"})
+    | (set() if config["access_law"]["enabled"] else {"access_statistics"})
 )
 _OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
 ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]

@@ -44,5 +44,12 @@ def task_records():
     return [ceiling_records(*key) for key in task_documents_list()]
 
 
+def study_access_records():
+    """The access-law records of every captured document: the study's and the task contexts' (access_law.enabled)."""
+    if not config["access_law"]["enabled"]:
+        return []
+    return [access_records(*key) for key in [*study_documents(), *task_documents_list()]]
+
+
 def task_manifests():
     return sorted({f"resources/documents/{m}/{c}.json" for m, c, _ in task_documents_list()})

@@ -12,18 +12,25 @@ sampled query rows of every head, records
 
 through `trustmass.kernels` (Triton on CUDA, PyTorch twins on CPU), in O(N d + rows N) memory.
 Every sampled row is validated: sum_j p_j v_j must match the model's own head output.
+
+With an :class:`~trustmass.capture.access.AccessLaws` passed in (``access_law.enabled``), the same
+prefill also feeds the access-law diagnostics: each layer hands it the queries, keys and the column
+mass just computed, and one greedy decode step reuses the prefill's cache for the first decode row
+``p*``.  The shard is the same bytes either way (the access laws are written to a file of their own).
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
+import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
 from trustmass import kernels
+from trustmass.capture.access import AccessLaws
 from trustmass.contracts.shards import tensor_name
 from trustmass.sources.attention import default_scaling, dense_attention, register_attention
 
@@ -94,6 +101,7 @@ class _Session:
     doc: str
     n_tokens: int
     options: CaptureOptions
+    access: AccessLaws | None = None
     tensors: dict = field(default_factory=dict)
     deviations: list = field(default_factory=list)
     layers: dict = field(default_factory=dict)
@@ -115,6 +123,8 @@ class _Session:
         acc, wsum = kernels.column_mass_and_window_sums(
             q, k_per_head, positions, windows=self.options.windows, block_rows=self.options.block_rows, **kw
         )
+        if self.access is not None:
+            self.access.record_prefill(layer, q, k_per_head, positions, acc, group, **kw)
         rows = positions.unsqueeze(-1).expand(-1, -1, q.shape[-1])  # (Hq, R, d)
         own = output[0].transpose(0, 1).float().gather(1, rows)  # model's own head output (Hq, R, d)
         values32 = v.float()
@@ -167,24 +177,32 @@ class Capture:
     tensors: dict  # name -> tensor, named and shaped as trustmass.contracts.shards describes
     metadata: dict  # JSON-serialisable description (no timestamps: shards are bit-reproducible)
     deviations: list  # (layer, head, kv_head, position, max_abs_dev, mean_abs_dev)
+    access: AccessLaws | None = None  # the access-law evidence, when asked for
 
     @property
     def max_abs_deviation(self) -> float:
         return max(d[4] for d in self.deviations)
 
 
-def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, options: CaptureOptions) -> Capture:
-    """Run one prefill and collect every layer's sampled rows; validate them all."""
+def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, options: CaptureOptions,
+                     access: AccessLaws | None = None) -> Capture:  # fmt: skip
+    """Run one prefill and collect every layer's sampled rows; validate them all.  With ``access``, also
+    the access-law evidence (:mod:`trustmass.capture.access`) and one greedy decode step."""
     if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
         raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.capture.prefill.register())")
     ids = token_ids.reshape(1, -1).to(next(model.parameters()).device)
-    session = _Session(model_name=model_name, doc=doc, n_tokens=ids.shape[1], options=options)
+    if access is not None:
+        access.options.check(ids.shape[1], f"{model_name}/{doc}")
+    session = _Session(model_name=model_name, doc=doc, n_tokens=ids.shape[1], options=options, access=access)
+    cache = _full_cache() if access is not None else None
     token = _ACTIVE.set(session)
     try:
         with torch.inference_mode():
-            _base_model(model)(input_ids=ids, use_cache=False)
+            out = _base_model(model)(input_ids=ids, use_cache=cache is not None, past_key_values=cache)
     finally:
         _ACTIVE.reset(token)
+    if access is not None:
+        _decode_step(model, out.last_hidden_state[:, -1], cache, access)
     capture = Capture(
         tensors=session.tensors,
         metadata={
@@ -197,6 +215,7 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
             "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
         },
         deviations=session.deviations,
+        access=access,
     )
     worst = max(session.deviations, key=lambda d: d[4])
     if worst[4] > options.max_abs_deviation:
@@ -205,4 +224,35 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
             f"{model_name}/{doc}: layer {layer} head {head} row {pos}: sum_j p_j v_j deviates from the model's own "
             f"head output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
         )
+    if access is not None and access.max_abs_deviation > options.max_abs_deviation:
+        layer, dev = max(access.deviations, key=lambda d: d[1])
+        raise CaptureValidationError(
+            f"{model_name}/{doc}: layer {layer}: the first decode row's sum_j p*_j v_j deviates from the model's own head "
+            f"output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
+        )
     return capture
+
+
+def _full_cache():
+    """A cache that keeps every position of every layer (built without the config: a sliding-window
+    layer's cache would drop old keys, and the decode row is read over all T + 1 keys)."""
+    from transformers import DynamicCache
+
+    return DynamicCache()
+
+
+def _decode_step(model, last_hidden: torch.Tensor, cache, access: AccessLaws) -> None:
+    """One greedy decode step over the prefill's cache; its attention calls record ``p*`` in ``access``."""
+    started = time.perf_counter()
+    with torch.inference_mode():
+        logits = model.get_output_embeddings()(last_hidden)  # [1, V]: the last prefill position only
+        next_token = logits.argmax(dim=-1, keepdim=True)  # [1, 1]
+        n = cache.get_seq_length()
+        token = _ACTIVE.set(access)
+        try:
+            _base_model(model)(input_ids=next_token, past_key_values=cache, use_cache=True,
+                               position_ids=torch.full((1, 1), n, device=next_token.device))  # fmt: skip
+        finally:
+            _ACTIVE.reset(token)
+    access.decode_token = int(next_token)
+    access.seconds += time.perf_counter() - started

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from trustmass import kernels
-from trustmass.sources.attention import default_scaling, dense_attention, register_attention
+from trustmass.sources.attention import default_scaling, dense_attention, register_attention, trailing_row_probs
 
 ATTENTION_NAME = "trustmass_restricted"
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("trustmass_restricted_state", default=None)
@@ -55,21 +55,9 @@ class LayerCall:
     def group(self) -> int:
         return self.query.shape[0] // self.keys.shape[0]
 
-    def keys_per_head(self) -> torch.Tensor:
-        """Keys expanded per query head ``[Hq, N, d]`` (what the capture kernels take)."""
-        return self.keys.repeat_interleave(self.group, dim=0)
-
     def probabilities(self) -> torch.Tensor:
         """The exact rows ``P[positions[m], :]`` of every query head, float32 ``[Hq, M, N]``."""
-        n_q, n_rows, d = self.query.shape
-        n_keys = self.keys.shape[1]
-        # the capture kernels index rows of a query tensor as long as the keys: place the rows there
-        queries = self.query.new_zeros(n_q, n_keys, d)
-        queries[:, n_keys - n_rows :] = self.query
-        positions = self.positions.unsqueeze(0).expand(n_q, -1).contiguous()
-        return kernels.sampled_row_probs(
-            queries, self.keys_per_head(), positions, self.scaling, self.softcap, self.window, self.logits_dtype
-        )
+        return trailing_row_probs(self.query, self.keys, self.scaling, self.softcap, self.window, self.logits_dtype)
 
 
 @dataclass

@@ -239,7 +239,36 @@ def _cross_field_problems(config: dict) -> list[str]:
     problems += _headline_problems(config)
     problems += _loss_problems(config)
     problems += _task_problems(config)
+    problems += _access_problems(config)
     return problems
+
+
+def _access_problems(config: dict) -> list[str]:
+    """access_law: every tail (tail_rows, dilution_rows) fits in every study model's documents."""
+    access = config.get("access_law") or {}
+    if not access.get("enabled"):
+        return []
+    problems = []
+    for where, docs in _documents_by_model(config).items():
+        n_tokens = int(docs.get("doc_tokens", 2048))
+        for name, values in (("tail_rows", access.get("tail_rows") or []), ("dilution_rows", [access.get("dilution_rows", 1)])):
+            longer = sorted(int(k) for k in values if int(k) > n_tokens)
+            if longer:
+                problems.append(
+                    f"config.access_law.{name}: {', '.join(map(str, longer))} rows are longer than the {n_tokens}-token "
+                    f"documents of {where}; fix: at most {n_tokens} (or longer documents, doc_tokens)"
+                )
+    return problems
+
+
+def _documents_by_model(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``documents`` and each study model's own ``documents:`` override, by where they are set."""
+    documents = config.get("documents") or {}
+    return {"documents": documents} | {
+        f"models.{name}.documents": {**documents, **(entry.get("documents") or {})}
+        for name, entry in (config.get("models") or {}).items()
+        if isinstance(entry, dict) and entry.get("documents") and name in ((config.get("study") or {}).get("models") or [])
+    }
 
 
 def task_contexts_first_chunk(config: Mapping[str, Any], documents: Mapping[str, Any] | None = None) -> int:
@@ -391,13 +420,7 @@ def _capture_budget_problems(config: dict) -> list[str]:
                 "long enough to sample from there)"
             )
     rows, hi_cap = int(capture.get("rows_per_head", 6)), capture.get("max_position")
-    documents = config.get("documents") or {}
-    settings = {"documents": documents} | {
-        f"models.{name}.documents": {**documents, **(entry.get("documents") or {})}
-        for name, entry in (config.get("models") or {}).items()
-        if isinstance(entry, dict) and entry.get("documents") and name in ((config.get("study") or {}).get("models") or [])
-    }
-    for where, docs in settings.items():
+    for where, docs in _documents_by_model(config).items():
         n_tokens = int(docs.get("doc_tokens", 2048))
         hi = n_tokens - 1 if hi_cap is None else min(int(hi_cap), n_tokens - 1)
         if hi - lo + 1 < rows:

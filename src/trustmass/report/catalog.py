@@ -106,6 +106,9 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    ("swap_curves", "swap_boundaries", "margin_cells", "margin_split"),
                    "The fixed-contract diagnostics: boundary-swap curves against random swaps (es, held-out CE, next-token "
                    "KL), swap-improving boundaries and the signed reference margin split"),
+    StatisticsRule("access_statistics", "trustmass.report.frames.access", ("access_law", "access_layers", "access_dilution"),
+                   "The access-law distances (TV of p_T, tail means, the full mixture and count-debiased C to p*) and "
+                   "head-sum dilution on the task contexts, from the access records of every captured document"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
 )  # fmt: skip
@@ -170,6 +173,11 @@ OUTPUTS: tuple[Output, ...] = (
            f"{_TABLES}/table5_decomposition.csv", None, (5, 76, 77, 78)),
     Output("bytes_table", "table", "The byte ledger: every method's cache, ragged, layer-padded and as shipped",
            ("deploy_bytes",), "bytes_table", f"{_TABLES}/bytes.csv", None, (3, 59, 60, 61, 113, 114)),
+    Output("access_figure", "figure", "Access laws: TV to the first decode row by layer, and head-sum dilution on the task contexts",
+           ("access_layers", "access_dilution"), "trustmass.report.access_figures:access_figure", f"{_FIGURES}/access_law.png",
+           None, ()),
+    Output("access_table", "table", "Access laws: the prefill's estimates of the first decode step's law (Prop. 3, exposure bias)",
+           ("access_law",), "access_table", f"{_TABLES}/access_law.csv", None, ()),
     Output("timing_table", "table", "Deployment timing per method (prefill, scoring, decode; replay cost)",
            ("deploy_timing",), "timing_table", f"{_TABLES}/deploy_timing.csv", None, (69, 115)),
 )  # fmt: skip

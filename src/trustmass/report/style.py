@@ -73,6 +73,12 @@ STYLE: dict = {
         "snapkv": "SnapKV", "h2o": "H2O", "quest": "Quest", "streaming_llm": "StreamingLLM",
         "recency": "recency (positional control)", "certificate": "certificate (top-mass κ̂ > threshold)",
     },  # fmt: skip
+    # the access-law figure (trustmass.report.access_figures)
+    "access_panel_size": (3.6, 3.0),  # inches per panel
+    "access_law_colors": {"last": "#c2185b", "all": "#e0892b", "debiased": "#2ca02c", "decode": "#000000"},
+    "access_tail_cmap": "Blues",  # tail-K means: one shade per K, darker for longer tails
+    "access_band_alpha": 0.18,  # the interquartile band of p_T's distance
+    "access_doc_colors": ("#1f77b4", "#d62728", "#9467bd", "#8c564b", "#17becf", "#bcbd22"),
 }
 
 #: how the populations of the summaries are named in titles

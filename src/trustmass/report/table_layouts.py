@@ -18,12 +18,16 @@ audit): how each statistics frame becomes the table the paper prints.  Rendered 
 - The probe table: per model the chosen alpha, swap recall and the CE changes of probe and balancing.
 - The loss table: per (model, configuration) held-out CE, the change against top-mass, shares and recovered gaps.
 - The task-context table: per (model, budget, rows) ĉ, the 90th percentile of κ̂, the κ̂ rate and the AUC.
+
+The deployment tables' layouts are in :mod:`trustmass.report.deploy_layouts`, the access-law table's in
+:mod:`trustmass.report.access_layouts`.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from trustmass.report.access_layouts import ACCESS_LAYOUTS
 from trustmass.report.deploy_layouts import DEPLOY_LAYOUTS
 from trustmass.report.diagnostic_layouts import DIAGNOSTIC_LAYOUTS
 from trustmass.report.engine import POOLED
@@ -356,3 +360,4 @@ LAYOUTS: dict[str, TableLayout] = {
 }  # fmt: skip
 LAYOUTS.update(DEPLOY_LAYOUTS)
 LAYOUTS.update(DIAGNOSTIC_LAYOUTS)
+LAYOUTS.update(ACCESS_LAYOUTS)

@@ -13,7 +13,9 @@ import math
 
 import torch
 
-__all__ = ["default_scaling", "dense_attention", "register_attention"]
+from trustmass import kernels
+
+__all__ = ["default_scaling", "dense_attention", "register_attention", "trailing_row_probs"]
 
 
 def default_scaling(query: torch.Tensor, scaling: float | None) -> float:
@@ -48,6 +50,24 @@ def _eager_softcapped(module, query, key, value, attention_mask, scaling, softca
         logits = logits + attention_mask
     probs = torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
     return torch.matmul(probs, v).transpose(1, 2).contiguous()
+
+
+def trailing_row_probs(query: torch.Tensor, keys: torch.Tensor, scaling: float, softcap: float | None, window: int | None,
+                       logits_dtype: torch.dtype | None) -> torch.Tensor:
+    """Exact rows of queries that sit at the *last* M of N key positions, float32 ``[Hq, M, N]``.
+
+    ``query`` ``[Hq, M, d]`` (a continuation or a decode step, whose keys the cache holds), ``keys``
+    ``[Hkv, N, d]`` (query head ``h`` reads KV head ``h // (Hq // Hkv)``).  The capture kernels index
+    query rows inside a query tensor as long as the keys, so the rows are placed at positions
+    ``N - M .. N - 1`` of one (the other positions are never read).
+    """
+    n_q, n_rows, d = query.shape
+    n_keys = keys.shape[1]
+    queries = query.new_zeros(n_q, n_keys, d)
+    queries[:, n_keys - n_rows :] = query
+    positions = torch.arange(n_keys - n_rows, n_keys, device=query.device).unsqueeze(0).expand(n_q, -1).contiguous()
+    keys_per_head = keys.repeat_interleave(n_q // keys.shape[0], dim=0)
+    return kernels.sampled_row_probs(queries, keys_per_head, positions, scaling, softcap, window, logits_dtype)
 
 
 def register_attention(name: str, function) -> str:
