@@ -101,3 +101,18 @@ def test_deploy_cpu_overlay_plans_the_issues_grid(tmp_path):
     assert done.returncode == 0, done.output
     jobs = planned_jobs(done.output)
     assert jobs["deploy_condition"] == 2 * 4 * 3 and jobs["deploy_replay"] == 2
+
+
+def test_the_diagnostics_overlay_plans_only_what_its_outputs_read(tmp_path):
+    """config/diagnostics-cpu.yaml over the panel: the diagnostics' targets plan 3 documents per (model,
+    corpus) plus 4 task contexts per model, ceilings only where the task table reads them, offline."""
+    targets = ["fig_swaps", "swap_table", "boundary_table", "margin_table", "margin_cells_table", "access_table",
+               "access_figure", "task_table"]  # fmt: skip
+    overlay = REPO / "config" / "diagnostics-cpu.yaml"
+    run, done = offline_dry_run(tmp_path, *targets, "--configfile", str(PANEL), str(overlay))
+    assert_planned_offline(run, done)
+    jobs = planned_jobs(done.output)
+    assert jobs["capture"] == len(MODELS) * (len(CORPORA) * 3 + 4) == 39
+    assert jobs["ceiling"] == len(MODELS) * (3 + 4)  # the headline corpus (the task map's prose side) and the tasks
+    assert jobs["swap_rows"] == len(MODELS) * 3 and jobs["loss_diagnostics"] == len(MODELS) * len(CORPORA) * 2
+    assert not {"loss_document", "deploy_condition", "certify_shard", "audit"} & set(jobs)
