@@ -24,7 +24,8 @@ swaps, margin = cfg["diagnostics"]["swaps"], cfg["diagnostics"]["margin"]
 model_name, corpus, doc = smk.wildcards.model, smk.wildcards.corpus, smk.wildcards.doc
 with clean_exit_on(ValueError, job=f"loss_diagnostics {model_name}/{corpus}/{doc}"):
     job = open_job(cfg, smk.input.model, smk.input.heldout, smk.input.capture_documents, smk.input.map, doc, smk.threads)
-plan = swap_plan([tuple(p) for p in swaps["pairs"]], swaps["fractions"], int(swaps["forward_seeds"]))
+pairs = swaps["pairs"] if swaps["forward_pairs"] is None else swaps["forward_pairs"]
+plan = swap_plan([tuple(p) for p in pairs], swaps["fractions"], int(swaps["forward_seeds"]))
 margin_rules = [margin["host"], *margin["rules"]]
 print(f"diagnostics {model_name}/{corpus}/{doc} ({job.record['id']}): {job.ids.shape[0]} tokens, continuation "
       f"{cfg['loss']['continuation']}, {len(plan)} swap configurations at s = {swaps['budget']}, margin rules "

@@ -44,8 +44,9 @@ def test_the_statistics_recover_the_whole_gap_at_fraction_one(records):
 def test_gap_recovered_is_the_ratio_of_pooled_means_and_null_without_a_gap():
     x, y = np.array([2.0, 4.0, 6.0]), np.array([1.0, 1.0, 1.0])
     out = gap_recovered(x, (x + y) / 2, y, np.array(["a", "b", "c"]), StatisticsSettings(bootstrap=0))
-    assert out["gap_recovered"] == pytest.approx(0.5)
-    assert gap_recovered(x, x, x, np.array(["a", "b", "c"]), StatisticsSettings(bootstrap=0))["gap_recovered"] is None
+    assert out["gap_recovered"] == pytest.approx(0.5) and out["err_ratio"] == pytest.approx((6.0 + 1.5) / 12.0)
+    same = gap_recovered(x, x, x, np.array(["a", "b", "c"]), StatisticsSettings(bootstrap=0))
+    assert same["gap_recovered"] is None and same["err_ratio"] == 1.0
 
 
 def test_contracts_say_which_pairs_compare_like_for_like():

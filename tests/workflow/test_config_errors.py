@@ -123,11 +123,13 @@ def test_a_hub_method_offline_and_a_budget_above_the_items(workflow):
 def test_diagnostics_pairs_rules_and_budgets_the_forward_cannot_run(workflow):
     _fails_with(
         workflow,
-        "diagnostics:\n  swaps: {pairs: [[h2o, snapvk], [quest, quest]], row_budgets: [8, 300], budget: 500}\n"
+        "diagnostics:\n  swaps: {pairs: [[h2o, snapvk], [quest, quest]], forward_pairs: [[geometric, h2o]], row_budgets: [8, 300], "
+        "budget: 500}\n"
         "  margin: {host: value_aware_mass, rules: [value_aware_mii, geometric], budgets: [8, 600]}\n",
         "config.diagnostics.swaps.pairs[0]: 'snapvk' is not a selector of the registry",
         "config.diagnostics.swaps.pairs[1]: ['quest', 'quest'] is not a pair of two different rules",
         "config.diagnostics.margin: 'geometric' has no batched version for the restricted forward",
+        "config.diagnostics.swaps.forward_pairs[0]: 'geometric' has no batched version",
         "config.diagnostics.swaps.budget: 500 is not below the 448 keys the first restricted row sees",
         "config.diagnostics.margin.budgets: 600 is not below the 448 keys",
         "config.diagnostics.swaps.row_budgets: 300 is not below the 257 keys the earliest sampled rows see",

@@ -9,8 +9,7 @@ closed form, and the rule then token-fills the rest (``selectors.projection``).
 The value-aware rules (``selectors.value_aware.ValueAwareBlocks``; related-methods §A.3) score a
 block ``c`` by its mass ``a = p(c)`` ('mass'), its residual ``||g_c||^2`` with
 ``g_c = sum_{j in c} p_j (v_j - mu)`` ('nolev'), or ``||g_c||^2 / max(1 - a, eps_a)^2`` ('mii'),
-and token-fill by the same scalar at block size 1.  Everything is float64, residuals in row chunks
-(``[rows, N, d]`` at a time) so long documents stay within memory.
+and token-fill by the same scalar at block size 1.  Everything is float64, and nothing of size [rows, N, d] is formed (:func:`_residual_norms`).
 """
 
 from __future__ import annotations
@@ -21,9 +20,6 @@ from trustmass.core.selectors.deployed import checked_budget
 from trustmass.core.selectors.projection import FIT_THEN_FILL
 from trustmass.loss.batched import top_k_mask
 from trustmass.loss.evidence import LayerRows
-
-#: rows whose [rows, N, d] float64 residuals are held at once
-RESIDUAL_ROWS = 64
 
 
 def unit_layout(rows: LayerRows, page: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -76,23 +72,32 @@ def value_aware_scores(rows: LayerRows, block: int, score: str, eps_a: float) ->
         return a, p
     if score not in ("nolev", "mii"):
         raise ValueError(f"value-aware score must be one of ('mass', 'nolev', 'mii'); got {score!r}")
-    g_sq, token_sq = _residual_norms(rows, p, block, n_units, pad)
+    g_sq, token_sq = _residual_norms(rows, p, a, block, pad)
     if score == "nolev":
         return g_sq, token_sq
     return g_sq / (1.0 - a).clamp(min=eps_a) ** 2, token_sq / (1.0 - p).clamp(min=eps_a) ** 2
 
 
-def _residual_norms(rows: LayerRows, p: torch.Tensor, block: int, n_units: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(||g_c||^2 [R, U], ||p_j (v_j - mu)||^2 [R, N]) with mu the row's dense output ``p v / p(all)``."""
-    kv = rows.kv_of_row
+def _residual_norms(rows: LayerRows, p: torch.Tensor, a: torch.Tensor, block: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(||g_c||^2 [R, U], ||p_j (v_j - mu)||^2 [R, N]) with mu the row's dense output ``p v / p(all)``
+    and ``a`` [R, U] the block masses, without any [rows, N, d] tensor: with ``S_c = sum_{j in c} p_j v_j``,
+
+        ||g_c||^2 = ||S_c - a_c mu||^2 = p_c^T G_c p_c - 2 a_c sum_{j in c} p_j (v_j . mu) + a_c^2 ||mu||^2,
+
+    ``G_c`` the block's Gram matrix of values (one [U, b, b] product per KV head), and
+    ``||p_j (v_j - mu)||^2 = p_j^2 (||v_j||^2 - 2 v_j . mu + ||mu||^2)``; float64 throughout (the
+    expansions cancel only where a block's centroid is within ~1e-8 of mu, far below any ranking gap)."""
     v64 = rows.values.double()
+    n_kv, d, n_units = v64.shape[0], v64.shape[-1], a.shape[1]
     mu = torch.bmm(rows.grouped(p), v64).reshape(p.shape[0], -1) / p.sum(dim=1, keepdim=True)
-    g_sq = torch.empty(p.shape[0], n_units, dtype=torch.float64)
-    token_sq = torch.empty_like(p)
-    for start in range(0, p.shape[0], RESIDUAL_ROWS):
-        chunk = slice(start, start + RESIDUAL_ROWS)
-        residual = p[chunk, :, None] * (v64[kv[chunk]] - mu[chunk, None, :])  # [r, N, d]
-        token_sq[chunk] = (residual * residual).sum(dim=2)
-        blocks = torch.nn.functional.pad(residual, (0, 0, 0, pad)).reshape(residual.shape[0], n_units, block, -1).sum(dim=2)
-        g_sq[chunk] = (blocks * blocks).sum(dim=2)
-    return g_sq, token_sq
+    mu_sq = (mu * mu).sum(dim=1, keepdim=True)
+    v_mu = torch.bmm(v64, rows.grouped(mu).transpose(1, 2)).transpose(1, 2).reshape(p.shape)  # v_j . mu per row
+    v_blocks = torch.nn.functional.pad(v64, (0, 0, 0, pad)).reshape(n_kv, n_units, block, d)
+    gram = torch.einsum("kubd,kucd->kubc", v_blocks, v_blocks)  # [Hkv, U, b, b]
+    p_blocks = torch.nn.functional.pad(p, (0, pad)).reshape(n_kv, -1, n_units, block)  # [Hkv, rows per KV head, U, b]
+    s_sq = torch.einsum("kmub,kubc,kmuc->kmu", p_blocks, gram, p_blocks).reshape(a.shape)
+    s_mu = (torch.nn.functional.pad(p * v_mu, (0, pad))).reshape(-1, n_units, block).sum(dim=2)
+    g_sq = (s_sq - 2.0 * a * s_mu + a * a * mu_sq).clamp(min=0.0)
+    v_sq = (v64 * v64).sum(dim=2)  # [Hkv, N]
+    dist_sq = (rows.ungrouped(v_sq) - 2.0 * v_mu + mu_sq).clamp(min=0.0)
+    return g_sq, p * p * dist_sq

@@ -16,12 +16,11 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
         return []
     swaps, margin = diag["swaps"], diag["margin"]
     problems = []
+    in_forward = swaps["forward_pairs"] is None  # then every pair also runs through the restricted forward
     for k, pair in enumerate(swaps["pairs"]):
-        field = f"config.diagnostics.swaps.pairs[{k}]"
-        if len(pair) != 2 or pair[0] == pair[1]:
-            problems.append(f"{field}: {pair!r} is not a pair of two different rules X -> Y; fix: e.g. [h2o, snapkv]")
-            continue
-        problems += rule_problems(pair, field)
+        problems += _pair_problems(pair, f"config.diagnostics.swaps.pairs[{k}]", batched=in_forward)
+    for k, pair in enumerate(swaps["forward_pairs"] or []):
+        problems += _pair_problems(pair, f"config.diagnostics.swaps.forward_pairs[{k}]", batched=True)
     problems += rule_problems([margin["host"], *margin["rules"]], "config.diagnostics.margin")
     if margin["host"] in margin["rules"]:
         problems.append(f"config.diagnostics.margin.rules: the host {margin['host']!r} is among the rules it is compared with; "
@@ -44,3 +43,11 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
                 f"see (capture.min_position {config['capture']['min_position']}); fix: budgets below {lowest}"
             )  # fmt: skip
     return problems
+
+
+def _pair_problems(pair, field: str, batched: bool) -> list[str]:
+    """A pair X -> Y of registry rules (with a batched version where it runs through the forward)."""
+    if len(pair) != 2 or pair[0] == pair[1]:
+        return [f"{field}: {pair!r} is not a pair of two different rules X -> Y; fix: e.g. [h2o, snapkv]"]
+    found = rule_problems(pair, field)
+    return found if batched else [p for p in found if "is not a selector" in p]

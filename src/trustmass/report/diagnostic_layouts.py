@@ -12,7 +12,7 @@ __all__ = ["DIAGNOSTIC_LAYOUTS"]
 SWAP_COLUMNS = (
     Column("units", "n", None), Column("docs", "n_docs", None), Column("seeds", "n_seeds", None),
     Column("err(X)", "err_x", 4), Column("err(Y)", "err_y", 4), Column("err after the swap", "err", 4),
-    Column("gap recovered", "gap_recovered", 3, True),
+    Column("err / err(X)", "err_ratio", 3, True), Column("gap recovered", "gap_recovered", 3, True),
 )  # fmt: skip
 BOUNDARY_COLUMNS = (
     Column("units", "n", None), Column("docs", "n_docs", None), Column("err(X)", "err_x", 4), Column("err(Y)", "err_y", 4),
@@ -52,7 +52,8 @@ _SWAPS = ("Units: captured rows of the headline documents whose kept sets differ
           "row's disagreement with Y's swapped: boundary = the least-mass keys of X only out, the most-mass keys of Y "
           "only in (rank to rank); random = as many kept keys of X for as many evicted keys with mass, drawn; "
           "random_restricted = drawn inside the disagreement (averaged over seeds per unit).",
-          "gap recovered = (mean err(X) − mean err) / (mean err(X) − mean err(Y)); 95% document-cluster interval.")
+          "gap recovered = (mean err(X) − mean err) / (mean err(X) − mean err(Y)), large and unstable where Y errs "
+          "about as X does; err / err(X) = mean err / mean err(X); 95% document-cluster intervals.")
 DIAGNOSTIC_LAYOUTS = {
     "swap_table": TableLayout(
         "Boundary swaps against random swaps: the share of X's gap to Y recovered",

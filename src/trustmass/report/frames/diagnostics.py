@@ -54,7 +54,7 @@ REL_TOL = 1e-12
 SWAP_CURVES_SCHEMA = {
     "model": pl.Utf8, "outcome": pl.Utf8, "pair": pl.Utf8, "budget": pl.Int64, "kind": pl.Utf8, "fraction": pl.Float64,
     "n": pl.Int64, "n_docs": pl.Int64, "n_seeds": pl.Int64, "err_x": pl.Float64, "err_y": pl.Float64, "err": pl.Float64,
-    **interval_columns("gap_recovered"),
+    **interval_columns("gap_recovered", "err_ratio"),
 }  # fmt: skip
 SWAP_BOUNDARIES_SCHEMA = {
     "model": pl.Utf8, "outcome": pl.Utf8, "pair": pl.Utf8, "budget": pl.Int64, "n": pl.Int64, "n_docs": pl.Int64,
@@ -127,18 +127,25 @@ def _cluster_weights(clusters: np.ndarray, settings: StatisticsSettings) -> tupl
 
 def gap_recovered(err_x: np.ndarray, err: np.ndarray, err_y: np.ndarray, clusters: np.ndarray,
                   settings: StatisticsSettings) -> dict:  # fmt: skip
-    """The pooled gap recovered and its document-cluster interval (null where X and Y err alike)."""
+    """The pooled gap recovered and the pooled error relative to X's (``err_ratio``: mean err / mean
+    err(X), well defined where X and Y err alike), each with its document-cluster interval; the gap is
+    null where X and Y err alike."""
     codes, weights = _cluster_weights(clusters, settings)
     k = weights.shape[1]
     sums = [weights @ np.bincount(codes, weights=v, minlength=k) for v in (err_x, err, err_y)]
     with np.errstate(divide="ignore", invalid="ignore"):
         gap = sums[0] - sums[2]
-        reps = np.where(np.abs(gap) > REL_TOL * np.abs(sums[0]), (sums[0] - sums[1]) / gap, np.nan)
-    low = high = None
-    if reps.shape[0] > 1:
-        low, high = percentile_interval(reps[1:], settings.level, nan_policy="omit")
-    estimate = None if np.isnan(reps[0]) else float(reps[0])
-    return {"gap_recovered": estimate, "gap_recovered_low": low, "gap_recovered_high": high}
+        reps = {
+            "gap_recovered": np.where(np.abs(gap) > REL_TOL * np.abs(sums[0]), (sums[0] - sums[1]) / gap, np.nan),
+            "err_ratio": np.where(sums[0] > 0, sums[1] / sums[0], np.nan),
+        }
+    out = {}
+    for name, values in reps.items():
+        out[name] = None if np.isnan(values[0]) else float(values[0])
+        out[f"{name}_low"] = out[f"{name}_high"] = None
+        if values.shape[0] > 1:
+            out[f"{name}_low"], out[f"{name}_high"] = percentile_interval(values[1:], settings.level, nan_policy="omit")
+    return out
 
 
 def swap_curves(units: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
