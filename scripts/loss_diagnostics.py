@@ -20,7 +20,7 @@ from trustmass.sources.loading import source_record  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
-swaps, margin = cfg["diagnostics"]["swaps"], cfg["diagnostics"]["margin"]
+swaps, margin, projection = (cfg["diagnostics"][k] for k in ("swaps", "margin", "projection"))
 model_name, corpus, doc = smk.wildcards.model, smk.wildcards.corpus, smk.wildcards.doc
 with clean_exit_on(ValueError, job=f"loss_diagnostics {model_name}/{corpus}/{doc}"):
     job = open_job(cfg, smk.input.model, smk.input.heldout, smk.input.capture_documents, smk.input.map, doc, smk.threads)
@@ -33,6 +33,7 @@ print(f"diagnostics {model_name}/{corpus}/{doc} ({job.record['id']}): {job.ids.s
 tokens, seconds = run_diagnostics(
     job.model, job.ids, int(cfg["loss"]["continuation"]), plan, int(swaps["budget"]), margin_rules, margin["budgets"],
     int(cfg["seed"]), rules={"balancing": job.balancing}, log=print, capture_id=f"heldout:{model_name}/{corpus}/{job.record['id']}",
+    projection_rules=projection["forward_rules"], projection_block=int(projection["block"]),
 )  # fmt: skip
 tokens = tokens.with_columns(model=pl.lit(model_name), corpus=pl.lit(corpus), doc=pl.lit(doc))
 write_parquet(tokens, smk.output.tokens)

@@ -320,3 +320,23 @@ def test_top_k_mask_is_the_stable_descending_sort(seed, n, k_low, k_high):
             want = np.zeros(n, dtype=bool)
             want[order] = True
             np.testing.assert_array_equal(got[r], want, err_msg=f"row {r}, k = {k[r]}")
+
+
+@pytest.mark.parametrize("projection", ["strict", "strict_then_fill"])
+@pytest.mark.parametrize("score", ["mass", "mii"])
+def test_value_aware_projections_match_the_registry(captured, projection, score):
+    """The strict block TopK (slack left) and its token-fill, at a block size that leaves slack."""
+    from trustmass.core.selectors.value_aware import ValueAwareBlocks
+
+    rule = ValueAwareBlocks(score=score, block=5, projection=projection)
+    for t, rows, windows in captured:
+        inputs = shard_inputs(t, windows)
+        for budget in (8, 16, 32):
+            sel = select(f"value_aware_{score}", rows, budget, rule=rule)
+            for (h, m), x in inputs.items():
+                want = run(rule, x, budget)
+                np.testing.assert_array_equal(kept_of(sel, h, m), want, err_msg=f"{projection} at s={budget}, head {h}, row {m}")
+    rows, inputs = synthetic(seed=1, levels=4)  # exact ties everywhere
+    sel = select(f"value_aware_{score}", rows, 16, rule=rule)
+    for (h, m), x in inputs.items():
+        np.testing.assert_array_equal(kept_of(sel, h, m), run(rule, x, 16))

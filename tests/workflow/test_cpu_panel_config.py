@@ -114,5 +114,5 @@ def test_the_diagnostics_overlay_plans_only_what_its_outputs_read(tmp_path):
     jobs = planned_jobs(done.output)
     assert jobs["capture"] == len(MODELS) * (len(CORPORA) * 3 + 4) == 39
     assert jobs["ceiling"] == len(MODELS) * (3 + 4)  # the headline corpus (the task map's prose side) and the tasks
-    assert jobs["swap_rows"] == len(MODELS) * 3 and jobs["loss_diagnostics"] == len(MODELS) * len(CORPORA) * 2
+    assert jobs["row_diagnostics"] == len(MODELS) * 3 and jobs["loss_diagnostics"] == len(MODELS) * len(CORPORA) * 2
     assert not {"loss_document", "deploy_condition", "certify_shard", "audit"} & set(jobs)

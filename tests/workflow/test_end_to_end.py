@@ -47,6 +47,7 @@ STUDY = [
     "results/tables/swap_boundaries.csv",
     "results/tables/margin_split.csv",
     "results/tables/margin_cells.csv",
+    "results/tables/projection.csv",
     "results/figures/access_law.png",
     "results/tables/access_law.csv",
 ]
@@ -190,6 +191,10 @@ def test_the_diagnostics_swapped_every_pair_and_split_the_margin(tiny_run):
     assert set(split["rule"]) == {"value_aware_mii", "value_aware_nolev"}
     assert (split["n_cells"] == 2).all()  # one corpus x two budgets
     assert set(split["contracts"]) == {"like_for_like"}
+    projection = pl.read_parquet(wf.workdir / "results/stats/projection.parquet")
+    assert set(projection["outcome"]) == {"es", "ce", "kl"} and set(projection["rule"]) == {"block_select", "value_aware_mii"}
+    es = projection.filter(pl.col("outcome") == "es")
+    assert (es["slack_strict"] > 0).all() and (es["slack_fill"] == 0).all()  # b = 5 at s = 8: slack, then none
 
 
 def test_the_task_contexts_were_captured_with_their_retrieval_rows_and_judged(tiny_run):

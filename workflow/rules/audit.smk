@@ -6,12 +6,14 @@
 #
 #   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
 #   results/audit/{model}/{corpus}/{doc}.swaps.parquet    trustmass.audit.swaps (boundary swaps, es)
+#   results/audit/{model}/{corpus}/{doc}.projection.parquet   trustmass.audit.projection (strict vs token-fill)
 #
 # Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
 # capture_shard, ceiling_records.
 
 AUDIT = "results/audit/{model}/{corpus}/{doc}.parquet"
 SWAP_ROWS = "results/audit/{model}/{corpus}/{doc}.swaps.parquet"
+PROJECTION_ROWS = "results/audit/{model}/{corpus}/{doc}.projection.parquet"
 
 
 rule audit:
@@ -39,21 +41,23 @@ rule audit:
         "../../scripts/audit.py"
 
 
-rule swap_rows:
-    """Boundary swaps between selector pairs and their random controls on every sampled row of one
-    captured document, es as the outcome (related-methods A.2)."""
+rule row_diagnostics:
+    """On every sampled row of one captured document, es as the outcome: boundary swaps between selector
+    pairs and their random controls (related-methods A.2), and the block rules' strict block TopK against
+    its token-fill (A.4 Stage III)."""
     input:
         shard=capture_shard("{model}", "{corpus}", "{doc}"),
-        code=library_code("trustmass.audit.swaps", "trustmass.plumbing.rule_io"),
+        code=library_code("trustmass.audit.swaps", "trustmass.audit.projection", "trustmass.plumbing.rule_io"),
     output:
         swaps=SWAP_ROWS,
-        prov=prov(SWAP_ROWS),
+        projection=PROJECTION_ROWS,
+        prov=[prov(SWAP_ROWS), prov(PROJECTION_ROWS)],
     params:
-        config=params_from_config("seed", "diagnostics/swaps", "capture/windows"),
+        config=params_from_config("seed", "diagnostics/swaps", "diagnostics/projection", "capture/windows"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
-        "logs/audit/swaps/{model}/{corpus}/{doc}.log",
+        "logs/audit/row_diagnostics/{model}/{corpus}/{doc}.log",
     threads: 1
     resources:
         mem_mb=3000,
@@ -61,4 +65,4 @@ rule swap_rows:
     conda:
         "../../envs/trustmass.yaml"
     script:
-        "../../scripts/swap_rows.py"
+        "../../scripts/row_diagnostics.py"

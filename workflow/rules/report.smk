@@ -8,7 +8,7 @@
 #   results/stats/{table7,headline_certification}.parquet + results/certify/certified.parquet
 #   results/stats/{sweep,headline_sweep}.parquet, results/stats/headline_selfcheck.parquet
 #   results/stats/{task_contexts,task_map,headline_tasks}.parquet                      task_statistics
-#   results/stats/{swap_curves,swap_boundaries,margin_cells,margin_split}.parquet      diagnostics_statistics
+#   results/stats/{swap_curves,swap_boundaries,projection,margin_cells,margin_split}.parquet   diagnostics_statistics
 #   results/stats/{access_law,access_layers,access_dilution}.parquet                   access_statistics
 #   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
 #   results/claims.{html,md,json}                                                       claims_report
@@ -187,6 +187,7 @@ rule diagnostics_statistics:
     from the swap rows of the headline documents and the diagnostics forward of the held-out ones."""
     input:
         rows=[SWAP_ROWS.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
+        projection=[PROJECTION_ROWS.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
         forward=diagnostics_outputs(),
         code=library_code(STATISTICS_RULES["diagnostics_statistics"].module, "trustmass.plumbing.rule_io"),
     output:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from trustmass.core.selectors.deployed import checked_budget
-from trustmass.core.selectors.projection import FIT_THEN_FILL
+from trustmass.core.selectors.projection import FIT_THEN_FILL, fills_slack
 from trustmass.loss.batched import top_k_mask
 from trustmass.loss.evidence import LayerRows
 
@@ -51,15 +51,23 @@ def greedy_units(rows: LayerRows, score: torch.Tensor, full: torch.Tensor, last:
 
 
 def value_aware_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
-    """``ValueAwareBlocks``: whole blocks by the rule's scalar while they fit, then token-fill by it."""
-    if rule.projection != FIT_THEN_FILL:
-        raise ValueError(f"batched value-aware blocks take the greedy fill; got projection {rule.projection!r} (no batched version)")
+    """``ValueAwareBlocks`` under its projection: ``fit_then_fill`` takes whole blocks while they fit
+    (:func:`greedy_units`); ``strict`` and ``strict_then_fill`` take the ``s // b`` best units (the
+    short last one among them, as ``projection.chosen_units``); every projection but ``strict`` then
+    token-fills the rest by the same scalar."""
     s = checked_budget(budget, rule.min_budget)
     block = rule.block_size(s)
     last, size, short, full = unit_layout(rows, block)
     unit_score, token_score = value_aware_scores(rows, block, rule.score, rule.eps_a)
-    kept = greedy_units(rows, unit_score, full, last, size, short, block, s)
-    return kept | top_k_mask(token_score, s - kept.sum(dim=1), rows.visible & ~kept), None
+    if rule.projection == FIT_THEN_FILL:
+        kept = greedy_units(rows, unit_score, full, last, size, short, block, s)
+    else:
+        held = torch.arange(unit_score.shape[1])[None, :] <= last[:, None]
+        taken = top_k_mask(unit_score, s // block, held)
+        kept = taken.gather(1, torch.arange(rows.n_cache).expand(last.shape[0], -1) // block) & rows.visible
+    if fills_slack(rule.projection):
+        kept = kept | top_k_mask(token_score, s - kept.sum(dim=1), rows.visible & ~kept)
+    return kept, None
 
 
 def value_aware_scores(rows: LayerRows, block: int, score: str, eps_a: float) -> tuple[torch.Tensor, torch.Tensor]:

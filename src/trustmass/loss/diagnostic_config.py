@@ -36,12 +36,13 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
                 "evicted; fix: a smaller budget or longer held-out documents"
             )  # fmt: skip
     lowest = int(config["capture"]["min_position"]) + 1
-    for budget in swaps["row_budgets"]:
-        if int(budget) >= lowest:
-            problems.append(
-                f"config.diagnostics.swaps.row_budgets: {budget} is not below the {lowest} keys the earliest sampled rows "
-                f"see (capture.min_position {config['capture']['min_position']}); fix: budgets below {lowest}"
-            )  # fmt: skip
+    for field, budgets in (("swaps.row_budgets", swaps["row_budgets"]), ("projection.budgets", diag["projection"]["budgets"])):
+        for budget in budgets:
+            if int(budget) >= lowest:
+                problems.append(
+                    f"config.diagnostics.{field}: {budget} is not below the {lowest} keys the earliest sampled rows "
+                    f"see (capture.min_position {config['capture']['min_position']}); fix: budgets below {lowest}"
+                )  # fmt: skip
     return problems
 
 

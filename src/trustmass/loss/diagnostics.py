@@ -7,6 +7,8 @@ next-token distribution from the dense model's, ``KL(dense || config)`` (nats).
 
 * swaps (``loss.swaps``): per selector pair X -> Y at the swap budget, X, the boundary swaps of
   each fraction and the random controls;
+* projection: each block rule at the swap budget under strict block TopK and under its token-fill
+  (A.4 Stage III; ``kind`` names the projection, the block size is configured);
 * margin: the host rule and each value-aware rule alone at every margin budget (A.5: the host is
   the identity selector of the contract, the rules differ from it in the ranking scalar alone).
 
@@ -17,18 +19,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
 import torch
 
+from trustmass.core.selectors.projection import STRICT, STRICT_THEN_FILL
+from trustmass.core.selectors.registry import REGISTRY
 from trustmass.loss.configurations import Configuration
 from trustmass.loss.document import run_contract_sha256
 from trustmass.loss.forward import RestrictedForward
 from trustmass.loss.policy import CellRecorder, SelectionPolicy, needs
 from trustmass.loss.swaps import SwapConfiguration, SwapPolicy
 
-DENSE, SWAP, MARGIN = "dense", "swap", "margin"
+DENSE, SWAP, PROJECTION, MARGIN = "dense", "swap", "projection", "margin"
 TOKEN_SCHEMA = {
     "family": pl.Utf8, "config": pl.Utf8, "rule": pl.Utf8, "pair": pl.Utf8, "kind": pl.Utf8, "fraction": pl.Float64,
     "seed": pl.Int64, "budget": pl.Int64, "position": pl.Int64, "nll": pl.Float64, "kl": pl.Float64, "mean_es": pl.Float64,
@@ -56,11 +61,13 @@ def run_diagnostics(
     rules: dict | None = None,
     log: Callable[[str], None] = print,
     capture_id: str = "heldout",
+    projection_rules: Sequence[str] = (),
+    projection_block: int = 5,
 ) -> tuple[pl.DataFrame, dict]:
     """(token frame, seconds per configuration) of one held-out document; the margin rules' rows carry
     the hash of their run contract on `capture_id` (``contract_sha256``)."""
-    names = sorted({c.x for c in swaps} | {c.y for c in swaps} | set(margin_rules))
-    budgets = [int(swap_budget)] * bool(swaps) + [int(b) for b in margin_budgets] * bool(margin_rules)
+    names = sorted({c.x for c in swaps} | {c.y for c in swaps} | set(margin_rules) | set(projection_rules))
+    budgets = [int(swap_budget)] * bool(swaps or projection_rules) + [int(b) for b in margin_budgets] * bool(margin_rules)
     forward = RestrictedForward(model, token_ids, continuation, **needs(names, max(budgets, default=1)))
     started = time.time()
     forward.prefill()
@@ -90,6 +97,13 @@ def run_diagnostics(
         policy = SwapPolicy(swap, swap_budget, recorder, master_seed, rules)
         run(SWAP, swap.name, policy, recorder, pair=swap.pair, kind=swap.kind, fraction=swap.fraction, seed=swap.seed,
             budget=int(swap_budget))  # fmt: skip
+    for rule in projection_rules:
+        for projection in (STRICT, STRICT_THEN_FILL):
+            configured = replace(REGISTRY[rule], block=int(projection_block), projection=projection)
+            config = Configuration(f"{rule}[{projection}]@{int(swap_budget)}", rule)
+            recorder = CellRecorder(shape)
+            policy = SelectionPolicy(config, np.zeros(shape, dtype=bool), int(swap_budget), recorder, rules={rule: configured})
+            run(PROJECTION, config.name, policy, recorder, rule=rule, kind=projection, budget=int(swap_budget))
     for budget in margin_budgets:
         for rule in margin_rules:
             recorder = CellRecorder(shape)

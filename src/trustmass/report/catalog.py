@@ -103,7 +103,7 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    "The task-context claims 42-47 (retrieval vs background rows, the map on task contexts), from the task "
                    "corpus's ceiling records and manifests"),
     StatisticsRule("diagnostics_statistics", "trustmass.report.frames.diagnostics",
-                   ("swap_curves", "swap_boundaries", "margin_cells", "margin_split"),
+                   ("swap_curves", "swap_boundaries", "projection", "margin_cells", "margin_split"),
                    "The fixed-contract diagnostics: boundary-swap curves against random swaps (es, held-out CE, next-token "
                    "KL), swap-improving boundaries and the signed reference margin split"),
     StatisticsRule("access_statistics", "trustmass.report.frames.access", ("access_law", "access_layers", "access_dilution"),
@@ -159,6 +159,8 @@ OUTPUTS: tuple[Output, ...] = (
            ("swap_curves",), "swap_table", f"{_TABLES}/swap_curves.csv", None, ()),
     Output("boundary_table", "table", "Swap-improving boundaries per selector pair and outcome",
            ("swap_boundaries",), "boundary_table", f"{_TABLES}/swap_boundaries.csv", None, ()),
+    Output("projection_table", "table", "Block projection: strict block TopK against its token-fill (slack, es, held-out CE)",
+           ("projection",), "projection_table", f"{_TABLES}/projection.csv", None, ()),
     Output("margin_table", "table", "The signed reference margin split (held-out CE): positive-shift rates per bucket",
            ("margin_split",), "margin_table", f"{_TABLES}/margin_split.csv", None, ()),
     Output("margin_cells_table", "table", "The margin split's cells: CE of dense, host and rule per (model, content, budget)",

@@ -19,6 +19,12 @@ BOUNDARY_COLUMNS = (
     Column("share: the full swap lowers err", "improving_full", 3, True),
     Column("share: the smallest swap lowers err", "improving_first", 3, True), Column("contracts", "contracts", None),
 )  # fmt: skip
+PROJECTION_COLUMNS = (
+    Column("block", "block", None), Column("units", "n", None), Column("docs", "n_docs", None),
+    Column("slack, strict", "slack_strict", 2), Column("slack, token-filled", "slack_fill", 2),
+    Column("err, strict", "err_strict", 4), Column("err, token-filled", "err_fill", 4), Column("err, fit then fill", "err_fit", 4),
+    Column("err(fill) / err(strict)", "fill_ratio", 3, True), Column("r(slack, es reduction)", "slack_gain_r", 3),
+)  # fmt: skip
 MARGIN_COLUMNS = (
     Column("cells", "n_cells", None), Column("m > 0 cells", "n_positive_bucket", None),
     Column("m ≤ 0 cells", "n_nonpositive_bucket", None),
@@ -66,6 +72,16 @@ DIAGNOSTIC_LAYOUTS = {
         ("model", "outcome", "pair", "budget"), BOUNDARY_COLUMNS,
         (_SWAPS[0], "contracts: like_for_like when X and Y differ in the ranking scalar alone (a Stage II comparison); "
          "otherwise the run-contract fields the pair crosses (a transfer check)."),
+    ),
+    "projection_table": TableLayout(
+        "Block projection: strict block TopK against its token-fill",
+        _shaped(("model", "outcome", "rule", "budget"), PROJECTION_COLUMNS, "the projection table"),
+        ("model", "outcome", "rule", "budget"), PROJECTION_COLUMNS,
+        ("Strict block TopK keeps the floor(s / b) best blocks (the row's short last block among them when it ranks) "
+         "and leaves the lattice slack unspent; token-fill spends it on single keys by the rule's own token score, "
+         "blocks unchanged; fit then fill (the registry's default) takes whole blocks while they fit. One block size "
+         "b for every rule (diagnostics.projection.block). es: every captured row of the headline documents; ce / kl: "
+         "held-out target tokens through the restricted forward. Ratio: pooled means, 95% document-cluster interval.",),
     ),
     "margin_table": TableLayout(
         "The signed reference margin split with held-out CE as the outcome",

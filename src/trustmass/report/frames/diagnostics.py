@@ -16,6 +16,11 @@ after the swap (the random kinds averaged over their seeds per unit first).  Fra
                      ``core.selectors.run_contract``: X and Y differ in the ranking scalar alone) or
                      which contract fields it crosses (then it is a transfer check, not a Stage II one).
 
+Block projection (A.4 Stage III): ``projection``, per (model, outcome, rule, budget), strict block
+TopK against its token-fill: the lattice slack before and after (captured rows), the mean errors, the
+ratio of the token-filled error to the strict one with its interval, and (es) the correlation of a
+row's slack with its es reduction (002 reports r = +0.14 for the score change).
+
 The signed reference margin split (A.5, A.6), on cells = (model, corpus, budget), content from the
 corpus's ``content``: ``margin = CE(host) - CE(dense)`` (positive: room to help) and, per rule,
 ``delta = CE(host) - CE(rule)`` (positive: the rule helps); ``|delta| <= tie_nats`` is a tie.
@@ -44,9 +49,10 @@ from trustmass.core.selectors.run_contract import contrast
 from trustmass.core.stats import ClusterIndex, percentile_interval
 from trustmass.report.engine import GroupStatistics, StatisticsSettings, frame_from_rows, interval_columns
 
-__all__ = ["FRAMES", "margin_cells", "margin_split", "summarize", "swap_boundaries", "swap_curves", "swap_units"]
+__all__ = ["FRAMES", "margin_cells", "margin_split", "pooled", "projection_frame", "summarize", "swap_boundaries", "swap_curves",
+           "swap_units"]
 
-FRAMES = ("swap_curves", "swap_boundaries", "margin_cells", "margin_split")
+FRAMES = ("swap_curves", "swap_boundaries", "projection", "margin_cells", "margin_split")
 BOUNDARY = "boundary"
 #: relative margin below which two errors are equal (a swap that changes nothing does not "improve")
 REL_TOL = 1e-12
@@ -59,6 +65,11 @@ SWAP_CURVES_SCHEMA = {
 SWAP_BOUNDARIES_SCHEMA = {
     "model": pl.Utf8, "outcome": pl.Utf8, "pair": pl.Utf8, "budget": pl.Int64, "n": pl.Int64, "n_docs": pl.Int64,
     "err_x": pl.Float64, "err_y": pl.Float64, **interval_columns("improving_full", "improving_first"), "contracts": pl.Utf8,
+}  # fmt: skip
+PROJECTION_SCHEMA = {
+    "model": pl.Utf8, "outcome": pl.Utf8, "rule": pl.Utf8, "budget": pl.Int64, "block": pl.Int64, "n": pl.Int64,
+    "n_docs": pl.Int64, "slack_strict": pl.Float64, "slack_fill": pl.Float64, "err_strict": pl.Float64,
+    "err_fill": pl.Float64, "err_fit": pl.Float64, **interval_columns("fill_ratio"), "slack_gain_r": pl.Float64,
 }  # fmt: skip
 MARGIN_CELLS_SCHEMA = {
     "model": pl.Utf8, "corpus": pl.Utf8, "content": pl.Utf8, "budget": pl.Int64, "host": pl.Utf8, "rule": pl.Utf8,
@@ -125,27 +136,35 @@ def _cluster_weights(clusters: np.ndarray, settings: StatisticsSettings) -> tupl
     return index.codes, weights
 
 
+def pooled(name: str, columns: Sequence[np.ndarray], clusters: np.ndarray, statistic, settings: StatisticsSettings) -> dict:
+    """``statistic`` of the columns' pooled sums (a function of one sum per column, NaN where undefined)
+    with its document-cluster percentile interval: ``{name, name_low, name_high}``."""
+    codes, weights = _cluster_weights(clusters, settings)
+    k = weights.shape[1]
+    sums = [weights @ np.bincount(codes, weights=np.asarray(c, dtype=np.float64), minlength=k) for c in columns]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.asarray(statistic(*sums), dtype=np.float64)
+    low = high = None
+    if values.shape[0] > 1:
+        low, high = percentile_interval(values[1:], settings.level, nan_policy="omit")
+    return {name: None if np.isnan(values[0]) else float(values[0]), f"{name}_low": low, f"{name}_high": high}
+
+
 def gap_recovered(err_x: np.ndarray, err: np.ndarray, err_y: np.ndarray, clusters: np.ndarray,
                   settings: StatisticsSettings) -> dict:  # fmt: skip
     """The pooled gap recovered and the pooled error relative to X's (``err_ratio``: mean err / mean
     err(X), well defined where X and Y err alike), each with its document-cluster interval; the gap is
     null where X and Y err alike."""
-    codes, weights = _cluster_weights(clusters, settings)
-    k = weights.shape[1]
-    sums = [weights @ np.bincount(codes, weights=v, minlength=k) for v in (err_x, err, err_y)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gap = sums[0] - sums[2]
-        reps = {
-            "gap_recovered": np.where(np.abs(gap) > REL_TOL * np.abs(sums[0]), (sums[0] - sums[1]) / gap, np.nan),
-            "err_ratio": np.where(sums[0] > 0, sums[1] / sums[0], np.nan),
-        }
-    out = {}
-    for name, values in reps.items():
-        out[name] = None if np.isnan(values[0]) else float(values[0])
-        out[f"{name}_low"] = out[f"{name}_high"] = None
-        if values.shape[0] > 1:
-            out[f"{name}_low"], out[f"{name}_high"] = percentile_interval(values[1:], settings.level, nan_policy="omit")
-    return out
+
+    def gap(x, e, y):
+        return np.where(np.abs(x - y) > REL_TOL * np.abs(x), (x - e) / (x - y), np.nan)
+
+    return {**pooled("gap_recovered", (err_x, err, err_y), clusters, gap, settings),
+            **pooled("err_ratio", (err, err_x), clusters, _ratio, settings)}  # fmt: skip
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.where(den > 0, num / den, np.nan)
 
 
 def swap_curves(units: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
@@ -193,6 +212,35 @@ def swap_boundaries(units: pl.DataFrame, settings: StatisticsSettings) -> pl.Dat
 
 def _renamed(stat: Mapping, name: str) -> dict:
     return {k.replace("x", name, 1): v for k, v in stat.items()}
+
+
+def projection_frame(rows: pl.DataFrame, tokens: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
+    """Strict block TopK against its token-fill per (model, outcome, rule, budget): the mean lattice slack
+    before and after (es rows), the mean errors and ``fill_ratio`` = mean err(fill) / mean err(strict)
+    with its document-cluster interval, and (es) Pearson's r of a row's slack with its es reduction."""
+    out = []
+    if rows.height:
+        es = rows.filter(pl.col("es_strict").is_not_null(), pl.col("es_fill").is_not_null()).with_columns(
+            cluster=pl.concat_str("corpus", "doc", separator="/"))
+        for (model, rule, budget), g in es.sort("model", "rule", "budget").group_by(["model", "rule", "budget"], maintain_order=True):
+            strict, fill = g["es_strict"].to_numpy(), g["es_fill"].to_numpy()
+            slack, gain = g["slack_strict"].to_numpy().astype(np.float64), strict - fill
+            r = float(np.corrcoef(slack, gain)[0, 1]) if g.height > 2 and slack.std() > 0 and gain.std() > 0 else None
+            out.append({"model": model, "outcome": "es", "rule": rule, "budget": budget, "block": int(g["block"][0]),
+                        "n": g.height, "n_docs": g["cluster"].n_unique(), "slack_strict": float(slack.mean()),
+                        "slack_fill": float(g["slack_fill"].mean()), "err_strict": float(strict.mean()),
+                        "err_fill": float(fill.mean()), "err_fit": float(g["es_fit"].drop_nulls().mean()),
+                        "slack_gain_r": r, **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings)})  # fmt: skip
+    forward = tokens.filter(pl.col("family") == "projection") if tokens.height else tokens
+    for outcome, col in (("ce", "nll"), ("kl", "kl")) if forward.height else ():
+        keys = ["model", "rule", "budget", "corpus", "doc", "position"]
+        wide = forward.pivot(on="kind", index=keys, values=col).with_columns(cluster=pl.concat_str("corpus", "doc", separator="/"))
+        for (model, rule, budget), g in wide.sort("model", "rule", "budget").group_by(["model", "rule", "budget"], maintain_order=True):
+            strict, fill = g["strict"].to_numpy(), g["strict_then_fill"].to_numpy()
+            out.append({"model": model, "outcome": outcome, "rule": rule, "budget": budget, "n": g.height,
+                        "n_docs": g["cluster"].n_unique(), "err_strict": float(strict.mean()), "err_fill": float(fill.mean()),
+                        **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings)})  # fmt: skip
+    return frame_from_rows(out, PROJECTION_SCHEMA)
 
 
 # -- the margin split -------------------------------------------------------------------------------
@@ -300,14 +348,15 @@ def _leave_one_content_out(g: pl.DataFrame, tie: float) -> dict:
 
 
 def summarize(rows: pl.DataFrame, tokens: pl.DataFrame, content: Mapping[str, str | None], diagnostics: Mapping,
-              settings: StatisticsSettings) -> dict[str, pl.DataFrame]:  # fmt: skip
-    """Every frame of :data:`FRAMES` from the swap rows and the diagnostics forward's tokens."""
+              settings: StatisticsSettings, projection: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+    """Every frame of :data:`FRAMES` from the swap rows, the projection rows and the diagnostics forward's tokens."""
     units = swap_units(rows, tokens)
     margin = diagnostics["margin"]
     cells = margin_cells(tokens, content, margin["host"], margin["rules"], float(margin["tie_nats"]))
     return {
         "swap_curves": swap_curves(units, settings),
         "swap_boundaries": swap_boundaries(units, settings),
+        "projection": projection_frame(pl.DataFrame() if projection is None else projection, tokens, settings),
         "margin_cells": cells,
         "margin_split": margin_split(cells, float(margin["tie_nats"]), int(margin["permutations"]), settings.seed),
     }
