@@ -61,7 +61,7 @@ def test_every_object_is_closed_and_every_setting_documented():
 def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():
     [line] = problems({**DEFAULT, "enumeratoin": {"subset_cap": 5}})
     assert line.startswith("config: unknown key 'enumeratoin' at top level; allowed: ")
-    assert "balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, documents, enumeration" in line
+    assert "balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents, enumeration" in line
     assert "did you mean 'enumeration'?" in line
 
 
