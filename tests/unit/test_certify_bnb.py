@@ -58,27 +58,32 @@ def test_directional_bound_is_exact_per_direction_and_sound(seed):
     u = rng.standard_normal(d)
     u /= np.linalg.norm(u)
     gF, pF = prep.W[F].sum(axis=0), float(prep.P[F].sum())
-    ub = np.empty(d)
-    beta = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 1, np.inf, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
+    ub, tail, y = np.empty(d), prep.tail(tau), np.empty(n)
+    beta = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 1, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
     lin, es_min = _node_min(prep, F, lo, r, tau, u)
     assert beta == pytest.approx(lin, rel=1e-9, abs=1e-12 * (1 + abs(lin)))
-    more = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 30, np.inf, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
+    more = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 30, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
     assert more >= beta  # the ascent keeps the best iterate
     if more > 0:
         assert es_min > tau
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(12))
 def test_suffix_cut_matches_brute_force(seed):
+    """Exact where y is known everywhere; with y known on [0, hi) only (the rest counted as r values
+    -tail[hi]) never a cut the full values do not give."""
     rng = np.random.default_rng(seed)
     n, r = int(rng.integers(5, 14)), int(rng.integers(1, 4))
     y, base = rng.standard_normal(n), float(rng.standard_normal())
-    margin = np.full(n, 0.05)
-    got = K.suffix_cut(y, 0, r, base, margin, np.empty(r + 1))
-    pruned = [k for k in range(n - r + 1) if base + np.sort(y[k:])[:r].sum() > margin[k]]
+    tail = np.maximum.accumulate(np.abs(y)[::-1])[::-1] + 0.01  # y_i >= -tail[k] for i >= k, nonincreasing
+    got = K.suffix_cut(y, 0, n, r, base, tail, 0.05, 0.0, 0.0, tail, np.empty(r + 1))
+    pruned = [k for k in range(n - r + 1) if base + np.sort(y[k:])[:r].sum() > 0.05]
     # the value only grows with k: pruned ranks form a suffix, and the cut is its start
-    assert pruned == list(range(pruned[0], n - r + 1)) if pruned else True
+    assert not pruned or pruned == list(range(pruned[0], n - r + 1))
     assert got == (pruned[0] if pruned else n - r + 1)
+    hi = int(rng.integers(0, n + 1))
+    partial = K.suffix_cut(y, 0, hi, r, base, tail, 0.05, 0.0, 0.0, tail, np.empty(r + 1))
+    assert partial >= got
 
 
 def _search(inst, s, tau, ascent_iters):
@@ -153,7 +158,7 @@ def test_time_limit_gives_undecided_with_valid_bounds():
     p = rng.dirichlet(np.full(n, 0.3))
     inst = Instance.from_arrays(p, rng.standard_normal((n, 16)))
     po = pool_optimum(inst, 8, 12)
-    c = bnb.certify_bnb(inst, 8, po.kept, po.es_pool, time_limit=1e-4, starts=0)
-    assert c.solves[-1].outcome == cert.TIMELIMIT
+    c = bnb.certify_bnb(inst, 8, po.kept, po.es_pool, time_limit=1e-4, total_time_limit=60.0, starts=0)
+    assert c.solves[-1].outcome == cert.TIMELIMIT and c.solves[0].scip_status == "local_search"
     assert c.status in (cert.UNDECIDED, cert.IMPROVED) and c.lower_bound == 0.0
     assert c.es_cert == es(inst, c.best) <= po.es_pool

@@ -44,6 +44,8 @@ GAP_PROBE = MATERIAL
 CHUNK_SECONDS = 0.25
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
+#: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
+ASCENT_ITERS = 16
 #: tails of the mass order whose hull directions give the root's cut (fractions of N)
 TAIL_FRACTIONS = (0.5, 0.25, 0.125, 0.0625)
 
@@ -70,6 +72,10 @@ class Prepared:
         wnorm = np.linalg.norm(W, axis=1)
         maxw_from = np.maximum.accumulate(wnorm[::-1])[::-1].copy()
         return cls(order, P, V, W, W @ W.T, wnorm, maxw_from, _tail_directions(V))
+
+    def tail(self, tau: float) -> np.ndarray:
+        """max_{i >= k} ||w_i|| + tau p_k: no key of rank >= k has a bound term below -tail[k]."""
+        return self.maxw_from + tau * self.P
 
     def ranks(self, keys) -> np.ndarray:
         where = np.empty_like(self.order)
@@ -100,11 +106,11 @@ def root_cut(prep: Prepared, s: int, tau: float) -> tuple[int, np.ndarray]:
     proved along the tail direction u that cuts most (n - s + 1 when none proves a cut)."""
     n, d = prep.V.shape
     best, best_u = n - s + 1, None
-    margin = K.REL_MARGIN * s * (prep.maxw_from + tau * prep.P)
+    tail = prep.tail(tau)
     buf = np.empty(s + 1)
     for u in prep.tails:
         y = prep.P * (prep.V @ u - tau)
-        k = int(K.suffix_cut(y, 0, s, 0.0, margin, buf))
+        k = int(K.suffix_cut(y, 0, n, s, 0.0, tail, 0.0, K.REL_MARGIN * s, 0.0, prep.maxw_from, buf))
         if best_u is None or k < best:
             best, best_u = k, u
     return best, (np.eye(1, d)[0] if best_u is None else best_u)
@@ -145,6 +151,7 @@ class _Probe:
         self.state = (np.array([-1], dtype=np.int64), np.zeros(s, dtype=np.int64), index.copy(), index.copy(), index.copy(),
                       np.zeros((s + 1, d)), np.zeros(s + 1), np.zeros((s + 1, n)), np.zeros(s + 1), np.zeros((s + 1, d)))  # fmt: skip
         self.root, self.u_root = root_cut(prep, s, tau)
+        self.tail = prep.tail(tau)
         self.nodes = 0
         self.chunk = 256
 
@@ -153,7 +160,7 @@ class _Probe:
         p = self.prep
         while True:
             t0 = time.perf_counter()
-            out, nodes = K.dfs(p.W, p.V, p.P, p.G, p.wnorm, p.maxw_from, self.s, self.tau, self.root, self.u_root, self.ascent,
+            out, nodes = K.dfs(p.W, p.V, p.P, p.G, p.wnorm, p.maxw_from, self.tail, self.s, self.tau, self.root, self.u_root, self.ascent,
                                self.chunk, *self.state)  # fmt: skip
             self.nodes += int(nodes)
             spent = time.perf_counter() - t0  # aim at CHUNK_SECONDS per compiled call
@@ -173,14 +180,17 @@ def certify_bnb(
     es_pool: float | None = None,
     *,
     time_limit: float = 120.0,
+    total_time_limit: float | None = None,
     max_solves: int = 64,
     starts: int = 16,
-    ascent_iters: int = 2,
+    ascent_iters: int = ASCENT_ITERS,
     seed: int = 0,
 ) -> Certificate:
     """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring);
-    `time_limit` seconds per probe.  Returns the bisection's `Certificate` fields."""
+    `time_limit` seconds per probe, `total_time_limit` (default: two probes' worth) for the instance.
+    Returns the bisection's `Certificate` fields."""
     start = time.perf_counter()
+    stop = start + (2.0 * time_limit if total_time_limit is None else total_time_limit)
     es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
     hi, best, lo = es_pool, z0, 0.0
     records: list[SolveRecord] = []
@@ -204,7 +214,7 @@ def certify_bnb(
         t1 = time.perf_counter()
         search = _Probe(prep, s, tau, ascent_iters)
         while True:
-            out, ranks = search.run(t1 + time_limit)
+            out, ranks = search.run(min(t1 + time_limit, stop))
             if out == K.FOUND:
                 keys = np.sort(prep.order[ranks])
                 found = es(inst, keys)
@@ -222,7 +232,7 @@ def certify_bnb(
 
     outcome = INFEASIBLE
     for factor in (GAP_PROBE, FIRST_PROBE):
-        while len(records) <= max_solves:
+        while len(records) <= max_solves and time.perf_counter() < stop:
             outcome = probe(factor * hi)
             if outcome != FEASIBLE:
                 break

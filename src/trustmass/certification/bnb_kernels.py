@@ -20,6 +20,12 @@ Rounding.  A node is pruned only when beta exceeds a margin that covers float64 
 1e-9 of the magnitudes summed, plus the error of the Gram sums (relative 1e-12 of
 sum_F ||w_f|| max ||w_i|| / ||g_F||, far above d * |F| * eps).  Leaves are scored from the explicit
 d-vector g_A; the caller re-scores every returned set with `trustmass.core.operator.es`.
+
+Light keys.  Every y_i >= -(||w_i|| + tau p_i) >= -tail[k] for i >= k, with tail[k] = max_{i>=k} ||w_i||
++ tau p_k (mass order).  A scan in mass order that already holds r values below -tail[k] stops
+there: no lighter key can enter the r smallest.  Thousands of keys of an N ~ 4,096 row are that
+light, so a bound costs the keys that matter, not N.  The suffix scans count the keys beyond the
+stop as r values -tail[stop] each (a lower bound: sound).
 """
 
 from __future__ import annotations
@@ -56,25 +62,62 @@ def _push_small(buf, m, r, v):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def suffix_cut(y, lo, r, base, margin_of_k, buf):
-    """The smallest k >= lo such that base + (sum of the r smallest y[k:]) > margin_of_k[k], scanning
-    down from the end (the value only decreases as k does); len(y) - r + 1 when no k qualifies,
-    where len(y) - r + 1 itself means "no set fits"."""
-    n = y.shape[0]
+def _push_small_at(vbuf, ibuf, m, r, v, i):
+    """_push_small that also keeps the keys of the values."""
+    if m < r:
+        pos = m
+        m += 1
+    elif v < vbuf[r - 1]:
+        pos = r - 1
+    else:
+        return m
+    while pos > 0 and vbuf[pos - 1] > v:
+        vbuf[pos] = vbuf[pos - 1]
+        ibuf[pos] = ibuf[pos - 1]
+        pos -= 1
+    vbuf[pos] = v
+    ibuf[pos] = i
+    return m
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=True)
+def _dot(a, b):
+    acc = 0.0
+    for t in range(a.shape[0]):
+        acc += a[t] * b[t]
+    return acc
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def suffix_cut(y, lo, hi, r, base, tail, ma, mb, mc, maxw_from, buf):
+    """The smallest k >= lo such that the node (F, [k, N), r) is proved empty along the direction of
+    y: base + (sum of the r smallest y[k:]) > margin(k) = ma + mb tail[k] + mc maxw_from[k].  y is
+    known on [lo, hi); the keys from hi on count as r values -tail[hi] (module docstring).  Scans
+    down (the value minus the margin only decreases with k); N - r + 1 ("no set fits") when none."""
+    n = tail.shape[0]
+    cut = n - r + 1
     m = 0
     total = 0.0
-    cut = n - r + 1
-    for k in range(n - 1, lo - 1, -1):
-        if m == r and y[k] >= buf[r - 1]:
-            pass  # the r smallest of y[k:] are those of y[k+1:]
-        else:
+    if hi < n:
+        for q in range(r):
+            buf[q] = -tail[hi]
+        m = r
+        total = -r * tail[hi]
+        if hi <= n - r:
+            if base + total > ma + mb * tail[hi] + mc * maxw_from[hi]:
+                cut = hi
+            else:
+                return cut
+    for k in range(hi - 1, lo - 1, -1):
+        v = y[k]
+        if m < r or v < buf[r - 1]:
             if m == r:
                 total -= buf[r - 1]
-            m = _push_small(buf, m, r, y[k])
-            total += y[k]
-        if m < r:
+            m = _push_small(buf, m, r, v)
+            total += v
+        if m < r or k > n - r:
             continue
-        if base + total > margin_of_k[k]:
+        if base + total > ma + mb * tail[k] + mc * maxw_from[k]:
             cut = k
         else:
             break
@@ -82,36 +125,55 @@ def suffix_cut(y, lo, r, base, margin_of_k, buf):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, ibuf, vbuf, ubest):
+def forward_gram(hrow, grow, inv, tau, P, tail, lo, r, y, buf):
+    """y_i = (hrow_i + grow_i) inv - tau p_i (g_F's direction, Gram form) on [lo, stop), stop the
+    first key too light to enter the r smallest; returns (stop, sum of the r smallest)."""
+    n = P.shape[0]
+    m = 0
+    stop = n
+    for i in range(lo, n):
+        if m == r and tail[i] <= -buf[r - 1]:
+            stop = i
+            break
+        v = (hrow[i] + grow[i]) * inv - tau * P[i]
+        y[i] = v
+        m = _push_small(buf, m, r, v)
+    total = 0.0
+    for q in range(m):
+        total += buf[q]
+    return stop, total
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y):
+    """y_i = p_i (u.(v_i - mu) - tau) on [lo, stop) as forward_gram, with the keys of the r smallest
+    in ibuf; returns (stop, sum of the r smallest)."""
+    n = P.shape[0]
+    m = 0
+    stop = n
+    for i in range(lo, n):
+        if m == r and tail[i] <= -vbuf[r - 1]:
+            stop = i
+            break
+        v = P[i] * (_dot(V[i], u) - tau)
+        y[i] = v
+        m = _push_small_at(vbuf, ibuf, m, r, v, i)
+    total = 0.0
+    for q in range(m):
+        total += vbuf[q]
+    return stop, total
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, tail, y, ibuf, vbuf, ubest):
     """Projected supergradient ascent of beta_tau(u) over unit u for the node (F, [lo, N), r), from
-    u0: the best beta found (stops early once it exceeds margin), its u written to ubest.
-    O((N - lo) d) per iteration."""
-    n, d = V.shape
+    u0: the best beta found (stops early once it exceeds margin), its u written to ubest."""
+    d = V.shape[1]
     u = u0.copy()
     best = -np.inf
     for it in range(iters):
-        ug = 0.0
-        for t in range(d):
-            ug += u[t] * gF[t]
-        m = 0
-        for i in range(lo, n):
-            acc = 0.0
-            for t in range(d):
-                acc += V[i, t] * u[t]
-            v = P[i] * (acc - tau)
-            if m < r or v < vbuf[r - 1]:  # keep the r smallest with their keys
-                pos = m if m < r else r - 1
-                if m < r:
-                    m += 1
-                while pos > 0 and vbuf[pos - 1] > v:
-                    vbuf[pos] = vbuf[pos - 1]
-                    ibuf[pos] = ibuf[pos - 1]
-                    pos -= 1
-                vbuf[pos] = v
-                ibuf[pos] = i
-        beta = ug - tau * pF
-        for q in range(r):
-            beta += vbuf[q]
+        _, total = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
+        beta = _dot(u, gF) - tau * pF + total
         if beta > best:
             best = beta
             ubest[:] = u
@@ -119,32 +181,26 @@ def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, ibuf, vbuf, ubest):
             return best
         g = gF.copy()  # supergradient: g_F + g_B of the minimising B
         for q in range(r):
-            g += P[ibuf[q]] * V[ibuf[q]]
-        ng = np.sqrt((g * g).sum())
+            k = ibuf[q]
+            for t in range(d):
+                g[t] += P[k] * V[k, t]
+        ng = np.sqrt(_dot(g, g))
         if ng == 0.0:
             return best
         u = u + (1.0 / (1.0 + it)) * g / ng
-        u = u / np.sqrt((u * u).sum())
+        u = u / np.sqrt(_dot(u, u))
     return best
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def direction_cut(V, P, gF, pF, lo, r, tau, u, margin_of_k, y, buf):
+def direction_cut(V, P, gF, pF, lo, r, tau, u, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf):
     """suffix_cut along a unit u: the first k >= lo from which the node (F, [k, N), r) is proved empty."""
-    n, d = V.shape
-    ug = 0.0
-    for t in range(d):
-        ug += u[t] * gF[t]
-    for i in range(lo, n):
-        acc = 0.0
-        for t in range(d):
-            acc += V[i, t] * u[t]
-        y[i] = P[i] * (acc - tau)
-    return suffix_cut(y, lo, r, ug - tau * pF, margin_of_k, buf)
+    stop, _ = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
+    return suffix_cut(y, lo, stop, r, _dot(u, gF) - tau * pF, tail, ma, mb, mc, maxw_from, buf)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, budget,
+def dfs(W, V, P, G, wnorm, maxw_from, tail, s, tau, root_cut, u_root, ascent_iters, budget,
         st_t, chosen, nxt, first, cut, gvec, pF, hF, sF, ubest):  # fmt: skip
     """Depth-first search over kept sets in mass order, resumable.
 
@@ -153,13 +209,13 @@ def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, bu
     rank no child may take.  A child is tested along g_F's direction (Gram form) and, with
     ascent_iters > 0, by supergradient ascent from its parent's best direction, which also cuts
     the child's own children; every CHAIN_EVERY children the ascent also tries to cut the node's
-    remaining children at once.  State arrays: st_t (1,) depth, chosen (s,), nxt/first/cut (s+1,),
-    gvec (s+1, d) g_F, pF (s+1,), hF (s+1, N) sum_{f in F} G[f, :], sF (s+1,) sum_{f in F} ||w_f||,
-    ubest (s+1, d).  Start with st_t[0] = -1.  Returns (outcome, nodes visited this call).
+    remaining children at once.  tail = max_{i>=k} ||w_i|| + tau p_k.  State arrays: st_t (1,)
+    depth, chosen (s,), nxt/first/cut (s+1,), gvec (s+1, d) g_F, pF (s+1,), hF (s+1, N)
+    sum_{f in F} G[f, :], sF (s+1,) sum_{f in F} ||w_f||, ubest (s+1, d).  Start with st_t[0] = -1.
+    Returns (outcome, nodes visited this call).
     """
     n, d = W.shape
     y = np.empty(n)
-    mk = np.empty(n)
     buf = np.empty(s + 1)
     ibuf = np.empty(s + 1, dtype=np.int64)
     vbuf = np.empty(s + 1)
@@ -190,9 +246,9 @@ def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, bu
         if ascent_iters > 0 and j > first[t] and (j - first[t]) % CHAIN_EVERY == 0:
             rc = s - t  # the node (F, [j, N), s - t): every remaining child at once
             gt = gvec[t]
-            margin = REL_MARGIN * (np.sqrt((gt * gt).sum()) + tau * pF[t] + rc * (maxw_from[j] + tau * P[j]))
+            margin = REL_MARGIN * (np.sqrt(_dot(gt, gt)) + tau * pF[t] + rc * tail[j])
             nodes += 1
-            if ascent(V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, ibuf, vbuf, utmp) > margin:
+            if ascent(V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp) > margin:
                 cut[t] = j
                 continue
             ubest[t, :] = utmp
@@ -201,7 +257,7 @@ def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, bu
         r = s - t - 1  # keys still to take after j
         gp = gvec[t] + W[j]
         pp = pF[t] + P[j]
-        ng = np.sqrt((gp * gp).sum())
+        ng = np.sqrt(_dot(gp, gp))
         chosen[t] = j
         if r == 0:
             if ng <= tau * pp:
@@ -213,14 +269,13 @@ def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, bu
             continue
         sp = sF[t] + wnorm[j]
         inv = 1.0 / ng if ng > 0.0 else 0.0
-        for i in range(j + 1, n):
-            mk[i] = REL_MARGIN * (ng + tau * pp + r * (maxw_from[i] + tau * P[i])) + GRAM_MARGIN * r * sp * maxw_from[i] * inv
+        ma = REL_MARGIN * (ng + tau * pp)
+        mb = REL_MARGIN * r
+        mc = GRAM_MARGIN * r * sp * inv
         c = n - r + 1
-        if ng > 0.0:
-            # direction g_F': y_i = u.w_i - tau p_i for i > j, and the chain of nodes (F', [k, N))
-            for i in range(j + 1, n):
-                y[i] = (hF[t, i] + G[j, i]) * inv - tau * P[i]
-            c = suffix_cut(y, j + 1, r, ng - tau * pp, mk, buf)
+        if ng > 0.0:  # g_F''s direction: the child and the chain of nodes (F', [k, N))
+            stop, _ = forward_gram(hF[t], G[j], inv, tau, P, tail, j + 1, r, y, buf)
+            c = suffix_cut(y, j + 1, stop, r, ng - tau * pp, tail, ma, mb, mc, maxw_from, buf)
             if c <= j + 1:
                 continue  # the child is empty
         if ascent_iters > 0:
@@ -228,9 +283,10 @@ def dfs(W, V, P, G, wnorm, maxw_from, s, tau, root_cut, u_root, ascent_iters, bu
                 u0 = gp * inv
             else:
                 u0 = ubest[t].copy()
-            if ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, mk[j + 1], ibuf, vbuf, utmp) > mk[j + 1]:
+            margin = ma + mb * tail[j + 1] + mc * maxw_from[j + 1]
+            if ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp) > margin:
                 continue
-            c = min(c, direction_cut(V, P, gp, pp, j + 1, r, tau, utmp, mk, y, buf))
+            c = min(c, direction_cut(V, P, gp, pp, j + 1, r, tau, utmp, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf))
             if c <= j + 1:
                 continue
         else:
