@@ -162,3 +162,32 @@ def test_time_limit_gives_undecided_with_valid_bounds():
     assert c.solves[-1].outcome == cert.TIMELIMIT and c.solves[0].scip_status == "local_search"
     assert c.status in (cert.UNDECIDED, cert.IMPROVED) and c.lower_bound == 0.0
     assert c.es_cert == es(inst, c.best) <= po.es_pool
+
+
+def test_runner_dispatches_on_the_certifier_and_records_it():
+    from trustmass.certification import runner as R
+
+    inst = random_instance(3, n=60, d=16)
+    row = R.certify_one(inst, 4, 2, R.CertificationSettings(time_limit_s=20, certifier="bnb"))
+    assert row["certifier"] == "bnb" and row["status"] in cert.STATUSES and row["status"] != cert.UNDECIDED
+    assert row["es_cert"] == pytest.approx(es(inst, row["best"]), rel=1e-12) and row["es_cert"] <= row["es_pool"]
+    assert row["lower_bound"] <= exact_optimum_bruteforce(inst, 4)[0] * (1 + 1e-9)
+    assert R.certify_one(inst, 4, 2, R.CertificationSettings(time_limit_s=5))["certifier"] == "paper"
+    with pytest.raises(ValueError, match="certification.certifier"):
+        R.CertificationSettings(certifier="gurobi")
+
+
+def test_table7_names_its_certifier():
+    import polars as pl
+
+    from trustmass.report.frames import certification as F
+
+    man = pl.DataFrame({"instance": [0, 1], "budget": [4, 8], "es_pool": [1.0, 1.0], "es_top": [1.2, 1.2], "es_bal": [1.0, 1.0],
+                        "D": [2.0, 2.0], "c_hat": [0.1, 0.1], "kappa_hat_bal": [1.0, 1.0]})  # fmt: skip
+    certified = pl.DataFrame({"instance": [0, 1], "status": [cert.CONFIRMED_OPTIMAL] * 2, "es_pool": [1.0, 1.0],
+                              "es_cert": [1.0, 1.0], "improvement": [0.0, 0.0], "seconds": [0.1, 0.2],
+                              "certifier": ["bnb", "paper"]})  # fmt: skip
+    records = pl.DataFrame({"model": ["m"] * 2, "corpus": ["c"] * 2, "doc": ["0"] * 2, "budget": [4, 8], "c_hat": [0.1, 0.1],
+                            "kappa_hat_bal": [1.0, 1.0]})  # fmt: skip
+    t7 = F.table7(records, man, certified)
+    assert t7["certifier"].to_list() == ["branch-and-bound", "SCIP bisection (paper)"]
