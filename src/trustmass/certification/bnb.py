@@ -245,3 +245,11 @@ def certify_bnb(
     if lo >= MATERIAL * es_pool:
         return finish(WITHIN_1PCT)
     return finish(UNDECIDED)
+
+
+def warm_up() -> None:
+    """Load the compiled kernels (numba's on-disk cache) in this process, so that children forked
+    per instance (`runner.certify_isolated`) inherit them instead of each loading them again."""
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(12))
+    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, time_limit=5.0, starts=1)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from trustmass.certification.bnb import certify_bnb
+from trustmass.certification.bnb import certify_bnb, warm_up
 from trustmass.certification.manifest import IDENTITY
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
 from trustmass.core import operator as op
@@ -141,6 +141,8 @@ def _certify_group(args) -> list[dict]:
     shard_path, items, settings = args
     cache: dict = {}
     rows = []
+    if settings.certifier == "bnb" and settings.isolate:
+        warm_up()  # the forked children inherit the loaded kernels
     for item in items:
         rec = {"instance": item["instance"], "es_pool_record": item["es_pool"]}
         try:
