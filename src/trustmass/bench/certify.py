@@ -6,8 +6,8 @@ set) and of `certify` (MISOCP bisection over all keys, per-solve time limit), th
 solves, so the cost of certification is visible.  Single-threaded.
 
 With ``compare=True`` the paper's protocol and the branch-and-bound certifier run side by side on
-manifest rows of one or more shards (`trustmass.bench.certify_compare`); ``capture=PATH`` first
-captures a long shard (`trustmass.bench.long_capture`).
+the same manifest rows (`trustmass.bench.certify_compare`): of one or more shards given, else every
+row of the study's manifest; ``capture=PATH`` first captures a long shard (`trustmass.bench.long_capture`).
 
 With ``shard=PATH`` the instances come from one capture shard instead (e.g. a longer document than
 the study's, to time certification at a larger N): ``instances`` rows per budget drawn at random
@@ -143,11 +143,9 @@ def run(
             raise ValueError("--capture needs --model-dir and --documents")
         captured = capture_concatenated(model_dir, documents, capture)
         shards.append(capture)
-    if compare:
+    if compare and shards:
         from trustmass.bench.certify_compare import run_compare
 
-        if not shards:
-            raise ValueError("certify --compare needs --shard (or --capture)")
         out = run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
                           max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
         return {**out, "capture": captured} if captured else out
@@ -161,6 +159,14 @@ def run(
             "es_top", "es_pool", "es_bal", "c_hat", "kappa_hat", "kappa_hat_bal"]  # fmt: skip
     records = pl.concat([pl.read_parquet(p, columns=cols) for p in paths])
     man = M.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
+    if compare:  # both certifiers on every manifest row of the study (its N <= 2,048 rows)
+        from trustmass.bench.certify_compare import compare_manifest
+
+        def path_of(it):
+            return os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
+
+        return {**compare_manifest(man, path_of, time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed),
+                "mode": "compare-records"}  # fmt: skip
     rng = np.random.default_rng(seed)
     picked = []
     for s in budgets:

@@ -132,10 +132,18 @@ def run_compare(
     records = pl.concat([shard_records(sh, min_keys, budgets) for sh in shards], how="diagonal_relaxed")
     paths = {(os.path.basename(sh)): sh for sh in shards}
     man = M.manifest(records, per_stratum=per_stratum, seed=seed, budgets=budgets, primary_docs=None, n_deciles=n_deciles)
+    out = compare_manifest(man, lambda it: paths[it["corpus"]], time_limit, paper_time_limit, memory_limit_mb, budgets,
+                           certifiers, seed, log)  # fmt: skip
+    return {"shards": list(shards), "per_stratum": per_stratum, "n_deciles": n_deciles, "min_keys": min_keys, **out}
+
+
+def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_limit: float, memory_limit_mb: float,
+                     budgets, certifiers=CERTIFIERS, seed: int = 0, log=partial(print, file=sys.stderr, flush=True)) -> dict:  # fmt: skip
+    """Both certifiers on every row of a manifest; ``path_of(row)`` -> its capture shard."""
     load = os.getloadavg()
     rows = []
     for it in man.iter_rows(named=True):
-        inst, _ = R.load_instance(paths[it["corpus"]], it["layer"], it["head"], it["kv_head"], it["query_pos"])
+        inst, _ = R.load_instance(path_of(it), it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
         po = pool_optimum(inst, s, int(it["pool_extra"]))
         row = {k: it[k] for k in ("instance", "model", "layer", "head", "query_pos", "budget", "decile", "dropped_mass")}
@@ -150,8 +158,7 @@ def run_compare(
             + "; ".join(f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}" for w in CERTIFIERS))  # fmt: skip
     summary = summarise(rows, budgets)
     return {
-        "benchmark": "certify", "mode": "compare", "shards": list(shards), "per_stratum": per_stratum, "n_deciles": n_deciles,
-        "seed": seed, "min_keys": min_keys, "time_limit": time_limit, "paper_time_limit": paper_time_limit,
+        "benchmark": "certify", "mode": "compare", "seed": seed, "time_limit": time_limit, "paper_time_limit": paper_time_limit,
         "memory_limit_mb": memory_limit_mb, "python": platform.python_version(), "loadavg_start": load,
         "loadavg_end": os.getloadavg(), "instances": rows, "summary": summary, "table": table(summary),
     }  # fmt: skip
