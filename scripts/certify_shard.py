@@ -1,5 +1,5 @@
 """Rule certify_shard: certify the instances of one manifest shard (one output row per instance,
-always).  Glue only: the science is trustmass.certification.runner / trustmass.certification.misocp."""
+always).  Glue only: the science is trustmass.certification.runner / .misocp / .bnb."""
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
@@ -16,7 +16,7 @@ shard = int(snakemake.wildcards.shard)  # noqa: F821
 settings = CertificationSettings(
     per_stratum=cc["per_stratum"], n_shards=cc["n_shards"], time_limit_s=float(cc["time_limit_s"]),
     memory_limit_mb=float(cc["memory_limit_mb"]), max_solves=int(cc["max_solves"]),
-    primary_docs=cfg["statistics"]["primary_docs"], seed=int(cfg["seed"]),
+    primary_docs=cfg["statistics"]["primary_docs"], seed=int(cfg["seed"]), certifier=cc["certifier"],
 )  # fmt: skip
 part = pl.read_parquet(snakemake.input.manifest).filter(pl.col("shard") == shard)  # noqa: F821
 print(f"certify shard {shard}: {part.height} instances, {settings}")

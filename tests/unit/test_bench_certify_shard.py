@@ -89,3 +89,21 @@ def test_records_mode_reads_the_study_layout(tiny_shard, tmp_path):
         assert r["status"] in STATUSES and r["es_cert"] <= r["es_pool"] * (1 + 1e-12)
     with pytest.raises(FileNotFoundError, match="snakemake records"):
         bench.run(records_glob=str(tmp_path / "nowhere" / "*.parquet"))
+
+
+def test_compare_mode_runs_both_certifiers_on_the_same_rows(tiny_shard):
+    """`certify --compare`: one manifest, each row certified by the paper's protocol and by bnb, and
+    the per-budget table of decided shares, seconds and their ratio."""
+    from trustmass.bench.certify_compare import DECIDED, summarise
+
+    out = bench.run(shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, paper_time_limit=2.0, budgets=(2, 4))
+    rows = out["instances"]
+    assert out["mode"] == "compare" and len(rows) == 2 * 2  # 2 budgets x 2 deciles x 1 per stratum
+    for r in rows:
+        assert r["paper"]["status"] in STATUSES and r["bnb"]["status"] in STATUSES
+        assert r["bnb"]["lower_over_cert"] <= 1.0 + 1e-9 and r["bnb"]["es_cert_over_pool"] <= 1.0 + 1e-12
+    lines = {line["budget"]: line for line in out["summary"]}
+    assert set(lines) == {2, 4, "all"} and lines["all"]["rows"] == 4
+    share = sum(r["bnb"]["status"] in DECIDED for r in rows) / 4
+    assert lines["all"]["bnb_decided"] == share and "median ratio" in out["table"]
+    assert summarise(rows, (2, 4)) == out["summary"]

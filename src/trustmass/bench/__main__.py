@@ -28,7 +28,16 @@ def main(argv=None) -> int:
     parser.add_argument("--instances", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-dir", help="capture: a Hugging Face model folder (default: random SmolLM2 shapes)")
-    parser.add_argument("--shard", help="certify: draw the rows from this capture shard (default: the ceiling records)")
+    parser.add_argument("--shard", action="append",
+                        help="certify: draw the rows from this capture shard (default: the ceiling records); --compare: repeatable")
+    parser.add_argument("--compare", action="store_true",
+                        help="certify: the paper's SCIP bisection and the branch-and-bound certifier on the same manifest rows")
+    parser.add_argument("--paper-time-limit", type=float, help="certify --compare: seconds per SCIP solve of the paper protocol (default 120)")
+    parser.add_argument("--per-stratum", type=int, help="certify --compare: manifest rows per (model, budget, decile) (default 1)")
+    parser.add_argument("--deciles", type=int, help="certify --compare: dropped-mass strata per (model, budget) (default 10)")
+    parser.add_argument("--certifiers", help="certify --compare: comma-separated subset of paper,bnb (default both)")
+    parser.add_argument("--capture", help="certify: capture a long shard to this path first (--model-dir, --documents)")
+    parser.add_argument("--documents", help="certify --capture: the tokenized document set (resources/documents/<model>/<corpus>.safetensors)")
     parser.add_argument("--min-keys", type=int, default=0, help="certify --shard: only rows with at least this many keys")
     parser.add_argument("--time-limit", type=float, help="certify: seconds per SCIP solve (default: the benchmark's 10 s)")
     parser.add_argument("--budgets", help="certify: comma-separated budgets (default: 4,8,16,32)")
@@ -43,7 +52,16 @@ def main(argv=None) -> int:
     module = importlib.import_module(BENCHMARKS[args.name])
     given = {"n_keys": args.n_keys, "head_dim": args.head_dim, "instances": args.instances, "seed": args.seed}
     given["model_dir"] = args.model_dir
-    given["shard"], given["min_keys"] = args.shard, args.min_keys
+    shards = args.shard or []
+    given["shard"], given["min_keys"] = (shards[0] if len(shards) == 1 else shards or None), args.min_keys
+    given["compare"], given["capture"], given["documents"] = args.compare, args.capture, args.documents
+    for name in ("paper_time_limit", "per_stratum"):
+        if getattr(args, name) is not None:
+            given[name] = getattr(args, name)
+    if args.deciles is not None:
+        given["n_deciles"] = args.deciles
+    if args.certifiers:
+        given["certifiers"] = tuple(args.certifiers.split(","))
     if args.time_limit is not None:
         given["time_limit"] = args.time_limit
     for name in ("budget", "continuation", "repeats"):
@@ -56,6 +74,8 @@ def main(argv=None) -> int:
     result = module.run(**{k: v for k, v in given.items() if k in accepted})
     text = json.dumps(result, indent=2)
     print(text)
+    if isinstance(result, dict) and "table" in result:  # certify --compare: the per-budget table, readable
+        print(result["table"])
     if args.out:
         with open(args.out, "w") as fh:
             fh.write(text + "\n")

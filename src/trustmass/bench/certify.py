@@ -5,6 +5,10 @@ shards), reports the wall time of `pool_optimum` (the exhaustive ES_pool search 
 set) and of `certify` (MISOCP bisection over all keys, per-solve time limit), the status and the
 solves, so the cost of certification is visible.  Single-threaded.
 
+With ``compare=True`` the paper's protocol and the branch-and-bound certifier run side by side on
+the same manifest rows (`trustmass.bench.certify_compare`): of one or more shards given, else every
+row of the study's manifest; ``capture=PATH`` first captures a long shard (`trustmass.bench.long_capture`).
+
 With ``shard=PATH`` the instances come from one capture shard instead (e.g. a longer document than
 the study's, to time certification at a larger N): ``instances`` rows per budget drawn at random
 (seeded) among the shard's sampled rows with at least ``min_keys`` positive-mass keys, each built
@@ -119,11 +123,35 @@ def run(
     time_limit: float = 10.0,
     memory_limit_mb: float = 2000.0,
     budgets=(4, 8, 16, 32),
-    shard: str | None = None,
+    shard=None,
     min_keys: int = 0,
+    compare: bool = False,
+    paper_time_limit: float = 120.0,
+    per_stratum: int = 1,
+    n_deciles: int = 10,
+    certifiers=("paper", "bnb"),
+    capture: str | None = None,
+    model_dir: str | None = None,
+    documents: str | None = None,
 ) -> dict:
-    if shard is not None:
-        return run_shard(shard, instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
+    shards = [shard] if isinstance(shard, str) else list(shard or [])
+    captured = None
+    if capture is not None:  # the long capture first (bench.long_capture), then the benchmark on it
+        from trustmass.bench.long_capture import capture_concatenated
+
+        if not (model_dir and documents):
+            raise ValueError("--capture needs --model-dir and --documents")
+        captured = capture_concatenated(model_dir, documents, capture)
+        shards.append(capture)
+    if compare and shards:
+        from trustmass.bench.certify_compare import run_compare
+
+        out = run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
+                          max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
+        return {**out, "capture": captured} if captured else out
+    if shards:
+        out = run_shard(shards[0], instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
+        return {**out, "capture": captured} if captured else out
     paths = sorted(glob.glob(records_glob))
     if not paths:
         raise FileNotFoundError(f"no ceiling records under {records_glob!r}: run `snakemake records` first")
@@ -131,6 +159,14 @@ def run(
             "es_top", "es_pool", "es_bal", "c_hat", "kappa_hat", "kappa_hat_bal"]  # fmt: skip
     records = pl.concat([pl.read_parquet(p, columns=cols) for p in paths])
     man = M.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
+    if compare:  # both certifiers on every manifest row of the study (its N <= 2,048 rows)
+        from trustmass.bench.certify_compare import compare_manifest
+
+        def path_of(it):
+            return os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
+
+        return {**compare_manifest(man, path_of, time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed),
+                "mode": "compare-records"}  # fmt: skip
     rng = np.random.default_rng(seed)
     picked = []
     for s in budgets:

@@ -319,7 +319,9 @@ def _solve(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptio
 # ---------------------------------------------------------------------------------------------
 
 
-def _incumbent(inst: Instance, s: int, es_pool: float | None, incumbent) -> tuple[float, np.ndarray]:
+def resolve_incumbent(inst: Instance, s: int, es_pool: float | None, incumbent) -> tuple[float, np.ndarray]:
+    """(es, sorted keys) of the incumbent: the ES_pool argmin when none is given, else the given keys,
+    whose es must agree with ``es_pool`` where that is given (both certifiers start from it)."""
     if incumbent is None:
         from trustmass.core.enumeration import extras_for_budget, pool_optimum
 
@@ -358,7 +360,7 @@ def certify(
     see solve_feasibility) or a solve hung past 1.5 x its limit + 60 s is outcome `error`.
     """
     start = time.perf_counter()
-    es_pool, z0 = _incumbent(inst, s, es_pool, incumbent)
+    es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
     opts = SolverOptions(time_limit=time_limit, memory_limit_mb=memory_limit_mb, feastol=feastol, seed=seed, cone=cone)
     records: list[SolveRecord] = []
     hi, best, lo = es_pool, z0, 0.0

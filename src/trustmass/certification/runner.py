@@ -1,8 +1,10 @@
 """Certification runs (paper spec §3.2, §3.4): every manifest instance certified over all its keys,
-and the cap-widening sweep's pools.  Orchestration over :mod:`trustmass.certification.misocp`.
+and the cap-widening sweep's pools.  Orchestration over the two certifiers (``certification.certifier``):
+``paper``, the paper's MISOCP bisection with SCIP (:mod:`trustmass.certification.misocp`), and ``bnb``,
+the branch-and-bound search (:mod:`trustmass.certification.bnb`).
 
 * :func:`certify_rows` -- one output row per manifest instance, always: the instance is reloaded
-  from its capture shard, the ES_pool argmin recomputed (the incumbent), and `certify` run.  A
+  from its capture shard, the ES_pool argmin recomputed (the incumbent), and the certifier run.  A
   time limit gives ``undecided``; memory, a crash or any exception gives ``unsolved`` (with the
   message), never a missing row.
 * :func:`sweep_rows` -- ES_pool of every sweep instance at every extra-key setting.
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from trustmass.certification.bnb import certify_bnb, warm_up
 from trustmass.certification.manifest import IDENTITY
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
 from trustmass.core import operator as op
@@ -32,8 +35,11 @@ CERTIFIED_SCHEMA = {
     "es_cert": pl.Float64, "lower_bound": pl.Float64, "improvement": pl.Float64, "best": pl.List(pl.Int64),
     "n_keys": pl.Int64, "seconds": pl.Float64, "enumeration_seconds": pl.Float64, "n_solves": pl.Int64,
     "solve_outcomes": pl.Utf8, "max_solve_seconds": pl.Float64, "message": pl.Utf8,
-    "mass_floor": pl.Float64, "low_mass_bound": pl.Float64,
+    "mass_floor": pl.Float64, "low_mass_bound": pl.Float64, "certifier": pl.Utf8,
 }  # fmt: skip
+#: certification.certifier: the paper's MISOCP bisection with SCIP (`misocp.certify`), or the
+#: branch-and-bound search (`bnb.certify_bnb`)
+CERTIFIERS = ("paper", "bnb")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,11 @@ class CertificationSettings:
     primary_docs: int = 3  # statistics.primary_docs
     seed: int = 0
     isolate: bool = True  # each instance in a forked child: a solver crash is an `unsolved` row
+    certifier: str = "paper"  # certification.certifier (CERTIFIERS)
+
+    def __post_init__(self):
+        if self.certifier not in CERTIFIERS:
+            raise ValueError(f"certification.certifier must be one of {CERTIFIERS}, got {self.certifier!r}")
 
     @property
     def guard_s(self) -> float:
@@ -80,17 +91,23 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
     """Certify one instance; never raises (an exception becomes status ``unsolved``)."""
     from trustmass.core.enumeration import pool_optimum
 
-    out = {"n_keys": inst.n_keys}
+    out = {"n_keys": inst.n_keys, "certifier": settings.certifier}
     start = time.perf_counter()
     try:
         po = pool_optimum(inst, s, extra)
         out["enumeration_seconds"] = time.perf_counter() - start
         out["es_pool"] = po.es_pool
-        cert = certify(
-            inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
-            memory_limit_mb=settings.memory_limit_mb, seed=settings.seed, max_solves=settings.max_solves,
-            isolate_solves=settings.isolate,
-        )  # fmt: skip
+        if settings.certifier == "bnb":
+            cert = certify_bnb(
+                inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
+                max_solves=settings.max_solves, seed=settings.seed,
+            )  # fmt: skip
+        else:
+            cert = certify(
+                inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
+                memory_limit_mb=settings.memory_limit_mb, seed=settings.seed, max_solves=settings.max_solves,
+                isolate_solves=settings.isolate,
+            )  # fmt: skip
         out.update(
             status=cert.status, es_cert=cert.es_cert, lower_bound=cert.lower_bound, improvement=cert.improvement,
             best=np.asarray(cert.best, dtype=np.int64), seconds=cert.seconds, n_solves=cert.n_solves,
@@ -116,7 +133,7 @@ def certify_isolated(inst: op.Instance, s: int, extra: int, settings: Certificat
     if outcome.ok:
         return outcome.value
     status = UNDECIDED if outcome.reason == TIMEOUT else UNSOLVED
-    return {"n_keys": inst.n_keys, "status": status, "message": f"{outcome.reason}: {outcome.message}"[:2000],
+    return {"n_keys": inst.n_keys, "certifier": settings.certifier, "status": status, "message": f"{outcome.reason}: {outcome.message}"[:2000],
             "seconds": time.perf_counter() - start}  # fmt: skip
 
 
@@ -124,6 +141,8 @@ def _certify_group(args) -> list[dict]:
     shard_path, items, settings = args
     cache: dict = {}
     rows = []
+    if settings.certifier == "bnb" and settings.isolate:
+        warm_up()  # the forked children inherit the loaded kernels
     for item in items:
         rec = {"instance": item["instance"], "es_pool_record": item["es_pool"]}
         try:

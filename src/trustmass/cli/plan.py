@@ -301,6 +301,7 @@ def planned_manifest(config: Mapping[str, Any]) -> dict[str, Any]:
         "per_budget": len(families) * N_DECILES * per_stratum,
         "time_limit_s": float(cert["time_limit_s"]),
         "shards": int(cert["n_shards"]),
+        "certifier": str(cert.get("certifier", "bnb")),
     }
 
 
@@ -324,7 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cert = planned_manifest(config)
     print(
         f"certification manifest: {cert['instances']:,} instances ({len(cert['families'])} headline families, "
-        f"{cert['per_budget']:,} per budget) in {cert['shards']} shards, {cert['time_limit_s']:g} s per solve"
+        f"{cert['per_budget']:,} per budget) in {cert['shards']} shards, {cert['time_limit_s']:g} s per solve, "
+        f"certifier {cert['certifier']}"
     )
     return 0
 

@@ -86,8 +86,18 @@ TABLE7_SCHEMA = {
     "beats_bal_before": pl.Float64, "beats_bal_after": pl.Float64,
     "median_improvement": pl.Float64, "max_improvement": pl.Float64,
     "kappa_hat_bal_eq_1": pl.Float64, "worst_cell_margin": pl.Float64, "median_kappa_hat_bal_cap": pl.Float64,
-    "median_seconds": pl.Float64, "max_seconds": pl.Float64,
+    "median_seconds": pl.Float64, "max_seconds": pl.Float64, "certifier": pl.Utf8,
 }  # fmt: skip
+#: how Table 7 names each certifier (certification.certifier)
+CERTIFIER_NAMES = {"paper": "SCIP bisection (paper)", "bnb": "branch-and-bound"}
+
+
+def _certifiers(g: pl.DataFrame) -> str:
+    """The certifier(s) that produced a budget's rows, named for the table ("–" if none recorded)."""
+    if "certifier" not in g.columns:
+        return "–"
+    names = sorted({CERTIFIER_NAMES.get(c, c) for c in g["certifier"].to_list() if c})
+    return " + ".join(names) if names else "–"
 
 
 def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) -> pl.DataFrame:
@@ -128,6 +138,7 @@ def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) ->
             "worst_cell_margin": float((cells["frac"] - 0.5 - f_hi).min()) if cells.height and not math.isnan(f_hi) else math.nan,
             "median_kappa_hat_bal_cap": stats.median_cap(kb["kappa_hat_bal"].to_numpy(), f_hi) if kb.height and not math.isnan(f_hi) else math.nan,
             "median_seconds": _med(g["seconds"].to_list()), "max_seconds": float(g["seconds"].max() or math.nan),
+            "certifier": _certifiers(g),
         })  # fmt: skip
     return pl.DataFrame(rows, schema=TABLE7_SCHEMA)
 

@@ -1,0 +1,164 @@
+"""The two certifiers side by side on the same manifest rows of long captures (issue 15).
+
+`run_compare` builds a certification manifest (`trustmass.certification.manifest.manifest`: seeded,
+``per_stratum`` rows per (model, budget, dropped-mass decile)) from the sampled rows of one or more
+capture shards with at least ``min_keys`` keys (the N ~ 4,096 shards of `bench.long_capture`), then
+certifies every instance with the paper's protocol (`misocp.certify`: plain SCIP bisection, each
+solve in a forked child, ``paper_time_limit`` s per solve) and with the branch-and-bound certifier
+(`bnb.certify_bnb`, ``time_limit`` s per probe), one after the other in this process (one core).
+
+Reported per (budget) and overall, for each certifier: the rows, the *decided* share (the question
+Table 7 asks -- is ES_pool within 1 % of the optimum over all keys? -- answered: confirmed_optimal,
+within_1pct, or improved by a set more than 1 % better), the share whose gap is closed to 1 %
+((hi - lo) <= 0.01 hi: a proved optimum to 1 %, improved or not), median and p90 seconds per
+instance, and the ratio of the medians (paper / bnb).  Only ``dropped_mass`` of the shard rows enters
+the manifest (the other record columns are not computed: NaN); ES_pool is computed for the drawn rows.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from functools import partial
+
+import numpy as np
+import polars as pl
+
+from trustmass.certification import manifest as M
+from trustmass.certification import runner as R
+from trustmass.certification.bnb import certify_bnb
+from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, WITHIN_1PCT, certify
+from trustmass.core.enumeration import extras_for_budget, pool_optimum
+
+DECIDED = (CONFIRMED_OPTIMAL, WITHIN_1PCT, IMPROVED)
+CERTIFIERS = ("paper", "bnb")
+
+
+def shard_records(shard: str, min_keys: int, budgets) -> pl.DataFrame:
+    """Manifest input from a capture shard: one row per (sampled row with >= min_keys keys, budget)
+    with its dropped mass 1 - p(A*_s); the record columns the manifest does not stratify on are NaN."""
+    from trustmass.bench.certify import shard_rows
+    from trustmass.contracts.shards import read_layer, read_metadata
+
+    meta = read_metadata(shard)
+    rows = []
+    by_layer: dict[int, list] = {}
+    for it in shard_rows(shard, min_keys):
+        by_layer.setdefault(it["layer"], []).append(it)
+    for layer, items in sorted(by_layer.items()):
+        t = read_layer(shard, layer, ["positions", "p"])
+        for it in items:
+            r = t["positions"][it["kv_head"]].tolist().index(it["query_pos"])
+            p = np.sort(t["p"][it["head"], r, : it["query_pos"] + 1].astype(np.float64))[::-1]
+            p = p[p > 0] / p[p > 0].sum()
+            for s in budgets:
+                rows.append({
+                    "model": meta["model"], "corpus": os.path.basename(shard), "doc": meta["doc"], "layer": layer,
+                    "head": it["head"], "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": int(s),
+                    "dropped_mass": float(1.0 - p[: int(s)].sum()), "pool_extra": extras_for_budget(int(s)),
+                })  # fmt: skip
+    f = pl.DataFrame(rows)
+    nan = [c for c in M.RECORD_COLUMNS if c not in f.columns]
+    return f.with_columns([pl.lit(float("nan")).alias(c) for c in nan])
+
+
+def _gap(c) -> float:
+    return (c.es_cert - c.lower_bound) / c.es_cert if c.es_cert > 0 else 0.0
+
+
+def _one(inst, s: int, which: str, po, time_limit: float, paper_time_limit: float, memory_limit_mb: float, seed: int) -> dict:
+    t0 = time.perf_counter()
+    if which == "paper":
+        c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=paper_time_limit,
+                    memory_limit_mb=memory_limit_mb, seed=seed, isolate_solves=True)  # fmt: skip
+    else:
+        c = certify_bnb(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, seed=seed)
+    return {
+        "status": c.status, "seconds": time.perf_counter() - t0, "es_cert_over_pool": c.es_cert / po.es_pool,
+        "lower_over_cert": c.lower_bound / c.es_cert if c.es_cert > 0 else 1.0, "gap": _gap(c),
+        "solves": [f"{r.outcome}:{r.seconds:.1f}" for r in c.solves],
+    }
+
+
+def summarise(rows: list[dict], budgets) -> list[dict]:
+    """Per budget (and "all"): rows, decided share, gap <= 1 % share, median / p90 seconds, ratio."""
+    out = []
+    for s in [*budgets, "all"]:
+        part = [r for r in rows if s == "all" or r["budget"] == s]
+        if not part:
+            continue
+        line = {"budget": s, "rows": len(part)}
+        for which in CERTIFIERS:
+            sec = np.array([r[which]["seconds"] for r in part])
+            line[f"{which}_decided"] = float(np.mean([r[which]["status"] in DECIDED for r in part]))
+            line[f"{which}_gap_1pct"] = float(np.mean([r[which]["gap"] <= 0.01 + 1e-12 for r in part]))
+            line[f"{which}_median_s"] = float(np.median(sec))
+            line[f"{which}_p90_s"] = float(np.quantile(sec, 0.9))
+        line["median_ratio"] = line["paper_median_s"] / line["bnb_median_s"] if line["bnb_median_s"] > 0 else None
+        out.append(line)
+    return out
+
+
+def table(summary: list[dict]) -> str:
+    """The summary as a Markdown table."""
+    head = ("| s | rows | paper decided | paper gap<=1% | paper median / p90 s | bnb decided | bnb gap<=1% | "
+            "bnb median / p90 s | median ratio |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    lines = [head]
+    for r in summary:
+        lines.append(
+            f"| {r['budget']} | {r['rows']} | {r['paper_decided']:.0%} | {r['paper_gap_1pct']:.0%} | "
+            f"{r['paper_median_s']:.1f} / {r['paper_p90_s']:.1f} | {r['bnb_decided']:.0%} | {r['bnb_gap_1pct']:.0%} | "
+            f"{r['bnb_median_s']:.2f} / {r['bnb_p90_s']:.2f} | {r['median_ratio']:.0f}x |"
+        )
+    return "\n".join(lines)
+
+
+def run_compare(
+    shards,
+    per_stratum: int = 1,
+    n_deciles: int = 10,
+    seed: int = 0,
+    min_keys: int = 3969,
+    time_limit: float = 120.0,
+    paper_time_limit: float = 120.0,
+    memory_limit_mb: float = 8192.0,
+    budgets=(4, 8, 16, 32),
+    certifiers=CERTIFIERS,
+    log=partial(print, file=sys.stderr, flush=True),
+) -> dict:
+    """Both certifiers on the manifest rows of the shards (module docstring)."""
+    records = pl.concat([shard_records(sh, min_keys, budgets) for sh in shards], how="diagonal_relaxed")
+    paths = {(os.path.basename(sh)): sh for sh in shards}
+    man = M.manifest(records, per_stratum=per_stratum, seed=seed, budgets=budgets, primary_docs=None, n_deciles=n_deciles)
+    out = compare_manifest(man, lambda it: paths[it["corpus"]], time_limit, paper_time_limit, memory_limit_mb, budgets,
+                           certifiers, seed, log)  # fmt: skip
+    return {"shards": list(shards), "per_stratum": per_stratum, "n_deciles": n_deciles, "min_keys": min_keys, **out}
+
+
+def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_limit: float, memory_limit_mb: float,
+                     budgets, certifiers=CERTIFIERS, seed: int = 0, log=partial(print, file=sys.stderr, flush=True)) -> dict:  # fmt: skip
+    """Both certifiers on every row of a manifest; ``path_of(row)`` -> its capture shard."""
+    load = os.getloadavg()
+    rows = []
+    for it in man.iter_rows(named=True):
+        inst, _ = R.load_instance(path_of(it), it["layer"], it["head"], it["kv_head"], it["query_pos"])
+        s = int(it["budget"])
+        po = pool_optimum(inst, s, int(it["pool_extra"]))
+        row = {k: it[k] for k in ("instance", "model", "layer", "head", "query_pos", "budget", "decile", "dropped_mass")}
+        row["n_keys"] = inst.n_keys
+        for which in CERTIFIERS:
+            if which in certifiers:
+                row[which] = _one(inst, s, which, po, time_limit, paper_time_limit, memory_limit_mb, seed)
+            else:
+                row[which] = {"status": "not run", "seconds": float("nan"), "gap": float("nan")}
+        rows.append(row)
+        log(f"{row['instance']:3d} {row['model']} L{row['layer']}/H{row['head']} s={s} dec={row['decile']} N={inst.n_keys}: "
+            + "; ".join(f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}" for w in CERTIFIERS))  # fmt: skip
+    summary = summarise(rows, budgets)
+    return {
+        "benchmark": "certify", "mode": "compare", "seed": seed, "time_limit": time_limit, "paper_time_limit": paper_time_limit,
+        "memory_limit_mb": memory_limit_mb, "python": platform.python_version(), "loadavg_start": load,
+        "loadavg_end": os.getloadavg(), "instances": rows, "summary": summary, "table": table(summary),
+    }  # fmt: skip

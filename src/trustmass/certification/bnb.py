@@ -1,0 +1,255 @@
+"""The branch-and-bound certifier: ES_pool certified (or improved) over all keys without a MISOCP
+solver, by a search that reuses the exact-enumeration idea (Gram sums, partial sums carried down a
+depth-first walk) at the leaves and a cardinality-aware bound at the nodes.
+
+Kept sets are walked in *mass order* (`bnb_kernels`): a node fixes its heaviest members F and takes
+the remaining r keys from the lighter ones.  A node is pruned when, for some unit u,
+
+    u.g_F - tau p(F) + (sum of the r smallest p_i (u.(v_i - mu) - tau) over the keys it may take) > 0,
+
+which proves es(A) > tau for every A of the node: it knows that only r keys can be added (the hull
+bound of all light keys does not).  u is g_F's direction (from G = W W^T, O(1) per key), then a few
+supergradient steps where that fails.  The root's cut -- no kept set whose heaviest member is lighter
+than rank k -- uses directions of the light tail's hull.  Sound whatever the directions are.
+
+Per instance (`certify_bnb`), with time per probe like the paper's per solve:
+
+1. hi = ES_pool, best = its argmin; swap descent over all keys from it and from seeded starts in
+   mass bands can only lower hi (every set re-scored by `es` in float64);
+2. probe tau = 0.99 hi: proved empty gives lo = tau (the pool optimum is then within 1 %); a leaf
+   with es <= tau lowers hi (improvement) and the probe is repeated at the new hi;
+3. then tau = (1 - 1e-6) hi: proved empty gives lo = tau (optimal to 1e-6);
+4. statuses as the paper's bisection (`misocp.certify`): improved / confirmed_optimal / within_1pct /
+   undecided (a probe ran out of time) -- the fields of `misocp.Certificate`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from trustmass.certification import bnb_kernels as K
+from trustmass.certification.misocp import (
+    CONFIRMED_OPTIMAL, FEASIBLE, FIRST_PROBE, IMPROVED, INFEASIBLE, MATERIAL, TIMELIMIT, UNDECIDED, WITHIN_1PCT,
+    Certificate, SolveRecord, resolve_incumbent,
+)  # fmt: skip
+from trustmass.core.operator import Instance, es, is_zero, radius
+from trustmass.core.simplex import project_onto_hull
+
+#: the probe that makes a pool optimum "within 1 %" (then the one for "optimal")
+GAP_PROBE = MATERIAL
+#: seconds per compiled call between clock checks (the node budget per call adapts to it)
+CHUNK_SECONDS = 0.25
+#: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
+ACCEPT_REL = 1e-7
+#: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
+ASCENT_ITERS = 16
+#: tails of the mass order whose hull directions give the root's cut (fractions of N)
+TAIL_FRACTIONS = (0.5, 0.25, 0.125, 0.0625)
+
+
+@dataclass
+class Prepared:
+    """An instance in mass order: ranks -> keys, masses, centred values, w rows, Gram matrix."""
+
+    order: np.ndarray
+    P: np.ndarray
+    V: np.ndarray
+    W: np.ndarray
+    G: np.ndarray
+    wnorm: np.ndarray
+    maxw_from: np.ndarray  # max ||w_i|| over ranks >= k
+    tails: list  # unit directions for the root's cut
+
+    @classmethod
+    def of(cls, inst: Instance) -> Prepared:
+        order = inst.mass_order
+        P = np.ascontiguousarray(inst.p[order])
+        V = np.ascontiguousarray(inst.v[order] - inst.mu)
+        W = P[:, None] * V
+        wnorm = np.linalg.norm(W, axis=1)
+        maxw_from = np.maximum.accumulate(wnorm[::-1])[::-1].copy()
+        return cls(order, P, V, W, W @ W.T, wnorm, maxw_from, _tail_directions(V))
+
+    def tail(self, tau: float) -> np.ndarray:
+        """max_{i >= k} ||w_i|| + tau p_k: no key of rank >= k has a bound term below -tail[k]."""
+        return self.maxw_from + tau * self.P
+
+    def ranks(self, keys) -> np.ndarray:
+        where = np.empty_like(self.order)
+        where[self.order] = np.arange(self.order.shape[0])
+        return np.sort(where[np.asarray(keys, dtype=np.int64)])
+
+
+def _tail_directions(V: np.ndarray) -> list:
+    """Unit normals separating mu from the hull of the lightest keys (several tail lengths)."""
+    n = V.shape[0]
+    out = []
+    for f in TAIL_FRACTIONS:
+        k = int(n * (1.0 - f))
+        if n - k < 2:
+            continue
+        x = project_onto_hull(V[k:], np.zeros(V.shape[1])).point
+        norm = float(np.linalg.norm(x))
+        if norm > 0.0:
+            out.append(x / norm)
+        c = V[k:].mean(axis=0)  # the tail's centroid: cheap, often nearly as good
+        if np.linalg.norm(c) > 0.0:
+            out.append(c / np.linalg.norm(c))
+    return out
+
+
+def root_cut(prep: Prepared, s: int, tau: float) -> tuple[int, np.ndarray]:
+    """(k, u): the first rank k such that no kept set whose members all have rank >= k has es <= tau,
+    proved along the tail direction u that cuts most (n - s + 1 when none proves a cut)."""
+    n, d = prep.V.shape
+    best, best_u = n - s + 1, None
+    tail = prep.tail(tau)
+    buf = np.empty(s + 1)
+    for u in prep.tails:
+        y = prep.P * (prep.V @ u - tau)
+        k = int(K.suffix_cut(y, 0, n, s, 0.0, tail, 0.0, K.REL_MARGIN * s, 0.0, prep.maxw_from, buf))
+        if best_u is None or k < best:
+            best, best_u = k, u
+    return best, (np.eye(1, d)[0] if best_u is None else best_u)
+
+
+def _polish(prep: Prepared, inst: Instance, s: int, ranks: np.ndarray, max_rounds: int = 200) -> tuple[float, np.ndarray]:
+    A = np.array(ranks, dtype=np.int64)
+    K.swap_descent(prep.G, prep.P, A, max_rounds)
+    keys = np.sort(prep.order[A])
+    return es(inst, keys), keys
+
+
+def improve(prep: Prepared, inst: Instance, s: int, hi: float, best: np.ndarray, starts: int, seed: int):
+    """Swap descent from the incumbent and from `starts` seeded sets in mass bands; (hi, best)."""
+    n = prep.P.shape[0]
+    found, keys = _polish(prep, inst, s, prep.ranks(best))
+    if found < hi:
+        hi, best = found, keys
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 15]))
+    bands = [(0, min(n, 4 * s)), (min(n, s), min(n, 32 * s)), (min(n, 8 * s), n), (0, n)]
+    for i in range(starts):
+        lo, up = bands[i % len(bands)]
+        if up - lo < s:
+            lo, up = 0, n
+        found, keys = _polish(prep, inst, s, rng.choice(np.arange(lo, up), size=s, replace=False))
+        if found < hi:
+            hi, best = found, keys
+    return hi, best
+
+
+class _Probe:
+    """One resumable search at a fixed tau."""
+
+    def __init__(self, prep: Prepared, s: int, tau: float, ascent_iters: int):
+        n, d = prep.W.shape
+        self.prep, self.s, self.tau, self.ascent = prep, s, tau, ascent_iters
+        index = np.zeros(s + 1, dtype=np.int64)
+        self.state = (np.array([-1], dtype=np.int64), np.zeros(s, dtype=np.int64), index.copy(), index.copy(), index.copy(),
+                      np.zeros((s + 1, d)), np.zeros(s + 1), np.zeros((s + 1, n)), np.zeros(s + 1), np.zeros((s + 1, d)))  # fmt: skip
+        self.root, self.u_root = root_cut(prep, s, tau)
+        self.tail = prep.tail(tau)
+        self.nodes = 0
+        self.chunk = 256
+
+    def run(self, deadline: float):
+        """(outcome, ranks of a found leaf or None) once the search ends or the deadline passes."""
+        p = self.prep
+        while True:
+            t0 = time.perf_counter()
+            out, nodes = K.dfs(p.W, p.V, p.P, p.G, p.wnorm, p.maxw_from, self.tail, self.s, self.tau, self.root, self.u_root, self.ascent,
+                               self.chunk, *self.state)  # fmt: skip
+            self.nodes += int(nodes)
+            spent = time.perf_counter() - t0  # aim at CHUNK_SECONDS per compiled call
+            self.chunk = int(min(max(self.chunk * CHUNK_SECONDS / max(spent, 1e-6), 16), 1_000_000))
+            if out == K.FOUND:
+                return out, self.state[1].copy()
+            if out == K.INFEASIBLE:
+                return out, None
+            if time.perf_counter() >= deadline:
+                return K.RUNNING, None
+
+
+def certify_bnb(
+    inst: Instance,
+    s: int,
+    incumbent=None,
+    es_pool: float | None = None,
+    *,
+    time_limit: float = 120.0,
+    total_time_limit: float | None = None,
+    max_solves: int = 64,
+    starts: int = 16,
+    ascent_iters: int = ASCENT_ITERS,
+    seed: int = 0,
+) -> Certificate:
+    """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring);
+    `time_limit` seconds per probe, `total_time_limit` (default: two probes' worth) for the instance.
+    Returns the bisection's `Certificate` fields."""
+    start = time.perf_counter()
+    stop = start + (2.0 * time_limit if total_time_limit is None else total_time_limit)
+    es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
+    hi, best, lo = es_pool, z0, 0.0
+    records: list[SolveRecord] = []
+
+    def finish(status: str) -> Certificate:
+        improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
+        return Certificate(status, float(hi), float(lo), float(es_pool), best, float(improvement), tuple(records),
+                           time.perf_counter() - start)  # fmt: skip
+
+    if s >= inst.n_keys or is_zero(es_pool, radius(inst)):
+        lo = hi
+        return finish(CONFIRMED_OPTIMAL)
+    prep = Prepared.of(inst)
+    t0 = time.perf_counter()
+    hi, best = improve(prep, inst, s, hi, best, starts, seed)
+    records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search"))
+
+    def probe(tau: float) -> str:
+        """Search at tau until proved empty, a set at or below tau, or the time limit."""
+        nonlocal hi, best, lo
+        t1 = time.perf_counter()
+        search = _Probe(prep, s, tau, ascent_iters)
+        while True:
+            out, ranks = search.run(min(t1 + time_limit, stop))
+            if out == K.FOUND:
+                keys = np.sort(prep.order[ranks])
+                found = es(inst, keys)
+                if found > tau * (1.0 + ACCEPT_REL):
+                    continue  # the compiled leaf test and float64 disagree: not a set at tau, go on
+                found2, keys2 = _polish(prep, inst, s, ranks)
+                hi, best = (found2, keys2) if found2 < found else (found, keys)
+                records.append(SolveRecord(tau, FEASIBLE, time.perf_counter() - t1, search.nodes, hi, True, "bnb"))
+                return FEASIBLE
+            outcome = INFEASIBLE if out == K.INFEASIBLE else TIMELIMIT
+            if outcome == INFEASIBLE:
+                lo = max(lo, tau)
+            records.append(SolveRecord(tau, outcome, time.perf_counter() - t1, search.nodes, None, True, "bnb"))
+            return outcome
+
+    outcome = INFEASIBLE
+    for factor in (GAP_PROBE, FIRST_PROBE):
+        while len(records) <= max_solves and time.perf_counter() < stop:
+            outcome = probe(factor * hi)
+            if outcome != FEASIBLE:
+                break
+        if outcome == TIMELIMIT:
+            break
+    if hi < MATERIAL * es_pool:
+        return finish(IMPROVED)
+    if lo >= FIRST_PROBE * es_pool and hi == es_pool:
+        return finish(CONFIRMED_OPTIMAL)
+    if lo >= MATERIAL * es_pool:
+        return finish(WITHIN_1PCT)
+    return finish(UNDECIDED)
+
+
+def warm_up() -> None:
+    """Load the compiled kernels (numba's on-disk cache) in this process, so that children forked
+    per instance (`runner.certify_isolated`) inherit them instead of each loading them again."""
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(12))
+    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, time_limit=5.0, starts=1)
