@@ -7,7 +7,8 @@ solves, so the cost of certification is visible.  Single-threaded.
 
 With ``compare=True`` the paper's protocol and the branch-and-bound certifier run side by side on
 the same manifest rows (`trustmass.bench.certify_compare`): of one or more shards given, else every
-row of the study's manifest; ``capture=PATH`` first captures a long shard (`trustmass.bench.long_capture`).
+row of the study's manifest; the CLI's ``--capture PATH`` first captures a long shard (`trustmass.bench.long_capture`;
+kept out of this module so that its sources depend on the shard contract, not on the capture code).
 
 With ``shard=PATH`` the instances come from one capture shard instead (e.g. a longer document than
 the study's, to time certification at a larger N): ``instances`` rows per budget drawn at random
@@ -130,28 +131,15 @@ def run(
     per_stratum: int = 1,
     n_deciles: int = 10,
     certifiers=("paper", "bnb"),
-    capture: str | None = None,
-    model_dir: str | None = None,
-    documents: str | None = None,
 ) -> dict:
     shards = [shard] if isinstance(shard, str) else list(shard or [])
-    captured = None
-    if capture is not None:  # the long capture first (bench.long_capture), then the benchmark on it
-        from trustmass.bench.long_capture import capture_concatenated
-
-        if not (model_dir and documents):
-            raise ValueError("--capture needs --model-dir and --documents")
-        captured = capture_concatenated(model_dir, documents, capture)
-        shards.append(capture)
     if compare and shards:
         from trustmass.bench.certify_compare import run_compare
 
-        out = run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
-                          max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
-        return {**out, "capture": captured} if captured else out
+        return run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
+                           max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
     if shards:
-        out = run_shard(shards[0], instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
-        return {**out, "capture": captured} if captured else out
+        return run_shard(shards[0], instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
     paths = sorted(glob.glob(records_glob))
     if not paths:
         raise FileNotFoundError(f"no ceiling records under {records_glob!r}: run `snakemake records` first")
