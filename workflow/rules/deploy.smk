@@ -29,8 +29,9 @@ rule deploy_condition:
     log:
         "logs/deploy/condition/{model}/{task}/{length}.log",
     threads: config["deploy"]["threads"]
-    # below the capture -> ceiling -> certification chain: the deployment fills the cores that chain leaves idle
-    priority: -1
+    # early, on one core: the longest single-core job (146 s of the default run); left to the end it ran
+    # alone while the two-core ceiling jobs waited for both cores (126 s of one idle core, 2026-12-03)
+    priority: 1
     resources:
         mem_mb=6000,
         runtime=120,
