@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass.audit.swaps import SwapSettings, shard_swaps
+from trustmass.audit.swaps import SwapSettings, row_swaps, shard_swaps
+from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames.diagnostics import gap_recovered, pair_contracts, swap_boundaries, swap_curves, swap_units
 
@@ -28,6 +29,16 @@ def test_the_full_boundary_swap_is_y_and_every_row_has_each_kind(records):
     assert (records["es"] >= 0).all()
     balancing = full.filter(pl.col("pair") == "top_mass>balancing")
     assert (balancing["es_y"] <= balancing["es_x"] * (1 + 1e-12)).all(), "balancing never loses to top-mass"
+
+
+def test_a_rule_keeping_no_key_with_mass_gives_its_pair_no_records():
+    """A sliding-window row: StreamingLLM's sinks and recent keys all lie where p = 0, so its es is undefined."""
+    p = np.zeros(20)
+    p[8:11] = [0.5, 0.3, 0.2]
+    x = SelectorInput(p=p, values=np.random.default_rng(0).normal(size=(20, 4)))
+    settings = SwapSettings(pairs=(("streaming_llm", "top_mass"), ("top_mass", "balancing")), budgets=(2,), fractions=(1.0,), seeds=1)
+    records = row_swaps(x, settings, (0, 0, 19))
+    assert {r["pair"] for r in records} == {"top_mass>balancing"}
 
 
 def test_the_statistics_recover_the_whole_gap_at_fraction_one(records):

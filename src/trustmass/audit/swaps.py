@@ -3,7 +3,9 @@
 For every sampled row of a capture shard, every swap budget and every selector pair X -> Y
 (registry rules), the kept sets ``K_X`` and ``K_Y`` are the rules' own (``contract.run``) on the
 row's positive-mass keys (a kept key without mass cannot change es; the audit drops them the same
-way).  A swap moves a fraction of the disagreement (``boundary_swaps.swap_at_fraction``, ranked by
+way).  Where either rule keeps no key with mass (a sliding-window row whose heavy or sink keys lie
+outside the window, or mass underflowed to 0) its es is undefined -- the audit records NaN -- and the
+row has no records for that pair.  A swap moves a fraction of the disagreement (``boundary_swaps.swap_at_fraction``, ranked by
 the row's mass): the boundary swap at each fraction, and per control seed the random swap
 (unrestricted) at each fraction and the restricted one below 1 (at 1 it is ``K_Y``).
 
@@ -82,6 +84,8 @@ def row_swaps(x: SelectorInput, settings: SwapSettings, where: tuple[int, int, i
             if s < max(REGISTRY[name_x].min_budget, REGISTRY[name_y].min_budget):
                 continue
             kept_x, kept_y = _on_instance(x, run(REGISTRY[name_x], x, s)), _on_instance(x, run(REGISTRY[name_y], x, s))
+            if kept_x.size == 0 or kept_y.size == 0:  # m_A = 0 / 0: nothing to swap towards or from
+                continue
             es_x, es_y = op.es(inst, kept_x), op.es(inst, kept_y)
             n_out, n_in = len(set(kept_x.tolist()) - set(kept_y.tolist())), len(set(kept_y.tolist()) - set(kept_x.tolist()))
             base = {"budget": s, "pair": pair_name(name_x, name_y), "n_out": n_out, "n_in": n_in, "es_x": es_x, "es_y": es_y}
