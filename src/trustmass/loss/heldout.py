@@ -25,9 +25,13 @@ def heldout_document(heldout: str | os.PathLike, capture_manifest: str | os.Path
     capture = json.loads(open(capture_manifest, encoding="utf-8").read())
     capture_end = max(d["corpus_tokens"][1] for d in capture["documents"])
     if record["corpus_tokens"][0] < capture_end:
+        # the default first chunk counts doc_tokens of text per document; a tokenizer that adds a <bos>
+        # (Gemma, Llama 3) puts fewer corpus tokens in each, most of all in the shorter held-out chunks
+        stride = max(1, record["corpus_tokens"][1] - record["corpus_tokens"][0])
         raise ValueError(
             f"held-out document {record['id']} starts at corpus token {record['corpus_tokens'][0]}, inside the capture "
-            f"documents' text (tokens 0..{capture_end}) whose map the loss switches on; fix: raise loss.heldout.first_doc"
+            f"documents' text (tokens 0..{capture_end}) whose map the loss switches on; fix: "
+            f"loss.heldout.first_doc: {-(-capture_end // stride)} or more"
         )
     if manifest["corpus_sha256"] != capture["corpus_sha256"]:
         raise ValueError(f"{heldout} and {capture_manifest} were cut from different corpus texts; re-run tokenize_heldout")
