@@ -45,38 +45,37 @@ GRAM_MARGIN = 1e-12
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def _slot(buf, m, r, v):
+    """Where v enters the r smallest values held ascending in buf[:m]: (the slot it displaces or
+    fills, the new m), or (-1, m) when it is not among them."""
+    if m < r:
+        return m, m + 1
+    if v < buf[r - 1]:
+        return r - 1, m
+    return -1, m
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _push_small(buf, m, r, v):
     """Keep the r smallest values seen in buf[:m] ascending; returns the new m."""
-    if m < r:
-        pos = m
-        m += 1
-    elif v < buf[r - 1]:
-        pos = r - 1
-    else:
-        return m
-    while pos > 0 and buf[pos - 1] > v:
-        buf[pos] = buf[pos - 1]
-        pos -= 1
-    buf[pos] = v
+    pos, m = _slot(buf, m, r, v)
+    if pos >= 0:
+        while pos > 0 and buf[pos - 1] > v:
+            buf[pos] = buf[pos - 1]
+            pos -= 1
+        buf[pos] = v
     return m
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _push_small_at(vbuf, ibuf, m, r, v, i):
-    """_push_small that also keeps the keys of the values."""
-    if m < r:
-        pos = m
-        m += 1
-    elif v < vbuf[r - 1]:
-        pos = r - 1
-    else:
-        return m
-    while pos > 0 and vbuf[pos - 1] > v:
-        vbuf[pos] = vbuf[pos - 1]
-        ibuf[pos] = ibuf[pos - 1]
-        pos -= 1
-    vbuf[pos] = v
-    ibuf[pos] = i
+    """_push_small that also keeps the keys of the values (ibuf moves with vbuf)."""
+    pos, m = _slot(vbuf, m, r, v)
+    if pos >= 0:
+        while pos > 0 and vbuf[pos - 1] > v:
+            vbuf[pos], ibuf[pos] = vbuf[pos - 1], ibuf[pos - 1]
+            pos -= 1
+        vbuf[pos], ibuf[pos] = v, i
     return m
 
 
