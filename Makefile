@@ -19,7 +19,7 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run test test-slow test-faults test-cluster check-reference save-reference bench dry-run clean
+.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
@@ -28,6 +28,8 @@ help:
 	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
+	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; ~N min on 2 cores)"
+	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
 	@echo "make dry-run    what 'make run' would do"
 	@echo "make clean      delete results/ (keeps resources/ and .venv)"
@@ -75,6 +77,22 @@ check-reference: $(STAMP)
 save-reference: $(STAMP)
 	$(BIN)/python -m trustmass.report.reference save --reference $(REFERENCE) --config config.yaml
 	$(BIN)/python -m trustmass.report.reference readme --reference $(REFERENCE)
+
+# The CPU panel (config/cpu-panel.yaml), with its own committed reference.  Run it in a checkout of its
+# own (or after `make clean`): results/ holds one study at a time.
+PANEL := config/cpu-panel.yaml
+PANEL_REFERENCE ?= reference/cpu-panel
+run-panel: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(PANEL) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --configfile $(PANEL) --report results/report.html $(SNAKEMAKE_ARGS)
+
+check-reference-panel: $(STAMP)
+	$(BIN)/python -m trustmass.report.reference check --reference $(PANEL_REFERENCE)
+
+# Replace the panel's reference with this checkout's results/; the README's opening block shows the panel.
+save-reference-panel: $(STAMP)
+	$(BIN)/python -m trustmass.report.reference save --reference $(PANEL_REFERENCE) --config config.yaml --config $(PANEL)
+	$(BIN)/python -m trustmass.report.reference readme --reference $(PANEL_REFERENCE)
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration

@@ -110,3 +110,10 @@ def test_the_readme_opens_with_the_committed_reference():
     block = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
     assert block == readme_block(Path("reference/default"), REPO)
     assert block.count("](reference/default/results/figures/") == 8  # four figures, each linking to its sidecar
+
+
+def test_the_readme_names_the_command_that_regenerates_the_reference():
+    from trustmass.report.reference import run_command
+
+    assert run_command(["config.yaml"]) == "make run"
+    assert run_command(["config.yaml", "config/cpu-panel.yaml"]) == "snakemake --cores all --configfile config/cpu-panel.yaml"

@@ -1,4 +1,5 @@
-"""config/cpu-panel.yaml: three packaged models x three local corpora x 20 documents of 4,096 tokens."""
+"""config/cpu-panel.yaml: three packaged models x three local corpora x 3 documents (the primary slice) of 4,096
+tokens, with the loss and deployment slices: one sitting on 2 cores."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ PACKAGED = REPO / "config" / "models-packaged.yaml"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 MODELS = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
 CORPORA = ["austen", "stdlib", "handbook-fr"]
-N_DOCS = 20
+N_DOCS = 3  # the primary slice (paper: 20; config/loss-cpu.yaml sets 20 for its probe)
 
 
 def _yaml(path):
@@ -61,7 +62,10 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3, 3, 9)
     tasks = len(panel_config["task_contexts"]["types"]) * panel_config["task_contexts"]["per_type"]
     assert jobs["task_documents"] == 3  # the task contexts of each headline family
-    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * (len(CORPORA) * N_DOCS + tasks) == 180 + 3 * tasks
+    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * (len(CORPORA) * N_DOCS + tasks) == 27 + 3 * tasks
+    # the loss slice on every model, the deployment slice on the two instruction-tuned readers
+    assert jobs["loss_document"] == len(MODELS) * len(CORPORA) and jobs["probe_train"] == len(MODELS)
+    assert jobs["deploy_condition"] == 2
     captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks")
     assert sorted(set(captures["model"])) == sorted(MODELS) and sorted(set(captures["corpus"])) == sorted(CORPORA)
     assert sorted(set(captures["doc"])) == [f"{i:04d}" for i in range(N_DOCS)]
@@ -69,8 +73,7 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     assert from_dag.equals(planned_instances(panel_config).sort("model", "corpus"))
     heads = 30 * 9 + 18 * 4 + 24 * 14  # SmolLM2, Gemma 3, Qwen2.5-Coder: layers x query heads
     totals = summed(from_dag)
-    assert totals["instances"] == heads * 6 * 4 * N_DOCS * len(CORPORA) == 976_320
-    assert totals["primary_instances"] == heads * 6 * 4 * 3 * len(CORPORA) == 146_448
+    assert totals["instances"] == totals["primary_instances"] == heads * 6 * 4 * N_DOCS * len(CORPORA) == 146_448
 
 
 def test_the_loss_overlay_plans_21_heldout_documents_per_model_and_only_the_captures_it_reads(tmp_path):
