@@ -102,6 +102,24 @@ def test_figures_without_data_say_so():
         figures.figure2(pl.DataFrame({"x": [1]}))
 
 
+def test_figure4_fits_its_axis_to_the_estimates_and_writes_out_a_clipped_interval():
+    """Three held-out documents can give a share interval of -25 (the CPU panel's Qwen random cells):
+    the share axis stays near the estimates and the clipped end is written at the edge; the figure
+    grows with the number of configurations instead of overprinting their labels."""
+    from conftest import REPO
+
+    one = pl.read_parquet(REPO / "reference/default/results/stats/loss_table.parquet")
+    three = pl.concat([one.with_columns(pl.lit(m).alias("model")) for m in ("a", "b", "c")])
+    three = three.with_columns(pl.when((pl.col("model") == "b") & (pl.col("config") == "random"))
+                               .then(-24.7).otherwise(pl.col("share_low")).alias("share_low"))  # fmt: skip
+    small, big = figures.figure4(one), figures.figure4(three)
+    bottom, top = big.axes[0].get_ylim()
+    assert -3 < bottom < 0 < 1 < top < 3
+    assert [t.get_text() for t in big.axes[0].texts] == ["-25"]
+    assert not small.axes[0].texts  # nothing clipped on the default run's frame
+    assert big.get_figheight() > 2 * small.get_figheight()
+
+
 def test_style_lives_in_one_dict():
     assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi", "rule_colors"} <= set(style.STYLE)
     assert figures.STYLE is style.STYLE  # one style for every figure

@@ -257,38 +257,64 @@ def figure4(table: pl.DataFrame, population: str = "all", paper_map: float | Non
     (percent) on its reference family (claim 125), drawn as reference ticks."""
     t = table.filter(pl.col("accounting") == "per_query")
     models = sorted(t["model"].unique().to_list())
+    width_in, height_in = STYLE["fig4_size"]
+    rows = _ce_rows(t).height  # the right panel: one row per (model, configuration), about 0.2 in each
     with plt.rc_context(STYLE["rc"]):
-        fig, (left, right) = plt.subplots(1, 2, figsize=STYLE["fig4_size"], gridspec_kw={"width_ratios": (1, 1.4)})
+        fig, (left, right) = plt.subplots(1, 2, figsize=(width_in, max(height_in, 1.6 + 0.2 * rows)),
+                                          gridspec_kw={"width_ratios": (1, 1.4)})  # fmt: skip
         if not models:
             return empty(fig, "Figure 4: no held-out loss results")
         width = 0.8 / len(_FIG4_SETS)
+        shown, intervals = [], []  # the share axis is fitted to the point estimates, not to the intervals
         for k, (config, label) in enumerate(_FIG4_SETS):
-            xs, ys, errs = [], [], [[], []]
+            xs, ys, lows, highs = [], [], [], []
             for i, model in enumerate(models):
                 rec = _record(t, model, config)
                 if rec is None or rec["share"] is None:
                     continue
                 xs.append(i + (k - 1) * width)
                 ys.append(rec["share"])
-                errs[0].append(rec["share"] - as_float(rec["share_low"]) if rec["share_low"] is not None else 0.0)
-                errs[1].append(as_float(rec["share_high"]) - rec["share"] if rec["share_high"] is not None else 0.0)
-            left.bar(xs, ys, width, yerr=errs, capsize=2, color=STYLE["fig4_colors"][config], label=label)
+                lows.append(as_float(rec["share_low"]) if rec["share_low"] is not None else rec["share"])
+                highs.append(as_float(rec["share_high"]) if rec["share_high"] is not None else rec["share"])
+            left.bar(xs, ys, width, color=STYLE["fig4_colors"][config], label=label)
+            shown += ys
+            intervals += list(zip(xs, ys, lows, highs))
         seeds = t.filter(pl.col("cells") == "random", pl.col("config") != "random")
         for i, model in enumerate(models):
             dots = seeds.filter(pl.col("model") == model)["share"].drop_nulls().to_numpy()
             left.scatter(np.full(dots.shape, i), dots, s=8, color="black", zorder=3)
+            shown += dots.tolist()
         for value, key in ((paper_map, "flat_switch"), (paper_random, "random")):
             if value is not None:
                 left.axhline(value / 100.0, color=STYLE["fig4_colors"][key], ls=":", lw=1.0,
                              label=f"paper, reference family: {key.replace('_', ' ')} {value:g}%")  # fmt: skip
         left.set_xticks(np.arange(len(models)))
-        left.set_xticklabels(models)
+        left.set_xticklabels(models, rotation=15 if len(models) > 1 else 0, ha="right" if len(models) > 1 else "center")
+        low, high = min(shown + [0.0]), max(shown + [1.0])  # intervals may reach one such span beyond the estimates
+        span = high - low
+        low = max(min([low] + [lo for _, _, lo, _ in intervals]), low - span)
+        high = min(max([high] + [hi for _, _, _, hi in intervals]), high + span)
+        left.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+        _whiskers(left, intervals)
         left.set_ylabel("share of the all-cell gain")
         left.set_title("balancing on a cell set, top-mass elsewhere")
-        left.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), frameon=False)
+        left.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)
         _ce_changes(right, t, models)
         fig.tight_layout()
     return fig
+
+
+def _whiskers(ax, intervals: list[tuple[float, float, float, float]]) -> None:
+    """(x, estimate, low, high) intervals drawn within the axis's current y-limits; an end beyond them
+    stops at the edge with its value written there (a three-document share interval of -25 would
+    otherwise flatten every bar)."""
+    bottom, top = ax.get_ylim()
+    for x, y, lo, hi in intervals:
+        ax.errorbar(x, y, yerr=[[y - max(lo, bottom)], [min(hi, top) - y]], fmt="none", capsize=2, color="black", lw=1.0)
+        for end, edge, va in ((lo, bottom, "bottom"), (hi, top, "top")):
+            if (end < bottom) if va == "bottom" else (end > top):
+                ax.annotate(f"{end:.2g}", (x, edge), xytext=(2, 2 if va == "bottom" else -2), textcoords="offset points",
+                            ha="left", va=va, fontsize=6)  # fmt: skip
 
 
 def _record(t: pl.DataFrame, model: str, config: str) -> dict | None:
@@ -296,12 +322,16 @@ def _record(t: pl.DataFrame, model: str, config: str) -> dict | None:
     return rows.row(0, named=True) if rows.height else None
 
 
+def _ce_rows(t: pl.DataFrame) -> pl.DataFrame:
+    """The restricted configurations the right panel shows (random cells: their pooled row only)."""
+    return t.filter(pl.col("delta_vs_top").is_not_null(), ~pl.col("config").is_in(["top_mass", "keep_all", "dense"]),
+                    ~((pl.col("cells") == "random") & (pl.col("config") != "random"))).sort(["model", "config"])  # fmt: skip
+
+
 def _ce_changes(ax, t: pl.DataFrame, models: list[str]) -> None:
     """CE(X) - CE(top-mass) with intervals, one row per (model, restricted configuration)."""
-    shown = t.filter(pl.col("delta_vs_top").is_not_null(), ~pl.col("config").is_in(["top_mass", "keep_all", "dense"]),
-                     ~((pl.col("cells") == "random") & (pl.col("config") != "random")))  # fmt: skip
     labels = []
-    for y, rec in enumerate(shown.sort(["model", "config"]).iter_rows(named=True)):
+    for y, rec in enumerate(_ce_rows(t).iter_rows(named=True)):
         lo = rec["delta_vs_top"] - as_float(rec["delta_vs_top_low"]) if rec["delta_vs_top_low"] is not None else 0.0
         hi = as_float(rec["delta_vs_top_high"]) - rec["delta_vs_top"] if rec["delta_vs_top_high"] is not None else 0.0
         ax.errorbar(rec["delta_vs_top"], y, xerr=[[lo], [hi]], fmt="o", ms=3.5, capsize=2,
