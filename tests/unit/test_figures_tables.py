@@ -239,3 +239,20 @@ def test_a_switched_off_panel_renders_as_an_empty_table_that_says_so(tmp_path):
     table = write(LAYOUTS["probe_table"], pl.DataFrame(), tmp_path / "t.csv", tmp_path / "t.md")
     assert table.height == 0
     assert "switched off in the configuration" in (tmp_path / "t.md").read_text()
+
+
+def test_the_swap_figure_draws_a_row_of_panels_per_model():
+    """Three models' curves in one panel joined their points into one line with vertical jumps (the
+    CPU panel's first run): each model gets its own row."""
+    from conftest import REPO
+
+    from trustmass.report.diagnostic_figures import swap_figure
+
+    one = pl.read_parquet(REPO / "reference/default/results/stats/swap_curves.parquet")
+    two = pl.concat([one.with_columns(pl.lit(m).alias("model")) for m in ("a", "b")])
+    single, double = swap_figure(one), swap_figure(two)
+    outcomes = one["outcome"].n_unique()
+    assert len(single.axes) == outcomes and len(double.axes) == 2 * outcomes
+    assert double.axes[outcomes].get_title().startswith("b\n")
+    drawn = [line for line in double.axes[0].lines if line.get_marker() == "o"]
+    assert all(np.all(np.diff(line.get_xdata()) > 0) for line in drawn)  # one point per fraction: no vertical jumps

@@ -148,7 +148,7 @@ def figure2(summary: pl.DataFrame, population: str = "primary") -> Figure:
             right.set_title(f"{model}: median κ̂\n{first['n_labelled_cells']} cells with median κ̂ ≥ {first['kappa_threshold']:g} (●)"
                             f"\ncell-level AUC(m̄ → label) = {auc_text}", loc="left")  # fmt: skip
         fig.suptitle(f"Figure 2 — the map, layer × query head; {population_label(population, frame)}", fontsize=10)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # room for the suptitle
     return fig
 
 
