@@ -31,8 +31,8 @@ def run(tmp_path):
     pl.DataFrame({"seconds": [1.0]}).write_parquet(root / "results/stats/deploy_timing.parquet")
     image = np.zeros((40, 50, 3), dtype=np.uint8)
     Image.fromarray(image).save(root / "results/figures/fig1_ceiling.png")
-    claims = {"claims": [{"id": 2, "stage": ["ceiling"], "status": "consistent", "values": [{"value": 0.5}]},
-                         {"id": 18, "stage": ["certification"], "status": "mixed", "values": [{"value": 0.9}]}]}  # fmt: skip
+    claims = {"claims": [{"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
+                         {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]}]}  # fmt: skip
     (root / "results/claims.json").write_text(json.dumps(claims))
     (root / "results/capture").mkdir()
     (root / "results/capture/shard.safetensors").write_bytes(b"big")  # not kept
@@ -43,6 +43,14 @@ def saved(run, tmp_path):
     ref = tmp_path / "ref"
     manifest = reference.save(run, ref, [])
     return ref, manifest
+
+
+def test_the_timed_claim_stages_are_the_claims_own_stage_codes():
+    """The stage names once drifted ("certification" for CERT): the certification claims were compared
+    and a rerun under other load reported them as differences."""
+    from trustmass.report.claims.model import STAGES
+
+    assert reference.TIMED_STAGES <= set(STAGES) and "CERT" in reference.TIMED_STAGES
 
 
 def test_save_keeps_the_small_outputs_and_their_sidecars(run, tmp_path):
