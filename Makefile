@@ -28,7 +28,7 @@ help:
 	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
-	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; ~N min on 2 cores)"
+	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; about 65 min on 2 cores)"
 	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
 	@echo "make dry-run    what 'make run' would do"
@@ -76,7 +76,6 @@ check-reference: $(STAMP)
 # Replace the reference with this checkout's results/ (after a fresh-clone `make run`).
 save-reference: $(STAMP)
 	$(BIN)/python -m trustmass.report.reference save --reference $(REFERENCE) --config config.yaml
-	$(BIN)/python -m trustmass.report.reference readme --reference $(REFERENCE)
 
 # The CPU panel (config/cpu-panel.yaml), with its own committed reference.  Run it in a checkout of its
 # own (or after `make clean`): results/ holds one study at a time.

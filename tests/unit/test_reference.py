@@ -110,14 +110,17 @@ def test_a_missing_reference_says_how_to_make_one(run, tmp_path):
 
 
 def test_the_readme_opens_with_the_committed_reference():
-    """The README's figures and claims counts are the committed reference's (make save-reference
+    """The README's figures and claims counts are the committed CPU panel's (make save-reference-panel
     rewrites both); an edited reference without its README block fails here."""
     from trustmass.report.reference import BEGIN, END, readme_block
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
-    assert block == readme_block(Path("reference/default"), REPO)
-    assert block.count("](reference/default/results/figures/") == 8  # four figures, each linking to its sidecar
+    assert block == readme_block(Path("reference/cpu-panel"), REPO)  # make save-reference-panel writes it
+    assert block.count("](reference/cpu-panel/results/figures/") == 8  # four figures, each linking to its sidecar
+    for committed in ("reference/default", "reference/cpu-panel"):
+        manifest = json.loads((REPO / committed / "MANIFEST.json").read_text(encoding="utf-8"))
+        assert all((REPO / committed / rel).is_file() for rel in manifest["files"])
 
 
 def test_the_readme_names_the_command_that_regenerates_the_reference():
