@@ -19,7 +19,7 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench dry-run clean
+.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench job-times dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
@@ -31,6 +31,7 @@ help:
 	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; about 65 min on 2 cores)"
 	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
+	@echo "make job-times  where the time of the run in results/ went: job-seconds per rule, from the sidecars"
 	@echo "make dry-run    what 'make run' would do"
 	@echo "make clean      delete results/ (keeps resources/ and .venv)"
 
@@ -95,6 +96,9 @@ save-reference-panel: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration
+
+job-times: $(STAMP)
+	$(BIN)/python -m trustmass.cli.job_times results
 
 clean:
 	if [ -d results ]; then find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +; fi
