@@ -89,11 +89,11 @@ def _exp(x, LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
-def _logits(
-    q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr
+def _scale_logits(
+    s, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr
 ):
-    """``[M, D] x [N, D] -> [M, N]`` logits, rounded where eager rounds them."""
-    s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    """fp32 dot products -> logits, rounded where eager rounds them (after the matmul, the scaling
+    and each soft-cap op)."""
     s = _round(s, LOGITS)
     s = _round(s * scaling, LOGITS)
     if HAS_SOFTCAP:
@@ -101,6 +101,78 @@ def _logits(
         s = _round(_tanh(s, LIBDEVICE), LOGITS)
         s = _round(s * softcap, LOGITS)
     return s
+
+
+@triton.jit
+def _logits(
+    q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr
+):
+    """``[M, D] x [N, D] -> [M, N]`` logits, rounded where eager rounds them."""
+    s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    return _scale_logits(s, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
+
+
+@triton.jit
+def _load_qk(ptr, offs, stride_r, offs_d, stride_d, ok, d_ok, LOGITS: tl.constexpr):
+    """fp32 ``[len(offs), BLOCK_D]`` tile of q or k rows ``offs`` (0 where not ``ok``), upcast on
+    load and rounded to the logits dtype (the model's q and k are in it)."""
+    x = tl.load(ptr + offs[:, None] * stride_r + offs_d[None, :] * stride_d, mask=ok[:, None] & d_ok[None, :], other=0.0)
+    return _round(x.to(tl.float32), LOGITS)
+
+
+@triton.jit
+def _visible(offs_n, pos, window, HAS_WINDOW: tl.constexpr):
+    """``[rows, keys]``: key ``offs_n`` is visible from the row at position ``pos`` (causal, and
+    inside the sliding window when there is one)."""
+    vis = offs_n[None, :] <= pos[:, None]
+    if HAS_WINDOW:
+        vis = vis & (offs_n[None, :] > pos[:, None] - window)
+    return vis
+
+
+@triton.jit
+def _online_stats(
+    q,
+    k_head,
+    stride_kn,
+    stride_kd,
+    pos,
+    row_ok,
+    offs_d,
+    d_ok,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """``(m, l)`` of a tile of rows at positions ``pos`` over the keys of one head (``k_head``
+    points at its first key): the running max and ``sum_j exp(logit_j - m)``, online over key
+    blocks, only over the blocks some row of the tile can see."""
+    hi = (tl.max(tl.where(row_ok, pos, 0), axis=0) + 1).to(tl.int32)  # keys past the last row are unseen
+    lo = hi * 0
+    if HAS_WINDOW:
+        lo = tl.maximum(tl.min(tl.where(row_ok, pos, hi), axis=0) - window + 1, 0).to(tl.int32)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    for start in range(lo, hi, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        k = _load_qk(k_head, offs_n, stride_kn, offs_d, stride_kd, offs_n < hi, d_ok, LOGITS)
+        s = _logits(q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
+        s = tl.where(_visible(offs_n, pos, window, HAS_WINDOW), s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = _exp(m_i - m_safe, LIBDEVICE)
+        p = _exp(s - m_safe[:, None], LIBDEVICE)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        m_i = m_new
+    return m_i, l_i
 
 
 @triton.jit
@@ -141,38 +213,11 @@ def _row_stats_kernel(
     pos = tl.load(POS + h * stride_ph + offs_r * stride_pr, mask=row_ok, other=0).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < D
-    q = tl.load(
-        Q + h * stride_qh + pos[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-        mask=row_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    q = _round(q, LOGITS)  # the model's q/k are in the logits dtype
-    hi = (tl.max(tl.where(row_ok, pos, 0), axis=0) + 1).to(tl.int32)  # keys past the last row are unseen
-    lo = hi * 0
-    if HAS_WINDOW:
-        lo = tl.maximum(tl.min(tl.where(row_ok, pos, hi), axis=0) - window + 1, 0).to(tl.int32)
-        lo = (lo // BLOCK_N) * BLOCK_N
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    for start in range(lo, hi, BLOCK_N):
-        offs_n = start + tl.arange(0, BLOCK_N)
-        k = tl.load(
-            K + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-            mask=(offs_n < hi)[:, None] & d_ok[None, :],
-            other=0.0,
-        ).to(tl.float32)
-        k = _round(k, LOGITS)  # the model's q/k are in the logits dtype
-        s = _logits(q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
-        vis = offs_n[None, :] <= pos[:, None]
-        if HAS_WINDOW:
-            vis = vis & (offs_n[None, :] > pos[:, None] - window)
-        s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = _exp(m_i - m_safe, LIBDEVICE)
-        p = _exp(s - m_safe[:, None], LIBDEVICE)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        m_i = m_new
+    q = _load_qk(Q + h * stride_qh, pos, stride_qn, offs_d, stride_qd, row_ok, d_ok, LOGITS)
+    m_i, l_i = _online_stats(
+        q, K + h * stride_kh, stride_kn, stride_kd, pos, row_ok, offs_d, d_ok, scaling, softcap, inv_softcap, window,
+        HAS_SOFTCAP, HAS_WINDOW, LOGITS, LIBDEVICE, BLOCK_M, BLOCK_N,
+    )  # fmt: skip
     tl.store(M_OUT + h * stride_oh + offs_r * stride_or, m_i, mask=row_ok)
     tl.store(L_OUT + h * stride_oh + offs_r * stride_or, l_i, mask=row_ok)
 
@@ -221,28 +266,15 @@ def _row_probs_kernel(
     pos = tl.load(POS + h * stride_ph + offs_r * stride_pr, mask=row_ok, other=0).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < D
-    q = tl.load(
-        Q + h * stride_qh + pos[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-        mask=row_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    q = _round(q, LOGITS)  # the model's q/k are in the logits dtype
+    q = _load_qk(Q + h * stride_qh, pos, stride_qn, offs_d, stride_qd, row_ok, d_ok, LOGITS)
     m = tl.load(M_IN + h * stride_sh + offs_r * stride_sr, mask=row_ok, other=0.0)
     l = tl.load(L_IN + h * stride_sh + offs_r * stride_sr, mask=row_ok, other=1.0)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = offs_n < N
-    k = tl.load(
-        K + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-        mask=col_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    k = _round(k, LOGITS)  # the model's q/k are in the logits dtype
+    k = _load_qk(K + h * stride_kh, offs_n, stride_kn, offs_d, stride_kd, col_ok, d_ok, LOGITS)
     s = _logits(q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
-    vis = offs_n[None, :] <= pos[:, None]
-    if HAS_WINDOW:
-        vis = vis & (offs_n[None, :] > pos[:, None] - window)
     p = tl.div_rn(_exp(s - m[:, None], LIBDEVICE), l[:, None])
-    p = tl.where(vis, p, 0.0)
+    p = tl.where(_visible(offs_n, pos, window, HAS_WINDOW), p, 0.0)
     tl.store(
         OUT + h * stride_oh + offs_r[:, None] * stride_or + offs_n[None, :] * stride_on,
         p,
@@ -304,12 +336,7 @@ def _column_mass_kernel(
     col_ok = offs_n < N
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < D
-    k = tl.load(
-        K + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-        mask=col_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    k = _round(k, LOGITS)  # the model's q/k are in the logits dtype
+    k = _load_qk(K + h * stride_kh, offs_n, stride_kn, offs_d, stride_kd, col_ok, d_ok, LOGITS)
     row_hi = tl.load(ROW_HI + h).to(tl.int32)  # max sampled position of this head + 1
     vis_hi = row_hi
     if HAS_WINDOW:  # rows from j0 + BLOCK_N - 1 + window on see none of these keys
@@ -320,18 +347,11 @@ def _column_mass_kernel(
         p = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         if t0 < vis_hi:
             row_ok = offs_m < row_hi
-            q = tl.load(
-                Q + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None] & d_ok[None, :],
-                other=0.0,
-            ).to(tl.float32)
-            q = _round(q, LOGITS)  # the model's q/k are in the logits dtype
+            q = _load_qk(Q + h * stride_qh, offs_m, stride_qn, offs_d, stride_qd, row_ok, d_ok, LOGITS)
             m = tl.load(M_IN + h * stride_sh + offs_m * stride_sn, mask=row_ok, other=0.0)
             l = tl.load(L_IN + h * stride_sh + offs_m * stride_sn, mask=row_ok, other=1.0)
             s = _logits(q, k, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
-            vis = (offs_n[None, :] <= offs_m[:, None]) & row_ok[:, None] & col_ok[None, :]
-            if HAS_WINDOW:
-                vis = vis & (offs_n[None, :] > offs_m[:, None] - window)
+            vis = _visible(offs_n, offs_m, window, HAS_WINDOW) & row_ok[:, None] & col_ok[None, :]
             p = tl.where(vis, tl.div_rn(_exp(s - m[:, None], LIBDEVICE), l[:, None]), 0.0)
         p64 = p.to(tl.float64)
         for r in range(R):

@@ -23,21 +23,16 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from trustmass.kernels.triton_kernels import _LOGITS_CODE, _block_d, _common, _exp, _round, _tanh
-
-
-@triton.jit
-def _transform(
-    s, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, LIBDEVICE: tl.constexpr
-):
-    """fp32 dot products -> logits, rounded where eager rounds them (as `triton_kernels._logits`)."""
-    s = _round(s, LOGITS)
-    s = _round(s * scaling, LOGITS)
-    if HAS_SOFTCAP:
-        s = _round(s * inv_softcap, LOGITS)
-        s = _round(_tanh(s, LIBDEVICE), LOGITS)
-        s = _round(s * softcap, LOGITS)
-    return s
+from trustmass.kernels.triton_kernels import (
+    _LOGITS_CODE,
+    _block_d,
+    _common,
+    _exp,
+    _load_qk,
+    _online_stats,
+    _round,
+    _scale_logits,
+)
 
 
 @triton.jit
@@ -78,39 +73,11 @@ def _restricted_stats_kernel(
     pos = tl.load(ROWS + offs_m, mask=row_ok, other=0).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < D
-    q = tl.load(
-        Q + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
-        mask=row_ok[:, None] & d_ok[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    q = _round(q, LOGITS)  # the model's q/k are in the logits dtype
-    hi = (tl.max(tl.where(row_ok, pos, 0), axis=0) + 1).to(tl.int32)  # keys past the last row are unseen
-    lo = hi * 0
-    if HAS_WINDOW:
-        lo = tl.maximum(tl.min(tl.where(row_ok, pos, hi), axis=0) - window + 1, 0).to(tl.int32)
-        lo = (lo // BLOCK_N) * BLOCK_N
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    for start in range(lo, hi, BLOCK_N):
-        offs_n = start + tl.arange(0, BLOCK_N)
-        k = tl.load(
-            K + kv * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-            mask=(offs_n < hi)[:, None] & d_ok[None, :],
-            other=0.0,
-        ).to(tl.float32)
-        k = _round(k, LOGITS)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee")
-        s = _transform(s, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
-        vis = offs_n[None, :] <= pos[:, None]
-        if HAS_WINDOW:
-            vis = vis & (offs_n[None, :] > pos[:, None] - window)
-        s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = _exp(m_i - m_safe, LIBDEVICE)
-        p = _exp(s - m_safe[:, None], LIBDEVICE)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        m_i = m_new
+    q = _load_qk(Q + h * stride_qh, offs_m, stride_qm, offs_d, stride_qd, row_ok, d_ok, LOGITS)
+    m_i, l_i = _online_stats(
+        q, K + kv * stride_kh, stride_kn, stride_kd, pos, row_ok, offs_d, d_ok, scaling, softcap, inv_softcap, window,
+        HAS_SOFTCAP, HAS_WINDOW, LOGITS, LIBDEVICE, BLOCK_M, BLOCK_N,
+    )  # fmt: skip
     tl.store(M_OUT + h * stride_oh + offs_m * stride_om, m_i, mask=row_ok)
     tl.store(L_OUT + h * stride_oh + offs_m * stride_om, l_i, mask=row_ok)
 
@@ -177,7 +144,7 @@ def _restricted_gather_kernel(
         ).to(tl.float32)
         k = _round(k, LOGITS)
         s = tl.sum(q[None, :] * k, axis=1)
-        s = _transform(s, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
+        s = _scale_logits(s, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, LIBDEVICE)
         p = tl.where(ok, tl.div_rn(_exp(s - m, LIBDEVICE), l), 0.0)
         v = tl.load(
             V + kv * stride_vh + idx[:, None] * stride_vn + offs_d[None, :] * stride_vd,
