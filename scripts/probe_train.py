@@ -20,7 +20,9 @@ budget = int(cfg["loss"]["budget"])
 torch.set_num_threads(smk.threads)
 t0 = time.time()
 rows = training_rows(list(smk.input.train), budget)
-params, history = train(rows, rank=int(settings["rank"]), steps=int(settings["steps"]), seed=int(cfg["seed"]))
+print(f"read the balancing targets of {len(rows.docs)} documents, {len(rows.layers)} layers, in {time.time() - t0:.1f} s", flush=True)
+params, history = train(rows, rank=int(settings["rank"]), steps=int(settings["steps"]), seed=int(cfg["seed"]),
+                        log=lambda line: print(line, flush=True))  # fmt: skip
 print(f"trained on {len(rows.docs)} documents in {time.time() - t0:.1f} s; loss per layer {params.info['initial_loss']} -> {params.info['final_loss']}")
 params.save(smk.output.params)
 check = training_rows(list(smk.input.check), budget)

@@ -81,7 +81,9 @@ def test_training_is_deterministic(rows):
     one = rows.layers[0][:1]
     small = replace(rows, layers={0: one})
     a, ha = pr.train(small, steps=20, seed=7)
-    b, hb = pr.train(small, steps=20, seed=7)
+    lines = []
+    b, hb = pr.train(small, steps=20, seed=7, log=lines.append)  # logging changes nothing
+    assert lines == [f"layer 0 (1 of 1): loss {hb[0][0]:.4g} -> {hb[0][-1]:.4g} in {lines[0].split(' in ')[1]}"]
     c, _ = pr.train(small, steps=20, seed=8)
     assert ha == hb
     assert torch.equal(a.u[0], b.u[0]) and torch.equal(a.v[0], b.v[0])

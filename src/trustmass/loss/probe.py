@@ -47,7 +47,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -359,15 +360,20 @@ def train_layer(blocks: Sequence[RowBlock], u0: torch.Tensor, v0: torch.Tensor, 
 
 
 def train(rows: TrainingRows, rank: int = RANK, steps: int = 200, lr: float = 1e-2, seed: int = 0,
-          weight_decay: float = 0.0, init: ProbeParams | None = None
+          weight_decay: float = 0.0, init: ProbeParams | None = None, log: Callable[[str], None] | None = None
           ) -> tuple[ProbeParams, dict[int, list[float]]]:
     """Train U, V per layer on the rows' balancing targets; returns (params at alpha = 1, per-layer
-    loss history).  Deterministic for a seed (fixed initialisation; full-batch Adam)."""
+    loss history).  Deterministic for a seed (fixed initialisation; full-batch Adam).  ``log``, if
+    given, receives one line per trained layer (its loss before and after, and its seconds)."""
     torch.manual_seed(int(seed))
     start = init if init is not None else init_params(rows.shapes(), rank, rows.budget, seed, rows.docs)
     u, v, histories = {}, {}, {}
-    for layer, blocks in sorted(rows.layers.items()):
+    for n, (layer, blocks) in enumerate(sorted(rows.layers.items()), start=1):
+        began = time.perf_counter()
         u[layer], v[layer], histories[layer] = train_layer(blocks, *start.layer(layer), steps, lr, weight_decay)
+        if log is not None:
+            h = histories[layer]
+            log(f"layer {layer} ({n} of {len(rows.layers)}): loss {h[0]:.4g} -> {h[-1]:.4g} in {time.perf_counter() - began:.1f} s")
     info = {"steps": int(steps), "lr": float(lr), "seed": int(seed), "weight_decay": float(weight_decay),
             "final_loss": {str(k): h[-1] for k, h in histories.items()},
             "initial_loss": {str(k): h[0] for k, h in histories.items()}}
