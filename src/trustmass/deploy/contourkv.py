@@ -31,6 +31,8 @@ from kvpress.presses.base_press import BasePress
 from kvpress.presses.scorer_press import ScorerPress
 from transformers import DynamicCache
 
+from trustmass.deploy.rope import layer_typed_rope
+
 __all__ = ["ScoreRecorder", "contour_kept", "record_all", "record_scores", "window_scores"]
 
 
@@ -162,7 +164,7 @@ def record_all(model, input_ids: torch.Tensor, scorers: dict, cache=None) -> Sco
     """Run ONE dense prefill of ``input_ids`` [1, N] into ``cache`` (default a fresh ``DynamicCache()``),
     recording every scorer's per-layer ``[Hkv, N]`` score; the recorder holds ``scores`` and ``seconds``."""
     recorder = ScoreRecorder(scorers=dict(scorers))
-    with torch.inference_mode(), recorder(model):
+    with torch.inference_mode(), recorder(model), layer_typed_rope(model):
         model.model(input_ids=input_ids, past_key_values=DynamicCache() if cache is None else cache)
     return recorder
 

@@ -20,6 +20,7 @@ from kvpress import KVzipPress
 from transformers import DynamicCache
 
 from trustmass.deploy import ledger
+from trustmass.deploy.rope import layer_typed_rope
 
 __all__ = ["KVzipScores", "as_shipped", "clear_masks", "kept_from_masks", "press_prefill"]
 
@@ -40,7 +41,7 @@ def press_prefill(model, ids: torch.Tensor, press) -> tuple[DynamicCache, float]
         if press is None:
             model.model(input_ids=ids, past_key_values=cache)
         else:
-            with press(model):
+            with press(model), layer_typed_rope(model):
                 model.model(input_ids=ids, past_key_values=cache)
     return cache, time.perf_counter() - start
 
