@@ -12,7 +12,7 @@ from pathlib import Path  # noqa: E402
 
 import polars as pl  # noqa: E402
 
-from trustmass.deploy.job import condition_rows, deploy_for, items_for, open_model  # noqa: E402
+from trustmass.deploy.job import check_runnable, condition_rows, deploy_for, items_for, open_model  # noqa: E402
 from trustmass.plumbing.rule_io import clean_exit_on, finish, write_parquet  # noqa: E402
 from trustmass.sources.loading import source_record  # noqa: E402
 
@@ -23,6 +23,7 @@ deploy = deploy_for(cfg["deploy"], task)
 job = f"deploy_condition {model_name}/{task}/{length}"
 with clean_exit_on(ValueError, job=job):
     model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
+    check_runnable(model, model_name, deploy)
     items = items_for(cfg, model, tokenizer, smk.input.haystack, task, length, int(deploy["items"]))
 print(f"{job}: {len(items)} items, budgets {deploy['budgets']}, {len(deploy['methods'])} methods, "
       f"question-visible {deploy['query_aware']}, on {device}")

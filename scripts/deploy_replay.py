@@ -11,7 +11,7 @@ from pathlib import Path  # noqa: E402
 
 import polars as pl  # noqa: E402
 
-from trustmass.deploy.job import items_for, open_model  # noqa: E402
+from trustmass.deploy.job import check_runnable, items_for, open_model  # noqa: E402
 from trustmass.deploy.replay import replay_rows  # noqa: E402
 from trustmass.plumbing.rule_io import clean_exit_on, finish, write_parquet  # noqa: E402
 from trustmass.sources.loading import source_record  # noqa: E402
@@ -24,6 +24,7 @@ job = f"deploy_replay {model_name}"
 frames = []
 with clean_exit_on(ValueError, job=job):
     model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
+    check_runnable(model, model_name, deploy)
     for task in deploy["tasks"]:
         for length in deploy["lengths"]:
             items = items_for(cfg, model, tokenizer, smk.input.haystack, task, int(length), int(deploy["replay"]["items"]))

@@ -8,7 +8,7 @@ from test_runner import BUDGET, char_tok, item, kvzip_ready, llama  # noqa: F401
 from test_tasks import PROSE
 
 from trustmass.deploy import ledger, methods, names
-from trustmass.deploy.job import build_items, condition_rows, haystack_ids, methods_of
+from trustmass.deploy.job import build_items, check_runnable, condition_rows, haystack_ids, methods_of
 from trustmass.deploy.replay import replay_rows
 
 DEPLOY = {
@@ -34,6 +34,20 @@ def test_contourkv_is_expanded_per_floor_reading_and_scope():
     assert len(extra) == 4 and all(m.kind == "contourkv" for m in extra)
     with pytest.raises(ValueError, match="needs hub access"):
         methods_of({**DEPLOY, "methods": ["kvzap"]})
+
+
+def test_methods_kvpress_refuses_on_gemma3_fail_before_any_prefill(llama):  # noqa: F811
+    from capture.tiny_models import tiny_model
+
+    gemma3 = tiny_model("gemma3", "eager")
+    deploy = {**DEPLOY, "methods": ["dense", "snapkv", "kvzip", "contourkv_recon_enforced"], "replay": {"methods": ["snapkv"]}}
+    with pytest.raises(ValueError, match=r"deploy\.methods: kvzip, contourkv_recon_enforced, contourkv_recon_enforced_"
+                                         r"per_layer, .* cannot run on gemma3-tiny: .*fix: remove them from deploy\.methods"):
+        check_runnable(gemma3, "gemma3-tiny", deploy)
+    with pytest.raises(ValueError, match=r"deploy\.replay\.methods: kvzip cannot run"):
+        check_runnable(gemma3, "gemma3-tiny", {**DEPLOY, "methods": ["snapkv"], "replay": {"methods": ["snapkv", "kvzip"]}})
+    check_runnable(gemma3, "gemma3-tiny", {**DEPLOY, "methods": ["dense", "snapkv", "contourkv_enforced"]})
+    check_runnable(llama, "llama-tiny", deploy)  # KVzip runs on Llama
 
 
 def test_items_are_cut_from_successive_haystack_spans():

@@ -18,10 +18,11 @@ import numpy as np
 import polars as pl
 
 from trustmass.deploy import external, tasks
-from trustmass.deploy.methods import roster
+from trustmass.deploy.methods import method, refused_on, roster
 from trustmass.deploy.runner import run_item
 
-__all__ = ["benchmark_of", "build_items", "deploy_for", "condition_rows", "haystack_ids", "items_for", "methods_of", "open_model"]
+__all__ = ["benchmark_of", "build_items", "check_runnable", "deploy_for", "condition_rows", "haystack_ids", "items_for",
+           "methods_of", "open_model"]
 
 
 def haystack_ids(tokenizer, text: str, n_tokens: int) -> np.ndarray:
@@ -52,6 +53,22 @@ def methods_of(deploy: Mapping[str, Any]):
     contour = deploy["contour"]
     expand = dict(floor_readings=tuple(contour["floor_readings"]), scopes=tuple(contour["scopes"]), hub=bool(deploy["hub"]))
     return roster(deploy["methods"], **expand), roster(deploy["decomposition"]["methods"], **expand)
+
+
+def check_runnable(model, model_name: str, deploy: Mapping[str, Any]) -> None:
+    """Refuse, before any prefill, a configured method that kvpress will not run on this model
+    (:func:`methods.refused_on`), naming the config field and the fix."""
+    run, decomposition = methods_of(deploy)
+    replay = [method(name, hub=bool(deploy["hub"])) for name in (deploy.get("replay") or {}).get("methods") or ()]
+    for field, methods in (("deploy.methods", run), ("deploy.decomposition.methods", decomposition),
+                           ("deploy.replay.methods", replay)):  # fmt: skip
+        refused = refused_on(model, methods)
+        if refused:
+            raise ValueError(
+                f"{field}: {', '.join(refused)} cannot run on {model_name}: kvpress refuses KVzip's context-reconstruction "
+                f"pass on Gemma 3 models; fix: remove them from {field} in a config for this model, or remove "
+                f"{model_name} from deploy.models"
+            )
 
 
 def condition_rows(model, tokenizer, items, deploy: Mapping[str, Any], seed: int,

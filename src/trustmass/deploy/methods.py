@@ -35,7 +35,7 @@ from kvpress.utils import compute_n_kept
 
 from trustmass.deploy.h2o_press import H2OPress
 
-__all__ = ["FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "roster", "shipped_press"]
+__all__ = ["FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "refused_on", "roster", "shipped_press"]
 
 KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv", "kvzip")
 CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
@@ -107,6 +107,17 @@ def method(name: str, *, hub: bool = False) -> Method:
             "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))"
         )
     return found
+
+
+def refused_on(model, methods) -> list[str]:
+    """The names among ``methods`` that kvpress will not run on ``model``: KVzip's context-reconstruction
+    pass (``kvzip``, ``contourkv_recon_*``) on Gemma 3 models, which kvpress 0.5.5's ``KVzipPress`` refuses
+    ("KVzipPress is not supported for Gemma3ForCausalLM") -- after a minute of other methods' work."""
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3PreTrainedModel
+
+    if not isinstance(model, Gemma3PreTrainedModel):
+        return []
+    return [m.name for m in methods if m.score == "reconstruction"]
 
 
 #: ContourKV's floor readings and scopes (spec §7.1 [A]) -> (contour_kept options, method-name suffix)
