@@ -55,7 +55,7 @@ def test_heldout_document_must_follow_the_capture_text(tmp_path):
     _manifest(tmp_path / "heldout.safetensors", [(0, 3), (3, 6), (6, 9), (9, 12)])
     ids, record = heldout_document(tmp_path / "heldout.safetensors", tmp_path / "capture.json", "0003")
     assert record["corpus_tokens"] == [9, 12] and ids.shape == (4,)
-    with pytest.raises(ValueError, match="inside the capture documents' text.*first_doc: 3 or more"):
+    with pytest.raises(ValueError, match="inside the capture documents' text.*re-run tokenize_heldout"):
         heldout_document(tmp_path / "heldout.safetensors", tmp_path / "capture.json", "0002")
     with pytest.raises(ValueError, match="holds 4 held-out chunks"):
         heldout_document(tmp_path / "heldout.safetensors", tmp_path / "capture.json", "0007")

@@ -10,7 +10,7 @@ from sources_fixtures import WORDS, word_corpus, word_tokenizer  # noqa: E402
 
 from trustmass.sources import SourceError  # noqa: E402
 from trustmass.sources.common import sha256_file  # noqa: E402
-from trustmass.sources.documents import cut_documents, load_documents, tokenize_documents  # noqa: E402
+from trustmass.sources.documents import cut_documents, load_documents, text_end, tokenize_documents  # noqa: E402
 
 BOS, EOS = 1, 2
 
@@ -57,6 +57,21 @@ def test_tokenizer_default_without_bos_and_with_eos(tmp_path, corpus):
     eos = word_tokenizer(tmp_path / "eos", template="$A </s>")
     ids, manifest, _ = run(tmp_path, corpus, eos, name="eos")
     assert ids[:, -1].tolist() == [EOS] * 3 and ids[1, 0] == word_id(7)
+
+
+def test_align_starts_a_later_chunk_after_another_sets_text(tmp_path, corpus):
+    """The held-out chunking: 3 capture chunks of 8 with a <bos> end at text token 21; held-out chunks of 4
+    (3 text tokens each) numbered from 6 would start at 18, inside them, so the chunking leads by 3."""
+    tok = word_tokenizer(tmp_path / "tok", template="<s> $A")
+    _, _, capture = run(tmp_path, corpus, tok, name="capture")
+    end = text_end(capture.with_suffix(".json"))
+    assert end == 21
+    ids, manifest, _ = run(tmp_path, corpus, tok, name="heldout", doc_tokens=4, n_docs=8, align=(6, end))
+    assert manifest["lead_tokens"] == 3 and manifest["documents"][6]["corpus_tokens"] == [21, 24]
+    assert ids[6].tolist() == [BOS] + [word_id(i) for i in range(21, 24)]
+    assert manifest["docs_available"] == (100 - 3) // 3
+    _, unshifted, _ = run(tmp_path, corpus, tok, name="late", doc_tokens=4, n_docs=9, align=(8, end))
+    assert unshifted["lead_tokens"] == 0 and unshifted["documents"][8]["corpus_tokens"] == [24, 27]  # already after
 
 
 def test_prepend_bos_and_none(tmp_path, corpus):

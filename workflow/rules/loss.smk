@@ -15,10 +15,12 @@
 
 
 rule tokenize_heldout:
-    """The held-out documents: the corpus cut like the capture documents, first_doc + n_docs chunks."""
+    """The held-out documents: the corpus cut like the capture documents, first_doc + n_docs chunks,
+    shifted (lead_tokens) so that chunk first_doc starts after the capture documents' text."""
     input:
         model="resources/models/{model}/config.json",
         corpus="resources/corpora/{corpus}/corpus.txt",
+        capture=lambda wc: capture_manifest(wc.model, wc.corpus),
         code=library_code("trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
         ids=heldout_path("{model}", "{corpus}"),
@@ -26,6 +28,7 @@ rule tokenize_heldout:
         prov=prov(heldout_path("{model}", "{corpus}")),
     params:
         documents=lambda wc: heldout_settings(wc.model),
+        first_doc=lambda wc: heldout_first_doc(config, documents_for_model(wc.model)),
     log:
         "logs/loss/tokenize_heldout/{model}/{corpus}.log",
     threads: 1

@@ -131,9 +131,16 @@ def tokenize_documents(
     bos: str = "tokenizer-default",
     model: str | None = None,
     corpus: str | None = None,
+    align: tuple[int, int] | None = None,
     log: Log = print,
 ) -> dict:
-    """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest."""
+    """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest.
+
+    ``align = (index, token)``: document ``index`` must start at or after corpus token ``token``; the
+    chunking then starts ``lead_tokens = max(0, token - index * text_tokens_per_doc)`` tokens into the
+    text.  The held-out documents use it to follow the capture documents' text whatever special
+    tokens the tokenizer adds (a <bos> takes one text token from every chunk, more of them from
+    shorter ones)."""
     from transformers import AutoTokenizer
 
     model_dir, corpus_txt, out_path = Path(model_dir), Path(corpus_txt), Path(out_path)
@@ -148,14 +155,16 @@ def tokenize_documents(
     ids, offsets = encode_corpus(tokenizer, text)
     log(f"documents {model}/{corpus}: {len(text):,} characters -> {len(ids):,} tokens in {time.time() - started:.1f} s")
     content = doc_tokens - len(prefix) - len(suffix)
+    lead = max(0, align[1] - align[0] * content) if align and content > 0 else 0
     try:
-        docs, content = cut_documents(ids, doc_tokens, n_docs, prefix, suffix)
+        docs, content = cut_documents(ids[lead:], doc_tokens, n_docs, prefix, suffix)
     except ValueError:
-        available = len(ids) // content if content > 0 else 0
+        available = (len(ids) - lead) // content if content > 0 else 0
+        after_lead = f" after {lead:,} lead tokens" if lead else ""
         raise SourceError(
             f"corpus {corpus!r} is too short for model {model!r}: its tokenizer makes {len(ids):,} tokens of text, "
             f"{n_docs} documents x {content} text tokens (doc_tokens {doc_tokens} minus {doc_tokens - content} special) "
-            f"need {n_docs * content:,}; {available} document(s) fit. fix: lower documents.n_docs or doc_tokens, "
+            f"need {n_docs * content:,}{after_lead}; {available} document(s) fit. fix: lower documents.n_docs or doc_tokens, "
             "or use a longer corpus"
         ) from None
     vocab = len(tokenizer)
@@ -164,7 +173,7 @@ def tokenize_documents(
 
     records = []
     for i in range(n_docs):
-        first, last = i * content, (i + 1) * content - 1
+        first, last = lead + i * content, lead + (i + 1) * content - 1
         records.append(
             {
                 "index": i,
@@ -187,9 +196,10 @@ def tokenize_documents(
         "special_prefix_tokens": tokenizer.convert_ids_to_tokens(prefix),
         "special_suffix_tokens": tokenizer.convert_ids_to_tokens(suffix),
         "text_tokens_per_doc": content,
+        "lead_tokens": int(lead),
         "split_special_tokens": True,
         "corpus_tokens": int(len(ids)),
-        "docs_available": int(len(ids) // content),
+        "docs_available": int((len(ids) - lead) // content),
         "corpus_sha256": corpus_sha,
         "corpus_chars": len(text),
         **tokenizer_fingerprint(tokenizer, model_dir),
@@ -240,6 +250,12 @@ def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLik
     tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
     finish(smk, [smk.output.ids], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
            input_ids_sha256=manifest["input_ids_sha256"], **extra)  # fmt: skip
+
+
+def text_end(manifest_path: str | os.PathLike) -> int:
+    """The corpus token after the last document's text, from a document set's manifest (.json)."""
+    manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+    return max(d["corpus_tokens"][1] for d in manifest["documents"])
 
 
 def load_documents(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
