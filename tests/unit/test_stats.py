@@ -307,6 +307,34 @@ class TestClusterBootstrap:
             fast = stats.cluster_bootstrap_quantile(df["c_hat"].to_numpy(), df["doc"].to_numpy(), q=q, B=150, seed=4)
             assert fast == generic
 
+    @pytest.mark.parametrize("n_docs,rows,infinite", [(2, 3, False), (9, 25, True), (40, 7, True)])
+    def test_quantile_bisection_equals_scan_and_generic(self, monkeypatch, n_docs, rows, infinite):
+        df = frame(n_docs=n_docs, rows=rows)
+        values = df["c_hat"].to_numpy().copy()
+        if infinite:
+            values[::5] = np.inf  # kappa_hat = +inf records, and ties
+        for q in (0.5, 0.9, 0.25):
+            f = stats.median if q == 0.5 else (lambda v: stats.quantile(v, q))  # noqa: B023
+            generic = stats.cluster_bootstrap({"v": values, "doc": df["doc"].to_numpy()}, lambda d: f(d["v"]), B=120, seed=9, columns=["v"])  # noqa: B023
+            bisection = stats.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
+            with monkeypatch.context() as m:
+                m.setattr(stats, "_BISECT_LIMIT", 0)  # the scan, one resample at a time
+                scan = stats.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
+            assert bisection == scan == generic
+
+    @pytest.mark.parametrize("n_docs,rows,n_codes", [(2, 4, 3), (6, 30, 12), (25, 40, 700)])
+    def test_auc_fast_path_equals_generic(self, n_docs, rows, n_codes):
+        rng = np.random.default_rng(n_docs)
+        doc = np.repeat(np.arange(n_docs), rows)
+        codes = rng.integers(0, n_codes, doc.size)  # ties when n_codes is small
+        label = rng.random(doc.size) < 0.4
+        label[doc == 0] = True  # resamples drawing only document 0 have no negatives: NaN, omitted
+        generic = stats.cluster_bootstrap({"c": codes, "y": label}, lambda d: stats.auc_from_codes(d["c"], d["y"], n_codes),
+                                          cluster=doc, B=200, seed=5, nan_policy="omit")  # fmt: skip
+        fast = stats.cluster_bootstrap_auc(codes, label, doc, B=200, seed=5, n_codes=n_codes)
+        assert fast == generic
+        assert n_docs > 2 or fast.n_invalid > 0  # two documents: some resamples are document 0 twice
+
     def test_vector_statistic(self):
         df = frame()
         reps = stats.bootstrap_replicates(df, lambda d: [np.median(d["c_hat"]), np.mean(d["mass"])], B=30, columns=["c_hat", "mass"])

@@ -31,7 +31,7 @@ import polars as pl
 from trustmass.core.stats import (
     ClusterIndex,
     auc_from_codes,
-    cluster_bootstrap,
+    cluster_bootstrap_auc,
     cluster_bootstrap_quantile,
     median,
     percentile_interval,
@@ -270,10 +270,7 @@ class GroupStatistics:
         out[name] = None if math.isnan(est) else est
         if ci and self._with_intervals() and out[name] is not None:
             s = self.settings
-            iv = cluster_bootstrap(
-                {"c": codes, "y": y}, lambda d: auc_from_codes(d["c"], d["y"], k), cluster=g["cluster"].to_numpy(),
-                B=s.bootstrap, seed=s.seed, level=s.level, nan_policy="omit",
-            )  # fmt: skip
+            iv = cluster_bootstrap_auc(codes, y, g["cluster"].to_numpy(), s.bootstrap, s.seed, s.level, n_codes=k)
             out.update({f"{name}_low": iv.low, f"{name}_high": iv.high})
         return out
 
@@ -302,7 +299,6 @@ def bootstrap_mean(x: np.ndarray, clusters: np.ndarray, settings: StatisticsSett
     index = ClusterIndex(clusters)
     picks = index.draw(np.random.default_rng(settings.seed), settings.bootstrap)
     sums = np.bincount(index.codes, weights=x, minlength=index.n_clusters)
-    weight = np.zeros((settings.bootstrap, index.n_clusters))
-    np.add.at(weight, (np.arange(settings.bootstrap)[:, None], picks), 1.0)
+    weight = index.multiplicities(picks)
     reps = (weight @ sums) / (weight @ index.counts)
     return percentile_interval(reps, settings.level)

@@ -130,9 +130,7 @@ def _cluster_weights(clusters: np.ndarray, settings: StatisticsSettings) -> tupl
     weights = np.ones((1, index.n_clusters))
     if settings.bootstrap:
         picks = index.draw(np.random.default_rng(settings.seed), settings.bootstrap)
-        drawn = np.zeros((settings.bootstrap, index.n_clusters))
-        np.add.at(drawn, (np.arange(settings.bootstrap)[:, None], picks), 1.0)
-        weights = np.vstack([weights, drawn])
+        weights = np.vstack([weights, index.multiplicities(picks)])
     return index.codes, weights
 
 

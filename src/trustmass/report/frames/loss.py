@@ -69,9 +69,7 @@ class _Replicates:
         if settings.bootstrap:
             index = ClusterIndex(np.arange(n_docs))
             picks = index.draw(np.random.default_rng(settings.seed), settings.bootstrap)
-            drawn = np.zeros((settings.bootstrap, n_docs))
-            np.add.at(drawn, (np.arange(settings.bootstrap)[:, None], picks), 1.0)
-            weights = np.vstack([weights, drawn])
+            weights = np.vstack([weights, index.multiplicities(picks)])
         self.ce = (weights @ ce) / n_docs  # [1 + B, configs]
         self.level = settings.level
 
