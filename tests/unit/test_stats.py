@@ -11,6 +11,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trustmass.core import bootstrap_closed_form as closed_form
 from trustmass.core import stats
 
 FAST = settings(max_examples=60, deadline=None)
@@ -304,7 +305,7 @@ class TestClusterBootstrap:
         for q in (0.5, 0.9, 0.99):
             f = stats.median if q == 0.5 else (lambda v: stats.quantile(v, q))  # noqa: B023
             generic = stats.cluster_bootstrap(df, lambda d: f(d["c_hat"]), B=150, seed=4, columns=["c_hat"])  # noqa: B023
-            fast = stats.cluster_bootstrap_quantile(df["c_hat"].to_numpy(), df["doc"].to_numpy(), q=q, B=150, seed=4)
+            fast = closed_form.cluster_bootstrap_quantile(df["c_hat"].to_numpy(), df["doc"].to_numpy(), q=q, B=150, seed=4)
             assert fast == generic
 
     @pytest.mark.parametrize("n_docs,rows,infinite", [(2, 3, False), (9, 25, True), (40, 7, True)])
@@ -316,10 +317,10 @@ class TestClusterBootstrap:
         for q in (0.5, 0.9, 0.25):
             f = stats.median if q == 0.5 else (lambda v: stats.quantile(v, q))  # noqa: B023
             generic = stats.cluster_bootstrap({"v": values, "doc": df["doc"].to_numpy()}, lambda d: f(d["v"]), B=120, seed=9, columns=["v"])  # noqa: B023
-            bisection = stats.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
+            bisection = closed_form.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
             with monkeypatch.context() as m:
-                m.setattr(stats, "_BISECT_LIMIT", 0)  # the scan, one resample at a time
-                scan = stats.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
+                m.setattr(closed_form, "_BISECT_LIMIT", 0)  # the scan, one resample at a time
+                scan = closed_form.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
             assert bisection == scan == generic
 
     @pytest.mark.parametrize("n_docs,rows,n_codes", [(2, 4, 3), (6, 30, 12), (25, 40, 700)])
@@ -331,7 +332,7 @@ class TestClusterBootstrap:
         label[doc == 0] = True  # resamples drawing only document 0 have no negatives: NaN, omitted
         generic = stats.cluster_bootstrap({"c": codes, "y": label}, lambda d: stats.auc_from_codes(d["c"], d["y"], n_codes),
                                           cluster=doc, B=200, seed=5, nan_policy="omit")  # fmt: skip
-        fast = stats.cluster_bootstrap_auc(codes, label, doc, B=200, seed=5, n_codes=n_codes)
+        fast = closed_form.cluster_bootstrap_auc(codes, label, doc, B=200, seed=5, n_codes=n_codes)
         assert fast == generic
         assert n_docs > 2 or fast.n_invalid > 0  # two documents: some resamples are document 0 twice
 
@@ -373,7 +374,7 @@ class TestClusterBootstrap:
         doc = rng.integers(0, 20, n)
         values = rng.random(n)
         start = time.perf_counter()
-        stats.cluster_bootstrap_quantile(values, doc, B=1000)
+        closed_form.cluster_bootstrap_quantile(values, doc, B=1000)
         assert time.perf_counter() - start < 5.0
         codes = stats.score_codes(values)
         label = rng.random(n) < 0.3

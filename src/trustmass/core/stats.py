@@ -12,6 +12,8 @@
   distribution-free cap on a median when at most a fraction ``f`` of the values are raised.
 - :func:`binned_medians` (deciles of x, median y per bin) and :func:`coverage` (fraction <= threshold).
 
+Closed-form bootstraps of a quantile and an AUC (no resample built): :mod:`trustmass.core.bootstrap_closed_form`.
+
 Fast bootstrap: pass ``columns=[...]`` (or a mapping of numpy arrays) and the statistic receives a
 ``dict`` of numpy arrays per resample, so no polars work happens inside the loop; row indices per
 cluster are computed once.
@@ -35,14 +37,16 @@ __all__ = [
     "Interval",
     "auc",
     "auc_from_codes",
+    "as_binary_labels",
+    "as_float_sample",
     "auc_result",
     "binned_medians",
     "bootstrap_replicates",
     "cluster_bootstrap",
-    "cluster_bootstrap_auc",
-    "cluster_bootstrap_quantile",
     "coverage",
     "independent_bootstrap_difference",
+    "interpolate_type7",
+    "interval_from_replicates",
     "kendall_tau_b",
     "median",
     "median_cap",
@@ -63,7 +67,8 @@ Z95 = 1.959964
 # ----------------------------------------------------------------------------- quantiles
 
 
-def _as_float_array(values: Any, name: str = "values") -> np.ndarray:
+def as_float_sample(values: Any, name: str = "values") -> np.ndarray:
+    """``values`` as a flat float64 array; NaN raises ``ValueError`` naming ``name``."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if np.isnan(x).any():
         raise ValueError(f"{name} contains NaN ({int(np.isnan(x).sum())} of {x.size}); drop or fill them first")
@@ -78,7 +83,7 @@ def quantile(values: Any, q: float | Sequence[float] | np.ndarray) -> float | np
     neighbour when both neighbours are equal (including infinite ones), so ``kappa_hat = +inf``
     records behave.  NaN input raises ``ValueError``.
     """
-    x = _as_float_array(values)
+    x = as_float_sample(values)
     if x.size == 0:
         raise ValueError("quantile of an empty sample is undefined")
     qs = np.asarray(q, dtype=np.float64)
@@ -89,10 +94,10 @@ def quantile(values: Any, q: float | Sequence[float] | np.ndarray) -> float | np
     hi = np.minimum(lo + 1, x.size - 1)
     frac = h - lo
     x = np.partition(x, np.unique(np.r_[lo.reshape(-1), hi.reshape(-1)]))  # O(n): only the needed ranks
-    return _interpolate(x[lo], x[hi], frac)
+    return interpolate_type7(x[lo], x[hi], frac)
 
 
-def _interpolate(a: np.ndarray, b: np.ndarray, frac: np.ndarray) -> float | np.ndarray:
+def interpolate_type7(a: np.ndarray, b: np.ndarray, frac: np.ndarray) -> float | np.ndarray:
     """Type-7 interpolation between neighbours ``a <= b``, bit for bit numpy's ``_lerp`` (so results
     equal ``np.quantile``), plus: exact when ``a == b``, +inf towards +inf, -inf away from -inf."""
     a, b, frac = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), np.asarray(frac, dtype=np.float64)
@@ -109,7 +114,7 @@ def median(values: Any) -> float:
     """Median with linear interpolation (type 7 at 0.5), computed as ``np.median`` does (the mean of
     the two middle values for even ``n``), so it equals ``np.median`` bit for bit; ``quantile(x, 0.5)``
     can differ from it in the last bit.  NaN input raises ``ValueError``."""
-    x = _as_float_array(values)
+    x = as_float_sample(values)
     if x.size == 0:
         raise ValueError("median of an empty sample is undefined")
     k = x.size // 2
@@ -128,7 +133,7 @@ def _mid(a: float, b: float) -> float:
 
 def coverage(values: Any, threshold: float) -> float:
     """Fraction of ``values`` at or below ``threshold`` (e.g. the share with ``kappa_hat <= 1.5``)."""
-    x = _as_float_array(values)
+    x = as_float_sample(values)
     if x.size == 0:
         raise ValueError("coverage of an empty sample is undefined")
     return float(np.count_nonzero(x <= threshold) / x.size)
@@ -142,7 +147,7 @@ def binned_medians(x: Any, y: Any, bins: int = 10) -> pl.DataFrame:
     can be empty when ties straddle an edge (its medians are then NaN).  Returns a frame with
     columns ``bin, x_low, x_high, n, x_median, y_median``.
     """
-    xs, ys = _as_float_array(x, "x"), _as_float_array(y, "y")
+    xs, ys = as_float_sample(x, "x"), as_float_sample(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y differ in length ({xs.size} vs {ys.size})")
     if xs.size == 0:
@@ -202,7 +207,7 @@ def median_cap(values: Any, f: float) -> float:
     ``0.5+f`` can sit below the reachable median (``n = 5, f = 0.2``: ``q_0.7`` interpolates between
     ``x_(3)`` and ``x_(4)``, yet raising ``x_(1)`` moves the median to ``x_(4)``), so it is no cap.
     """
-    x = np.sort(_as_float_array(values))
+    x = np.sort(as_float_sample(values))
     if x.size == 0:
         raise ValueError("median_cap of an empty sample is undefined")
     if not (0.0 <= f <= 1.0):
@@ -217,7 +222,7 @@ def median_cap(values: Any, f: float) -> float:
 
 def rank_average(values: Any) -> np.ndarray:
     """Ranks 1..n with ties given their average rank (scipy's ``rankdata(method='average')``)."""
-    x = _as_float_array(values)
+    x = as_float_sample(values)
     n = x.size
     if n == 0:
         return np.empty(0)
@@ -234,7 +239,8 @@ def rank_average(values: Any) -> np.ndarray:
     return ranks
 
 
-def _as_labels(label: Any, n: int) -> np.ndarray:
+def as_binary_labels(label: Any, n: int) -> np.ndarray:
+    """``label`` as a flat boolean array of length ``n`` (boolean or 0/1 input, else ``ValueError``)."""
     y = np.asarray(label).reshape(-1)
     if y.size != n:
         raise ValueError(f"score and label differ in length ({n} vs {y.size})")
@@ -258,8 +264,8 @@ class AUCResult:
 def auc_result(score: Any, label: Any) -> AUCResult:
     """ROC AUC of ``score`` for ``label`` via the Mann–Whitney U statistic with tie-averaged ranks:
     ``AUC = (R_pos - n_pos (n_pos + 1) / 2) / (n_pos n_neg)`` = P(score_pos > score_neg) + ½ P(tie)."""
-    s = _as_float_array(score, "score")
-    y = _as_labels(label, s.size)
+    s = as_float_sample(score, "score")
+    y = as_binary_labels(label, s.size)
     n_pos = int(np.count_nonzero(y))
     n_neg = int(y.size - n_pos)
     if y.size == 0:
@@ -276,7 +282,7 @@ def auc_result(score: Any, label: Any) -> AUCResult:
 def score_codes(score: Any) -> np.ndarray:
     """Dense integer ranks of ``score`` (0 for the smallest distinct value): compute once on the full
     sample, then :func:`auc_from_codes` scores any resample without sorting."""
-    return np.unique(_as_float_array(score, "score"), return_inverse=True)[1].astype(np.int64).reshape(-1)
+    return np.unique(as_float_sample(score, "score"), return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
 def auc_from_codes(codes: Any, label: Any, n_codes: int | None = None) -> float:
@@ -284,7 +290,7 @@ def auc_from_codes(codes: Any, label: Any, n_codes: int | None = None) -> float:
     O(n + n_codes) by counting instead of ranking; the fast path inside a bootstrap.  NaN when one
     label is missing."""
     c = np.asarray(codes).reshape(-1)
-    y = _as_labels(label, c.size)
+    y = as_binary_labels(label, c.size)
     n_pos = int(np.count_nonzero(y))
     n_neg = int(y.size - n_pos)
     if n_pos == 0 or n_neg == 0:
@@ -316,8 +322,8 @@ def roc_curve(score: Any, label: Any) -> ROC:
     """ROC curve: one point per distinct score (plus the origin at threshold +inf).  The trapezoid
     area under it equals :func:`auc` (ties give diagonal segments).  With one label only, the rates
     are NaN and ``reason`` says why."""
-    s = _as_float_array(score, "score")
-    y = _as_labels(label, s.size)
+    s = as_float_sample(score, "score")
+    y = as_binary_labels(label, s.size)
     res = auc_result(s, y)
     order = np.argsort(-s, kind="mergesort")
     ss, ys = s[order], y[order]
@@ -334,7 +340,7 @@ def roc_curve(score: Any, label: Any) -> ROC:
 
 def spearman(x: Any, y: Any) -> float:
     """Spearman rank correlation: Pearson correlation of tie-averaged ranks (NaN if either is constant)."""
-    a, b = _as_float_array(x, "x"), _as_float_array(y, "y")
+    a, b = as_float_sample(x, "x"), as_float_sample(y, "y")
     if a.size != b.size:
         raise ValueError(f"x and y differ in length ({a.size} vs {b.size})")
     if a.size < 2:
@@ -348,7 +354,7 @@ def spearman(x: Any, y: Any) -> float:
 def kendall_tau_b(x: Any, y: Any) -> float:
     """Kendall's tau-b (tie-corrected), by direct pair counting; for short vectors such as family
     orderings (claim 100).  NaN if either vector is constant."""
-    a, b = _as_float_array(x, "x"), _as_float_array(y, "y")
+    a, b = as_float_sample(x, "x"), as_float_sample(y, "y")
     if a.size != b.size:
         raise ValueError(f"x and y differ in length ({a.size} vs {b.size})")
     if a.size > 5000:
@@ -495,7 +501,8 @@ def percentile_interval(replicates: Any, level: float = 0.95, nan_policy: str = 
     return lows.reshape(reps.shape[1:]), highs.reshape(reps.shape[1:])
 
 
-def _interval(estimate: Any, reps: np.ndarray, B: int, level: float, n_clusters: int, seed: int, nan_policy: str) -> Interval:
+def interval_from_replicates(estimate: Any, reps: np.ndarray, B: int, level: float, n_clusters: int, seed: int, nan_policy: str) -> Interval:
+    """The :class:`Interval` of a scalar ``estimate`` from its bootstrap replicates (percentile interval)."""
     est = np.asarray(estimate, dtype=np.float64)
     if est.ndim != 0:
         raise TypeError("the statistic must return a scalar; for vector statistics use "
@@ -523,125 +530,7 @@ def cluster_bootstrap(
     clusters, _, full = _prepare(frame, cluster, columns)
     estimate = statistic(full)
     reps = bootstrap_replicates(frame, statistic, cluster, B, seed, columns)
-    return _interval(estimate, reps, B, level, ClusterIndex(clusters).n_clusters, seed, nan_policy)
-
-
-#: the (clusters x rows) cumulative counts up to which the quantile bootstrap bisects all resamples at once
-_BISECT_LIMIT = 20_000_000
-
-
-def _first_above_by_bisection(codes_sorted: np.ndarray, weights: np.ndarray, *targets: np.ndarray) -> list[np.ndarray]:
-    """Per target vector t (one entry per resample b): the first sorted position i with
-    ``sum_c weights[b, c] * (rows of cluster c among the first i + 1) > t[b]``, by one bisection of
-    all resamples together over the clusters' cumulative counts."""
-    n, n_clusters = codes_sorted.size, weights.shape[1]
-    dtype = np.int32 if n < 2**31 else np.int64
-    cumulative = np.zeros((n, n_clusters), dtype=dtype)
-    cumulative[np.arange(n), codes_sorted] = 1
-    np.cumsum(cumulative, axis=0, out=cumulative)
-    out = []
-    for target in targets:
-        low, high = np.zeros(target.size, dtype=np.int64), np.full(target.size, n - 1, dtype=np.int64)
-        while np.any(low < high):
-            mid = (low + high) // 2
-            above = (cumulative[mid] * weights).sum(axis=1) > target
-            low, high = np.where(above, low, mid + 1), np.where(above, mid, high)
-        out.append(low)
-    return out
-
-
-def _first_above_by_scan(codes_sorted: np.ndarray, weights: np.ndarray, *targets: np.ndarray) -> list[np.ndarray]:
-    """:func:`_first_above_by_bisection` one resample at a time (no clusters x rows table)."""
-    out = [np.empty(t.size, dtype=np.int64) for t in targets]
-    for b in range(weights.shape[0]):
-        cum = np.cumsum(weights[b][codes_sorted])
-        for found, target in zip(out, targets):
-            found[b] = np.searchsorted(cum, target[b], side="right")
-    return out
-
-
-def cluster_bootstrap_quantile(
-    values: Any,
-    clusters: Any,
-    q: float = 0.5,
-    B: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> Interval:
-    """:func:`cluster_bootstrap` of the type-7 ``q``-quantile (the median by default), computed from
-    cluster multiplicities over one global sort instead of a selection per resample.  Same resamples
-    (same ``seed``) and the same values as :func:`cluster_bootstrap` with the statistic
-    :func:`median` (``q = 0.5``) or ``quantile(., q)`` (other ``q``)."""
-    x = _as_float_array(values)
-    index = ClusterIndex(clusters)
-    if x.size != index.n_rows:
-        raise ValueError(f"values and clusters differ in length ({x.size} vs {index.n_rows})")
-    if not (isinstance(B, int) and B >= 1):
-        raise ValueError(f"B must be a positive integer, got {B!r}")
-    picks = index.draw(np.random.default_rng(seed), B)
-    order = np.argsort(x, kind="stable")
-    sorted_x = x[order]
-    weights = index.multiplicities(picks).astype(np.int64)  # (B, clusters)
-    h = ((weights @ index.counts) - 1) * q  # each resample's type-7 position
-    lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, weights @ index.counts - 1)
-    # the element at 0-based position t of a resample's sorted values: the first i whose weighted
-    # count of the first i + 1 sorted values exceeds t
-    first_above = _first_above_by_bisection if index.n_clusters * x.size <= _BISECT_LIMIT else _first_above_by_scan
-    i_lo, i_hi = first_above(index.codes[order], weights, lo, hi)
-    a, b = sorted_x[i_lo], sorted_x[i_hi]
-    if q == 0.5:
-        with np.errstate(invalid="ignore"):
-            mid = np.where(np.isposinf(b) & np.isfinite(a), math.inf, (a + b) / 2.0)  # _mid, per resample
-        reps = np.where(h != lo, mid, _interpolate(a, b, h - lo))
-    else:
-        reps = np.asarray(_interpolate(a, b, h - lo), dtype=np.float64).reshape(-1)
-    estimate = median(x) if q == 0.5 else quantile(x, q)
-    return _interval(estimate, reps, B, level, index.n_clusters, seed, "propagate")
-
-
-def cluster_bootstrap_auc(
-    codes: Any,
-    label: Any,
-    clusters: Any,
-    B: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    n_codes: int | None = None,
-) -> Interval:
-    """:func:`cluster_bootstrap` of :func:`auc_from_codes` with ``nan_policy='omit'``, without building
-    a resample.  The Mann-Whitney count splits over cluster pairs: U[c, d] counts the positives of
-    cluster c above the negatives of cluster d (ties half), so a resample drawing cluster c w_c times
-    has U = w' U w, n_pos = w . pos and n_neg = w . neg: O(clusters x (codes + rows)) once, then
-    O(clusters^2) per resample.  Same resamples (same ``seed``) and the same values bit for bit:
-    every sum is of integers and half-integers, exact in float64.  A resample lacking a class gives
-    NaN and is omitted."""
-    from scipy import sparse
-
-    c = np.asarray(codes).reshape(-1).astype(np.int64)
-    y = _as_labels(label, c.size)
-    index = ClusterIndex(clusters)
-    if c.size != index.n_rows:
-        raise ValueError(f"codes and clusters differ in length ({c.size} vs {index.n_rows})")
-    if not (isinstance(B, int) and B >= 1):
-        raise ValueError(f"B must be a positive integer, got {B!r}")
-    k, n_clusters = (int(c.max()) + 1 if n_codes is None else int(n_codes)), index.n_clusters
-
-    def table(rows: np.ndarray):  # (codes x clusters) counts of the given rows
-        ones = np.ones(int(rows.sum()))
-        return sparse.csc_matrix((ones, (c[rows], index.codes[rows])), shape=(k, n_clusters))
-
-    positives, negatives = table(y), table(~y)
-    u = np.empty((n_clusters, n_clusters))
-    for d in range(n_clusters):
-        neg = negatives[:, d].toarray().reshape(-1)
-        below = np.cumsum(neg) - neg  # negatives of cluster d with a strictly smaller score
-        u[:, d] = positives.T @ (below + 0.5 * neg)
-    weights = index.multiplicities(index.draw(np.random.default_rng(seed), B))
-    pairs = (weights @ np.asarray(positives.sum(axis=0)).reshape(-1)) * (weights @ np.asarray(negatives.sum(axis=0)).reshape(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.where(pairs > 0, ((weights @ u) * weights).sum(axis=1) / pairs, math.nan)
-    return _interval(auc_from_codes(c, y, k), reps, B, level, n_clusters, seed, "omit")
+    return interval_from_replicates(estimate, reps, B, level, ClusterIndex(clusters).n_clusters, seed, nan_policy)
 
 
 def paired_bootstrap_difference(
@@ -660,7 +549,7 @@ def paired_bootstrap_difference(
     clusters, _, full = _prepare(frame, cluster, columns)
     estimate = float(stat_a(full)) - float(stat_b(full))
     reps = bootstrap_replicates(frame, lambda d: float(stat_a(d)) - float(stat_b(d)), cluster, B, seed, columns)
-    return _interval(estimate, reps, B, level, ClusterIndex(clusters).n_clusters, seed, nan_policy)
+    return interval_from_replicates(estimate, reps, B, level, ClusterIndex(clusters).n_clusters, seed, nan_policy)
 
 
 def independent_bootstrap_difference(
@@ -682,4 +571,4 @@ def independent_bootstrap_difference(
     estimate = float(statistic(full_a)) - float(statistic(full_b))
     reps_a = bootstrap_replicates(frame_a, statistic, cluster, B, seed_a, columns)
     reps_b = bootstrap_replicates(frame_b, statistic, cluster, B, seed_b, columns)
-    return _interval(estimate, reps_a - reps_b, B, level, 0, seed, nan_policy)
+    return interval_from_replicates(estimate, reps_a - reps_b, B, level, 0, seed, nan_policy)

@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from trustmass.core.bootstrap_closed_form import cluster_bootstrap_auc, cluster_bootstrap_quantile
 from trustmass.core.stats import (
     ClusterIndex,
     auc_from_codes,
-    cluster_bootstrap_auc,
-    cluster_bootstrap_quantile,
     median,
     percentile_interval,
     quantile,
