@@ -14,7 +14,11 @@ group and population:
 - ``n_instances`` (records behind the estimate), ``n_docs``, ``models`` (run models, comma-separated),
   ``n_excluded`` (degenerate records left out), ``source`` (the frame and column it was read from);
 - ``context``: JSON of the instance quantities a formula value is evaluated at (``{"N": 8, "s": 4}``),
-  null otherwise.
+  null otherwise;
+- ``uninformative``: why the estimate cannot speak to the claim although it was computed (a degenerate
+  input the producer can see: hit rates all 0 or all 100, an infinite Wilson cap, a probe that chose
+  alpha = 0, both compared numbers 0), null otherwise.  The claims report shows such a row and
+  judges nothing on it.
 
 :class:`HeadlineValue` declares where a value is read from in a statistics frame;
 :func:`rows_from_frame` turns a frame into rows, :func:`row` makes one row by hand.
@@ -37,7 +41,7 @@ __all__ = ["HEADLINE_SCHEMA", "HeadlineValue", "check_value", "headline_frame", 
 HEADLINE_SCHEMA = {
     "claim_id": pl.Int64, "value_name": pl.Utf8, "by_key": pl.Utf8, "by_value": pl.Utf8, "population": pl.Utf8,
     "estimate": pl.Float64, "low": pl.Float64, "high": pl.Float64, "n_instances": pl.Int64, "n_docs": pl.Int64,
-    "models": pl.Utf8, "n_excluded": pl.Int64, "source": pl.Utf8, "context": pl.Utf8,
+    "models": pl.Utf8, "n_excluded": pl.Int64, "source": pl.Utf8, "context": pl.Utf8, "uninformative": pl.Utf8,
 }  # fmt: skip
 
 
@@ -48,7 +52,9 @@ class HeadlineValue:
     ``source`` names the frame, ``column`` the estimate (``<column>_low``/``_high`` its interval when
     ``ci``); ``keys`` are the frame columns that label a row's group (``by_key``); ``where`` filters
     the frame first (column -> allowed values; how symbolic values such as "map" resolve is the
-    producing module's business); ``n_column`` counts the records behind the estimate.
+    producing module's business); ``at`` names dimensions the whole frame is computed at, with no
+    column for them (the map budget, budgets ``"pooled"``), added to every row's group after ``keys``;
+    ``n_column`` counts the records behind the estimate.
     """
 
     claim: int
@@ -59,6 +65,7 @@ class HeadlineValue:
     where: Mapping[str, Any] = field(default_factory=dict)
     ci: bool = False
     n_column: str = "n"
+    at: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
 
 
@@ -86,6 +93,7 @@ def row(
     n_excluded: int | None = None,
     source: str = "",
     context: Mapping[str, float] | None = None,
+    uninformative: str | None = None,
 ) -> dict:
     """One headline row (a dict in :data:`HEADLINE_SCHEMA`); ``by`` is the group, in order."""
     check_value(claim, value)
@@ -97,6 +105,7 @@ def row(
         "low": None if _missing(low) else float(low), "high": None if _missing(high) else float(high),
         "n_instances": n_instances, "n_docs": n_docs, "models": models, "n_excluded": n_excluded, "source": source,
         "context": None if context is None else json.dumps(dict(context), sort_keys=True),
+        "uninformative": uninformative or None,
     }  # fmt: skip
 
 
@@ -119,7 +128,7 @@ def rows_from_frame(spec: HeadlineValue, frame: pl.DataFrame, source: str | None
         models = model if model is not None and not str(model).startswith("(") else rec.get("models")
         out.append(
             row(
-                spec.claim, spec.value, est, rec["population"], by={k: rec[k] for k in spec.keys},
+                spec.claim, spec.value, est, rec["population"], by={**{k: rec[k] for k in spec.keys}, **spec.at},
                 low=rec.get(f"{spec.column}_low") if spec.ci else None,
                 high=rec.get(f"{spec.column}_high") if spec.ci else None,
                 n_instances=rec.get(spec.n_column), n_docs=rec.get("n_docs"), models=models,
