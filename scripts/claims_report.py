@@ -14,7 +14,7 @@ from trustmass.report.html_page import markdown_page  # noqa: E402
 cfg = snakemake.params.config  # noqa: F821
 headline = read_parquets(snakemake.input.headline, how="diagonal_relaxed")  # noqa: F821
 report = build(load_claims(snakemake.input.claims), headline, study_models(cfg), set(snakemake.params.stages),  # noqa: F821
-               cfg["study"]["models"])  # fmt: skip
+               cfg["study"]["models"], cfg)  # fmt: skip
 write_json(snakemake.output.json, report)  # noqa: F821
 text = markdown(report)
 with atomic_write(snakemake.output.md) as tmp:  # noqa: F821
@@ -25,5 +25,5 @@ finish(
     snakemake,  # noqa: F821
     [snakemake.output.html, snakemake.output.md, snakemake.output.json],  # noqa: F821
     [*snakemake.input.headline, snakemake.input.claims, *snakemake.input.code], cfg, started,  # noqa: F821
-    summary={"counts": report["counts"], "produced": report["produced"]}, stages=list(snakemake.params.stages),  # noqa: F821
+    summary={"counts": report["counts"], "summary": report["summary"]}, stages=list(snakemake.params.stages),  # noqa: F821
 )  # fmt: skip

@@ -223,6 +223,21 @@ def test_the_config_arithmetic_gives_the_papers_checksums(paper_config):
     assert set(plan["primary_docs"]) == {PRIMARY_DOCS}
 
 
+def test_the_claims_set_by_the_configuration_are_planned_exactly_as_the_paper_states(paper_config):
+    """The claims report never judges a configuration-set count (trustmass.report.claims.configured); this is
+    its separate check: config/paper.yaml plans the paper's own numbers (content run: with paper-content.yaml)."""
+    from trustmass.cli.plan import paper_plan
+
+    planned = {(r["claim"], r["value"]): r for r in paper_plan(paper_config)}
+    for key in [(1, "n_instances"), (1, "n_models"), (15, "n_instances"), (16, "n_instances"), (17, "n_models"),
+                (17, "n_lineages"), (17, "model_size"), (95, "n_instances_per_budget")]:  # fmt: skip
+        assert planned[key]["equal"], planned[key]
+    content = {(r["claim"], r["value"]): r for r in paper_plan(resolve_config(PAPER, CONTENT))}
+    assert content[(41, "n_instances")]["equal"] and content[(41, "n_instances")]["planned"] == 72_576
+    # the counts out of a grid the paper leaves unstated ([A]: 9 loss pairs, 56 replay conditions) are printed, not equal
+    assert not planned[(55, "n_pairs")]["equal"]
+
+
 # ---- the DAG ---------------------------------------------------------------------------------------
 
 

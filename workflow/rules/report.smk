@@ -296,7 +296,8 @@ rule claims_report:
         json="results/claims.json",
         prov=[prov("results/claims.html"), prov("results/claims.md"), prov("results/claims.json")],
     params:
-        config=params_from_config("study", "models"),
+        # the study and what the configuration-set values are computed from (trustmass.report.claims.configured)
+        config=params_from_config("study", "models", "budgets", "documents", "capture", "certification", "loss", "deploy", "corpora"),
         stages=PRODUCED_STAGES,
     log:
         "logs/report/claims_report.log",

@@ -24,8 +24,9 @@ def model_entry(wildcards):
 
 
 def model_params(wildcards):
-    """What prepare_model reads: the entry without `mem_mb` and `documents` (they must not rerun a conversion)."""
-    return {k: v for k, v in model_entry(wildcards).items() if k not in ("mem_mb", "documents")}
+    """What prepare_model reads: the entry without `mem_mb`, `documents` and the claims' metadata (`lineage`,
+    `parameters_b`): they must not rerun a conversion."""
+    return {k: v for k, v in model_entry(wildcards).items() if k not in ("mem_mb", "documents", "lineage", "parameters_b")}
 
 
 def model_source_record(model):

@@ -42,6 +42,7 @@ __all__ = [
     "documents_for_model",
     "instances_from_dryrun",
     "model_shape",
+    "paper_plan",
     "planned_captures",
     "planned_instances",
     "planned_manifest",
@@ -309,11 +310,56 @@ def planned_manifest(config: Mapping[str, Any]) -> dict[str, Any]:
 # command line
 
 
+# --------------------------------------------------------------------------------------------------
+# the paper's configuration-set numbers
+
+
+def paper_plan(config: Mapping[str, Any]) -> list[dict]:
+    """Each claim value set by the configuration (``configured:`` in data/claims.yaml) that the paper
+    states as a number or span, next to what ``config`` plans for it: ``planned`` (None where the config
+    fixes only its scale), ``equal`` (the plan is the paper's number; spans within its printed digits)."""
+    from trustmass.report.claims.configured import implied
+    from trustmass.report.claims.data import load_claims
+    from trustmass.report.claims.model import half_unit
+
+    out = []
+    for claim in load_claims():
+        for value in claim.values:
+            if value.configured is None or value.unit not in ("count", "billions"):
+                continue  # the paper's counts and sizes (a share s/N is set, but measured, not planned)
+            got = implied(value.configured, config)
+            if value.low is not None:
+                paper: Any = (float(value.low), float(value.high))
+                equal = isinstance(got.value, tuple) and all(
+                    abs(g - p) <= half_unit(x) for g, p, x in zip(got.value, paper, (value.low, value.high)))  # fmt: skip
+            elif value.value is not None:
+                paper = float(value.value)
+                equal = got.value is not None and not isinstance(got.value, tuple) and float(got.value) == paper
+            else:
+                continue
+            out.append({"claim": claim.id, "value": value.name, "paper": paper, "planned": got.value, "equal": equal, "how": got.how})
+    return out
+
+
+def _print_paper_plan(config: Mapping[str, Any]) -> int:
+    rows = paper_plan(config)
+    for r in rows:
+        mark = "=" if r["equal"] else ("scale only" if r["planned"] is None else "differs")
+        print(f"claim {r['claim']:>3} {r['value']:<32} paper {r['paper']!s:<16} planned {r['planned']!s:<16} {mark}: {r['how']}")
+    planned = [r for r in rows if r["planned"] is not None]
+    print(f"{sum(r['equal'] for r in planned)} of {len(planned)} planned numbers are the paper's")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trustmass.cli.plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", nargs="*", default=[], help="files merged over config.yaml, in order")
+    parser.add_argument("--claims", action="store_true",
+                        help="the claim values the configuration sets (counts, sizes, shares s/N) against the paper's numbers")  # fmt: skip
     args = parser.parse_args(argv)
     config = resolve_config(*args.configfile)
+    if args.claims:
+        return _print_paper_plan(config)
     frame = planned_instances(config)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, thousands_separator=","):
         print(frame)

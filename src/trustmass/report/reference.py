@@ -8,7 +8,7 @@ claims report -- with their provenance sidecars into a reference folder, and wri
 * bitwise first; a file that differs is then compared by kind:
 * statistics frames (``.parquet``) and tables (``.csv``): the same columns and rows, non-float
   columns exactly, float columns within ``rtol`` / ``atol`` (NaN equal to NaN);
-* ``claims.json``: each claim's status exactly and its values as JSON (floats within tolerance);
+* ``claims.json``: each claim's status, direction and size exactly and its values as JSON (floats within tolerance);
   claims that read timed stages are listed, not compared;
 * figures (``.png``): pixel by pixel; the share of pixels that differ is reported, and counts as a
   difference above ``pixel_share`` (a figure drawn from frames equal within tolerance can move a
@@ -173,8 +173,9 @@ def _compare_claims(got: dict, want: dict, rtol: float, atol: float) -> tuple[li
         if cid not in mine:
             out.append(f"claim {cid}: missing")
             continue
-        if mine[cid]["status"] != claim["status"]:
-            out.append(f"claim {cid}: status {mine[cid]['status']!r}, the reference has {claim['status']!r}")
+        for key in ("status", "direction", "size"):
+            if mine[cid].get(key) != claim.get(key):
+                out.append(f"claim {cid}: {key} {mine[cid].get(key)!r}, the reference has {claim.get(key)!r}")
         out += [f"claim {cid}{d}" for d in compare_json(mine[cid]["values"], claim["values"], rtol, atol, "")]
     return out, skipped
 
@@ -275,11 +276,12 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
         path = reference / "results" / "figures" / name
         if (root / path).is_file():
             lines.append(f"[![{name}]({path.as_posix()})]({path.as_posix()}{SIDECAR})")
-    counts = claims["counts"]
-    lines += ["", f"Claims ({claims['produced']} of {len(claims['claims'])} with a verdict; "
-              f"`{reference.as_posix()}/results/claims.md` has every one):", "",
-              "| verdict | claims |", "|---|---|"]  # fmt: skip
-    lines += [f"| {status} | {counts[status]} |" for status in counts]
+    from trustmass.report.claims.report import summary_table
+
+    answered = claims["counts"].get("judged", 0)
+    lines += ["", f"Claims ({answered} of {len(claims['claims'])} answered in direction or size; "
+              f"`{reference.as_posix()}/results/claims.md` has every one, with the key to its answers):", ""]  # fmt: skip
+    lines += summary_table(claims)
     lines += ["", END]
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "CLAIM_COUNT",
+    "DIMENSIONS",
     "DIRECTIONS",
     "EXTREMES",
     "FIGURES_TABLES",
@@ -37,6 +38,7 @@ __all__ = [
     "Value",
     "evaluate_formula",
     "half_unit",
+    "tolerance",
 ]
 
 CLAIM_COUNT = 126
@@ -46,7 +48,7 @@ SCHEMA_VERSION = 2
 STAGES = ("THY", "CAP", "INST", "CERT", "AUD", "STAT", "LOSS", "PROBE", "CURV", "TASK", "DEP", "BYTES", "RETR", "TIME")
 #: reproducibility codes of spec §9
 REPRO_CODES = ("T", "S", "S~", "G", "B", "H")
-#: how a value is stated, each with its own verdict (trustmass.report.claims.verdicts):
+#: how a value is stated, each with its own size comparison (trustmass.report.claims.verdicts):
 #: point (a number, met within the precision it was written with), range (low-high), upper / lower
 #: (a bound; ``strict`` for < / >), count (an integer, equal), ratio (k of n), identity (exactly
 #: equal, e.g. "equals top-mass exactly"), ci_within (the 95 % interval lies inside low-high)
@@ -54,9 +56,21 @@ KINDS = ("point", "range", "upper", "lower", "count", "ratio", "identity", "ci_w
 UNITS = ("fraction", "percent", "nats", "points", "x", "count", "ms", "seconds", "billions", "none")
 #: ``extreme``: the stated number is the largest ("up to X") or smallest ("as few as X") over the groups
 EXTREMES = ("max", "min")
-#: ``direction``: what a result on other models can show -- the sign (positive / negative) or the
-#: trend along a dimension (increasing / decreasing, with ``along``)
-DIRECTIONS = ("positive", "negative", "increasing", "decreasing")
+#: ``direction``: the sign, trend or order the paper states, judged apart from the size of the number:
+#: positive / negative (the sign, or the side of a number ``than``: "worse than top-mass" is above 1),
+#: above / below (another value of the same claim, ``than: <value name>``, group by group),
+#: increasing / decreasing (the trend along a dimension, ``along``), order (the regenerated groups of
+#: ``by`` in the order of the paper's numbers for them, pair by pair; ``along`` names the dimension)
+DIRECTIONS = ("positive", "negative", "above", "below", "increasing", "decreasing", "order")
+#: the dimensions a headline row's group may carry (``by_key``) and a ``where`` / ``by`` / ``exceptions``
+#: / ``exclude`` / ``along`` may name; a condition on any other dimension could never match a row, so
+#: it fails the claims file's load.  Conditions the paper states that no row carries (the context length
+#: a number was measured at, the device) are ``at`` conditions: shown, not filtered on.
+DIMENSIONS = frozenset({
+    "model", "budget", "group_size", "pool_extra", "family_set", "selector", "bound", "content", "corpus",
+    "rows", "storage", "substitution", "qk_norm", "outcome", "variant", "opponent", "rule", "kept_points",
+    "unit_budget", "probe_rank", "setting", "task", "length", "method", "layer", "comparison",
+})  # fmt: skip
 #: which records a claim is computed on: the 3-doc primary slice, the 20-doc full records, the 960
 #: certification manifest, the cap-widening head subset, the content run (Table 2), the
 #: task-structured contexts (§2.7), held-out loss documents, the deployment benchmarks; ``unstated``
@@ -80,6 +94,11 @@ SECTIONS = ("Abstract / §1", "§2.1", "§2.2", "§2.3", "§2.4", "§4", "App A"
 FIGURES_TABLES = tuple(f"Fig {i}" for i in range(1, 5)) + tuple(f"Table {i}" for i in range(1, 9))
 #: names a theory ``formula`` may use
 FORMULA_NAMES = frozenset({"N", "d", "s", "sigma", "D", "sqrt"})
+#: a size is met within half a unit of the printed digits, but never more than this share of the number
+#: itself: "0.01" is met by 0.009-0.011, not by 0.005 (half its unit)
+SIZE_RELATIVE_CAP = 0.1
+#: "about X", "≈ X": within this share of X
+APPROX_RELATIVE = 0.2
 
 
 class ClaimsFileError(ValueError):
@@ -117,6 +136,15 @@ def half_unit(x: float | int | Fraction) -> float:
     return 0.5 * 10.0 ** int(exponent)
 
 
+def tolerance(x: float | int | Fraction, approx: bool = False) -> float:
+    """How far a regenerated number may sit from the paper's ``x`` and still agree in size: half a unit of
+    the printed digits (:func:`half_unit`) capped at :data:`SIZE_RELATIVE_CAP` of ``|x|``, so the slack is
+    never a sizeable part of the number; "about X" (``approx``) allows :data:`APPROX_RELATIVE` of ``|x|``."""
+    if approx:
+        return max(half_unit(x), APPROX_RELATIVE * abs(float(x))) if float(x) else half_unit(x)
+    return min(half_unit(x), SIZE_RELATIVE_CAP * abs(float(x)))
+
+
 Number = float | int
 ByEntry = Number | Fraction | tuple[float, float]
 
@@ -144,6 +172,15 @@ class Value:
     extreme: str | None = None
     direction: str | None = None
     along: str | None = None
+    than: str | Number | None = None  # above/below: another value's name; positive/negative: the number (0)
+    exceptions: Mapping[str, tuple] = field(default_factory=lambda: MappingProxyType({}))  # the paper's exceptions
+    exclude: Mapping[str, tuple] = field(default_factory=lambda: MappingProxyType({}))  # groups judged elsewhere
+    at: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # stated conditions no row carries
+    configured: str | None = None  # set by the run's configuration: trustmass.report.claims.configured
+    by_construction: str | None = None  # why the stated direction cannot fail on any data
+    reading: str | None = None  # how an ambiguous sentence is read
+    alternative: bool = False  # another reading of an ambiguous sentence: shown, not counted
+    needs: str | None = None  # what a run needs to produce the value (when no default run does)
     source: str | None = None
     note: str | None = None
 
@@ -166,6 +203,30 @@ class Value:
     def by_dimension(self) -> str | None:
         """The single dimension the value is broken down by, or None."""
         return next(iter(self.by), None)
+
+    @property
+    def sign_bound(self) -> bool:
+        """A bound at zero ("all CIs < 0", "rank correlation > 0") states a sign: it is judged as a
+        direction (negative for an upper bound, positive for a lower), it has no size."""
+        return self.kind in ("upper", "lower") and self.formula is None and self.value is not None and float(self.value) == 0
+
+    @property
+    def stated_direction(self) -> str | None:
+        """The direction judged for this value: its ``direction``, or the sign a bound at zero states."""
+        if self.direction is not None:
+            return self.direction
+        if self.sign_bound:
+            return "negative" if self.kind == "upper" else "positive"
+        return None
+
+    @property
+    def has_size(self) -> bool:
+        """Whether the value states a size to compare: a number or range, not only a sign ("all CIs < 0")
+        or a side of a number stated as a direction ("worse than top-mass": ``kind: lower, value: 1,
+        direction: positive, than: 1``)."""
+        side_only = self.kind in ("upper", "lower") and self.direction in ("positive", "negative")
+        return not (self.sign_bound or side_only) and (
+            self.value is not None or self.low is not None or self.formula is not None or bool(self.by))  # fmt: skip
 
 
 @dataclass(frozen=True)

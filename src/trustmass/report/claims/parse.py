@@ -16,6 +16,7 @@ from typing import Any
 
 from trustmass.report.claims.model import (
     CLAIM_COUNT,
+    DIMENSIONS,
     DIRECTIONS,
     EXTREMES,
     FIGURES_TABLES,
@@ -35,6 +36,8 @@ from trustmass.report.claims.model import (
     formula_problem,
 )
 
+from trustmass.report.claims.configured import IMPLIED
+
 __all__ = ["ClaimsDocument", "parse_claims", "parse_document"]
 
 _TOP_KEYS = ("schema_version", "source", "model_roles", "claims")
@@ -44,6 +47,7 @@ _VALUE_KEYS_REQUIRED = ("name", "kind", "unit")
 _VALUE_KEYS_OPTIONAL = (
     "value", "exact", "formula", "of", "low", "high", "strict", "by", "where", "over",
     "role", "approx", "inferred", "extreme", "direction", "along", "source", "note",
+    "than", "exceptions", "exclude", "at", "configured", "by_construction", "reading", "alternative", "needs",
 )  # fmt: skip
 _ROLE_KEYS_REQUIRED = ("paper_model", "hub_ids", "plays")
 _ROLE_KEYS_OPTIONAL = ("group_size",)
@@ -147,9 +151,10 @@ def _check_paper_models(claims: Iterable[Claim], roles: Iterable[ModelRole], pro
     for c in claims:
         for v in c.values:
             named = list(v.by.get("model", {})) if "model" in v.by else []
-            where = v.where.get("model")
-            if where is not None:
-                named += list(where) if isinstance(where, tuple) else [where]
+            for conditions in (v.where, v.exceptions, v.exclude):
+                stated = conditions.get("model")
+                if stated is not None:
+                    named += list(stated) if isinstance(stated, tuple) else [stated]
             for m in named:
                 if m not in known:
                     problems.append(f"claim {c.id} ({v.name}): paper model {m!r} has no entry in model_roles; fix: add a role for it")
@@ -242,6 +247,12 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
                 problems.append(f"{where}.values[{j}]: duplicate value name {value.name!r}")
             names.add(value.name)
             values.append(value)
+    for value in values:
+        if value.direction in ("above", "below") and value.than not in names - {value.name}:
+            problems.append(f"{where} ({value.name}).than: {value.than!r} is not another value of this claim; known: {sorted(names - {value.name})}")
+        if value.configured is not None and value.configured not in IMPLIED:
+            problems.append(f"{where} ({value.name}).configured: {value.configured!r} unknown; known: {', '.join(sorted(IMPLIED))} "
+                            "(trustmass.report.claims.configured)")  # fmt: skip
     if len(problems) > n_before:
         return None
     return Claim(
@@ -319,10 +330,28 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}.extreme: {extreme!r} must be one of {', '.join(EXTREMES)}, on a point value with `over` (the groups it is the extreme of)")
     if direction is not None and direction not in DIRECTIONS:
         problems.append(f"{where}.direction: {direction!r} unknown; allowed: {', '.join(DIRECTIONS)}")
-    if (direction in ("increasing", "decreasing")) != (along is not None):
-        problems.append(f"{where}.along: needed exactly with direction increasing/decreasing (the dimension, e.g. budget)")
-    if along is not None and not (isinstance(along, str) and _SNAKE.match(along)):
-        problems.append(f"{where}.along: a snake_case dimension, e.g. budget")
+    if (direction in ("increasing", "decreasing", "order")) != (along is not None):
+        problems.append(f"{where}.along: needed exactly with direction increasing/decreasing/order (the dimension, e.g. budget)")
+    if along is not None and along not in DIMENSIONS:
+        problems.append(_unknown_dimension(along, f"{where}.along"))
+    if direction == "order" and along is not None and along not in (raw.get("by") or {}):
+        problems.append(f"{where}.along: direction order compares the groups of `by`; along must be its dimension")
+    than = raw.get("than")
+    if direction in ("above", "below") and not isinstance(than, str):
+        problems.append(f"{where}.than: direction {direction} compares with another value of the claim: its name")
+    if direction in ("positive", "negative") and than is not None and not _is_number(than):
+        problems.append(f"{where}.than: for direction {direction}, the number the sign is taken against (default 0)")
+    if than is not None and direction not in ("above", "below", "positive", "negative"):
+        problems.append(f"{where}.than: only with direction above/below/positive/negative")
+    for key in ("configured", "by_construction", "reading", "needs"):
+        if key in raw and not (isinstance(raw[key], str) and raw[key].strip()):
+            problems.append(f"{where}.{key}: must be non-empty text")
+    if "by_construction" in raw and direction is None:
+        problems.append(f"{where}.by_construction: says why a stated direction cannot fail; the value states none")
+    if "alternative" in raw and not isinstance(raw["alternative"], bool):
+        problems.append(f"{where}.alternative: must be true or false")
+    if raw.get("alternative") and "reading" not in raw:
+        problems.append(f"{where}.alternative: an alternative reading needs `reading:` (how the sentence is read)")
 
     exact = None
     if "exact" in raw:
@@ -345,15 +374,17 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
             problems.append(f"{where}.{key}: {x} is outside 0..100 for unit percent")
 
     by = _parse_by(raw.get("by"), kind, raw.get("of"), unit, f"{where}.by", problems) if has_by else {}
-    where_cond = raw.get("where", {})
-    if not isinstance(where_cond, Mapping) or not all(isinstance(k, str) and _SNAKE.match(k) for k in where_cond):
-        problems.append(f"{where}.where: must be a mapping {{dimension: condition}} with snake_case dimensions")
-        where_cond = {}
-    else:
-        for k, cond in where_cond.items():
-            items = cond if isinstance(cond, list) else [cond]
-            if not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in items):
-                problems.append(f"{where}.where.{k}: a condition is a number, text or a list of them")
+    where_cond = _conditions(raw, "where", where, problems, DIMENSIONS)
+    at_cond = _conditions(raw, "at", where, problems, None)
+    exceptions = _conditions(raw, "exceptions", where, problems, DIMENSIONS)
+    exclude = _conditions(raw, "exclude", where, problems, DIMENSIONS)
+    for dim in {**exceptions, **exclude}:
+        if dim in where_cond:
+            problems.append(f"{where}: {dim} is both a `where` filter and an exception; state the groups once")
+    if has_by and isinstance(raw.get("by"), Mapping):
+        for dim in raw["by"]:
+            if isinstance(dim, str) and dim not in DIMENSIONS:
+                problems.append(_unknown_dimension(dim, f"{where}.by"))
     over = raw.get("over", [])
     if not (isinstance(over, list) and all(isinstance(o, str) and _SNAKE.match(o) for o in over)):
         problems.append(f"{where}.over: must be a list of snake_case dimensions, e.g. [model, budget]")
@@ -375,7 +406,16 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         formula=formula,
         strict=raw.get("strict", False),
         by=MappingProxyType({k: MappingProxyType(v) for k, v in by.items()}),
-        where=MappingProxyType({k: (tuple(v) if isinstance(v, list) else v) for k, v in where_cond.items()}),
+        where=where_cond,
+        at=at_cond,
+        exceptions=exceptions,
+        exclude=exclude,
+        than=raw.get("than"),
+        configured=raw.get("configured"),
+        by_construction=raw.get("by_construction"),
+        reading=raw.get("reading"),
+        alternative=raw.get("alternative", False),
+        needs=raw.get("needs"),
         over=tuple(over),
         role=role,
         approx=raw.get("approx", False),
@@ -386,6 +426,29 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         source=raw.get("source"),
         note=raw.get("note"),
     )
+
+
+def _unknown_dimension(dim: Any, where: str) -> str:
+    guess = difflib.get_close_matches(str(dim), sorted(DIMENSIONS), n=1)
+    hint = f"; did you mean {guess[0]!r}?" if guess else ""
+    return (f"{where}: no headline row carries the dimension {dim!r}, so the condition would match nothing{hint} "
+            f"known: {', '.join(sorted(DIMENSIONS))} (a condition the paper states that no row carries belongs in `at`)")  # fmt: skip
+
+
+def _conditions(raw: Mapping, key: str, where: str, problems: list[str], dimensions) -> Mapping:
+    """A ``{dimension: condition}`` field (a condition is a number, text or a list of them), read-only;
+    ``dimensions``: the allowed dimensions (None: any snake_case name)."""
+    cond = raw.get(key, {})
+    if not isinstance(cond, Mapping) or not all(isinstance(k, str) and _SNAKE.match(k) for k in cond):
+        problems.append(f"{where}.{key}: must be a mapping {{dimension: condition}} with snake_case dimensions")
+        return MappingProxyType({})
+    for k, c in cond.items():
+        items = c if isinstance(c, list) else [c]
+        if not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in items):
+            problems.append(f"{where}.{key}.{k}: a condition is a number, text or a list of them")
+        if dimensions is not None and k not in dimensions:
+            problems.append(_unknown_dimension(k, f"{where}.{key}"))
+    return MappingProxyType({k: (tuple(v) if isinstance(v, list) else v) for k, v in cond.items()})
 
 
 def _parse_by(raw: Any, kind: Any, of: Any, unit: Any, where: str, problems: list[str]) -> dict:
