@@ -1,5 +1,5 @@
 """Rule deploy_statistics: the deployment rows and the byte replay -> Tables 3-5, the bytes table, timing and
-the deployment claims.  Glue only: trustmass.report.frames.deploy."""
+the deployment claims.  Glue only: trustmass.report.frames.deploy (the tables) and deploy_claims (the claims)."""
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
 
@@ -9,9 +9,8 @@ import polars as pl  # noqa: E402
 
 from trustmass.plumbing.rule_io import finish, read_parquets, write_parquet  # noqa: E402
 from trustmass.report.engine import StatisticsSettings  # noqa: E402
-from trustmass.report.frames.deploy import (  # noqa: E402
-    bytes_rows, decomposition_table, headline, table3, table4, timing_table,
-)  # fmt: skip
+from trustmass.report.frames.deploy import bytes_rows, decomposition_table, table3, table4, timing_table  # noqa: E402
+from trustmass.report.frames.deploy_claims import headline  # noqa: E402
 
 smk = snakemake  # noqa: F821
 cfg = smk.params.config
@@ -25,7 +24,7 @@ print(f"{rows.height} rows from {len(files)} conditions, {replay.height} replay 
 frames = {"table3": table3(rows, settings), "table4": table4(rows, settings), "table5": decomposition_table(rows, settings),
           "deploy_bytes": bytes_rows(rows, replay), "deploy_timing": timing_table(rows, replay)}
 frames["headline_deploy"] = headline(rows, frames["table3"], frames["table4"], frames["table5"], frames["deploy_bytes"],
-                                     frames["deploy_timing"], settings)
+                                     frames["deploy_timing"], settings, replay=replay)
 for name, frame in frames.items():
     write_parquet(frame, smk.output[name])
     print(f"{name}: {frame.height} rows")

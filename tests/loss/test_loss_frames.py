@@ -2,6 +2,7 @@
 
 import polars as pl
 import pytest
+from unit.headline_dimensions import assert_dimensions, rows_of
 
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames.loss import document_ce, headline, loss_table
@@ -137,7 +138,9 @@ def test_curvature_claims_span_the_models_constants(table):
     two = pl.concat([table, table.with_columns(model=pl.lit("n"))])
     curv = curvature_table(pl.concat([curvature_frame(), curvature_frame("n")]), two,
                            pl.concat([cells_frame(), cells_frame("n", es_cut=0.002)]), StatisticsSettings(bootstrap=0))  # fmt: skip
-    rows = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in curvature_headline(curv).iter_rows(named=True)}
+    head = curvature_headline(curv)
+    assert_dimensions(head)
+    rows = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in head.iter_rows(named=True)}
     assert rows[(58, "conversion_constant_orders_of_magnitude", None)] == pytest.approx(2.0)  # 0.2 / 0.002
     assert rows[(126, "predicted_share", "m")] == pytest.approx(mean(PREDICTED["flat_switch"]) / mean(PREDICTED["all_cell"]))
     assert (58, "constant_vs_reconstruction_gain_spearman", None) not in rows  # needs three models
@@ -155,10 +158,12 @@ def test_selector_order_and_accounting_rows():
                          "switch_rule": switch, "cells": cells, "seed": None, "budget": 8, "n_cells_switched": 0,
                          "accounting": acc, "position": 10, "token_id": 1, "nll": ce})  # fmt: skip
     table = loss_table(pl.concat([tokens(), pl.DataFrame(rows)], how="diagonal_relaxed"), StatisticsSettings(bootstrap=0))
-    got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"]
-           for r in headline(table, ("snapkv", "quest", "streaming_llm")).iter_rows(named=True)}  # fmt: skip
-    assert got[(111, "quest_rank_by_ce_increase", "m")] == 1.0  # quest 4.1 < snapkv 4.53 < streaming 5.1
-    assert got[(111, "streaming_llm_rank_from_most_ce_increase", "m")] == 1.0
+    head = headline(table, ("snapkv", "quest", "streaming_llm"))
+    assert_dimensions(head)
+    got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in head.iter_rows(named=True)}
+    # at the loss budget (claim 111 filters on s = 8): quest 4.1 < snapkv 4.53 < streaming 5.1
+    assert got[(111, "quest_rank_by_ce_increase", "m,8")] == 1.0
+    assert got[(111, "streaming_llm_rank_from_most_ce_increase", "m,8")] == 1.0
     assert got[(111, "per_query_minus_cache_faithful_ce", "snapkv,m")] == pytest.approx(mean(CE["snapkv"]) - mean(extra["snapkv@cache_faithful"]))
 
 
@@ -202,3 +207,44 @@ def test_a_probe_worse_than_top_mass_everywhere_calibrates_to_alpha_zero():
     rec = table.row(0, named=True)
     assert rec["alpha"] == 0.0 and rec["probe_ce_change"] == 0.0 and rec["probe_share"] == 0.0
     assert rec["recall"] == 0.0 and rec["recall_trained_scale"] == 0.3
+
+
+# ---- dimensions and uninformative rows -----------------------------------------------------------
+
+
+def test_loss_rows_carry_the_loss_budget_and_claim_112_repeats_55(table):
+    assert table["budget"].unique().to_list() == [8]  # the budget the tokens were decoded at
+    head = headline(table, ("snapkv",))
+    assert_dimensions(head)
+    for value in ("flat_switch_ce_reduction", "ce_change_ci_high"):
+        assert rows_of(head, 52, value)["by_value"].to_list() == ["m,8"], value
+    c55, c112 = rows_of(head, 55, "rule_flat_switch_gap_recovered"), rows_of(head, 112, "rule_flat_switch_gap_recovered")
+    assert c112["by_value"].to_list() == c55["by_value"].to_list() == ["snapkv,m"]
+    assert c112["estimate"].to_list() == c55["estimate"].to_list() == [pytest.approx(by_config(table, "snapkv+flat")["gap_recovered"])]
+    assert (c112["low"].to_list(), c112["high"].to_list()) == (c55["low"].to_list(), c55["high"].to_list())
+    untold = loss_table(tokens().drop("budget"), StatisticsSettings(bootstrap=0))
+    assert rows_of(headline(untold, ("snapkv",)), 52, "flat_switch_ce_reduction")["by_value"].to_list() == ["m"]
+
+
+def test_a_probe_at_alpha_zero_is_uninformative_on_claims_57_and_124():
+    from trustmass.report.frames.loss import PROBE_IS_TOP_MASS, probe_headline, probe_table
+    worse = probe_table(probe_tokens({0.5: [4.5, 4.9, 4.1], 1.0: [5.0, 5.4, 4.6]}), RECALL, StatisticsSettings(bootstrap=0))
+    head = probe_headline(worse)
+    assert_dimensions(head)
+    reasons = {r["value_name"]: r["uninformative"] for r in head.iter_rows(named=True)}
+    assert reasons == {"probe_share_of_loss_reduction": PROBE_IS_TOP_MASS, "probe_ce_change": PROBE_IS_TOP_MASS,
+                       "n_training_docs": None, "swap_recall": None, "balancing_ce_change": None}  # fmt: skip
+    assert rows_of(head, 124, "probe_ce_change")["estimate"].to_list() == [0.0]  # kept and shown
+    better = probe_table(probe_tokens({0.5: [3.9, 4.3, 3.5], 1.0: [4.2, 4.6, 3.9]}), RECALL, StatisticsSettings(bootstrap=0))
+    assert probe_headline(better)["uninformative"].null_count() == 5  # alpha = 0.5: the probe speaks
+
+
+def test_allocation_rows_name_known_dimensions():
+    from trustmass.report.frames.loss import allocation_headline
+
+    panel = pl.DataFrame({"model": ["m", "m"], "unit": [8, 8], "selector": ["snapkv"] * 2, "allocator": ["map_proportional", "uniform"],
+                          "delta_es": [-0.1, 0.0], "delta_lo": [-0.2, 0.0], "delta_hi": [-0.05, 0.0], "n_rows": [10, 10],
+                          "n_docs": [2, 2]})  # fmt: skip
+    head = allocation_headline(panel)
+    assert_dimensions(head)
+    assert head["by_value"].to_list() == ["m,8,snapkv"] and head["estimate"].to_list() == [-0.1]  # map-proportional only

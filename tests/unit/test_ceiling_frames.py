@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats
+from unit.headline_dimensions import assert_dimensions, rows_of
 
 from trustmass.core import bootstrap_closed_form as closed_form
 from trustmass.core import stats
@@ -238,13 +239,14 @@ def test_table8_profile_and_group_vote():
 # ----------------------------------------------------------------------------- headline
 
 
-def study_rows():
+def study_rows(budgets=(4, 8, 64)):
+    """Two families (group sizes 1 and 2) at ``budgets``; 64 is native (not enumerated)."""
     rows = []
     for model, group in (("a", 1), ("b", 2)):
         for doc in ("0000", "0001", "0002", "0003"):
             for layer in range(5):
                 for i, c in enumerate([0.0, 0.02, 0.05, 0.3]):
-                    for budget in (4, 8, 64):
+                    for budget in budgets:
                         rows.append(rec(
                             c_hat=None if budget == 64 else c, model=model, doc=doc, layer=layer, head=i % 2, budget=budget,
                             query_pos=100 + i, dropped_mass=(c + 0.01 * layer) * (0.5 if budget == 64 else 1), group_size=group,
@@ -274,7 +276,7 @@ def test_headline_rows_and_columns():
     c14 = only(out, claim_id=14, population="all")
     assert c14["estimate"] == 1.0 and c14["by_value"] == "1" and c14["models"] == "a"
     c11 = only(out, claim_id=11, population="all")
-    assert c11["by_value"] == "2" and c11["estimate"] == pytest.approx(1.035)
+    assert c11["by_key"] == "group_size,budget" and c11["by_value"] == "2,8" and c11["estimate"] == pytest.approx(1.035)
     assert only(out, claim_id=15, value_name="n_instances", population="all")["estimate"] == 2 * 4 * 5 * 4 * 2
     assert only(out, claim_id=15, value_name="n_instances", population="primary")["estimate"] == 2 * 3 * 5 * 4 * 2
     c31 = out.filter((pl.col("claim_id") == 31) & (pl.col("population") == "all"))
@@ -283,6 +285,31 @@ def test_headline_rows_and_columns():
     assert c34.height == 4 and set(c34["by_key"].to_list()) == {"model"}
     # every claim value the synthetic study can speak to is produced on both populations
     assert set(out.filter(pl.col("population") == "primary")["claim_id"]) == set(out.filter(pl.col("population") == "all")["claim_id"])
+
+
+def test_headline_rows_carry_the_dimensions_their_claims_filter_on():
+    """A claim value's ``where`` matches only rows carrying its dimension: each row says the budget
+    it was computed at (the map budget, 4, 32) or that it pools the budgets."""
+    out = CC.headline(frame(study_rows((4, 8, 32, 64))), NO_CI).filter(pl.col("population") == "all")
+    assert_dimensions(out)
+
+    def groups(claim_id, value):
+        got = rows_of(out, claim_id, value)
+        return dict(zip(zip(got["by_key"], got["by_value"]), got["estimate"]))
+
+    assert groups(11, "median_vote_cost_over_top_mass") == {("group_size,budget", "2,8"): pytest.approx(1.035)}
+    assert groups(12, "median_vote_cost_over_es_pool").keys() == {("group_size,budget", "2,8")}
+    assert groups(13, "vote_degraded_share") == {("group_size,budget", "2,8"): 0.75}  # es_vote = 1 + c > es_top but at c = 0
+    assert groups(13, "vote_improved_share") == {("group_size,budget", "2,8"): 0.0}
+    assert groups(14, "vote_over_top_mass") == {("group_size", "1"): 1.0}  # every budget: no budget dimension
+    assert groups(29, "coverage_kappa_hat_le_1_5") == {("model,budget", "a,4"): 1.0, ("model,budget", "b,4"): 1.0}
+    assert groups(29, "coverage_kappa_hat_le_2") == {("model,budget", "a,4"): 1.0, ("model,budget", "b,4"): 1.0}
+    assert groups(35, "auc_dropped_mass").keys() == {("model,budget", "a,8"), ("model,budget", "b,8")}
+    assert groups(38, "spearman_phi_es_pool_per_family").keys() == {("model,budget", "a,pooled"), ("model,budget", "b,pooled")}
+    assert groups(88, "median_geometric_ratio_s32") == {("model,budget", "a,32"): 1.5, ("model,budget", "b,32"): 1.5}
+    assert groups(88, "median_leverage_ratio_s32") == {("model,budget", "a,32"): 3.0, ("model,budget", "b,32"): 3.0}
+    map16 = CC.headline(frame(study_rows((4, 16))), StatisticsSettings(bootstrap=0, map_budget=16))
+    assert set(rows_of(map16, 11, "median_vote_cost_over_top_mass")["by_value"]) == {"2,16"}  # the map budget, whichever
 
 
 def test_summarize_is_fast_and_reuses_frames():

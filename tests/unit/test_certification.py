@@ -5,6 +5,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from unit.headline_dimensions import assert_dimensions, rows_of
 from unit.instances import random_instance
 
 from trustmass.certification import manifest as M
@@ -242,3 +243,62 @@ def test_sweep_rows_reproduce_the_record_at_the_record_extra(tiny_capture):
     wider = rows.filter(pl.col("extra") == base + 1).join(chk.select(*M.IDENTITY, "rec"), on=M.IDENTITY)
     assert (wider["es_pool"] <= wider["rec"] * (1 + 1e-12)).all()  # a wider pool never does worse
     assert op is not None
+
+
+# ------------------------------------------------------------------------------------------ headline
+
+
+def sweep_rows(budget=32):
+    """Ten heads; the widest pool (e = 6) lowers ES_pool by 10 % on half of them."""
+    rows = []
+    for i in range(10):
+        for e, es in ((4, 1.0), (5, 0.95), (6, 0.9)):
+            es_pool = es if i < 5 else 1.0
+            rows.append({"model": "m", "corpus": "c", "doc": "0000", "layer": i, "head": 0, "kv_head": 0, "query_pos": 300,
+                         "budget": budget, "extra": e, "es_pool": es_pool, "kappa_hat": 1.2 / es_pool, "c_hat": 1 - es_pool / 1.2,
+                         "seconds": 0.0})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_claims_18_93_94_read_the_substituted_median_and_flag_infinite_caps():
+    man, cert = synthetic({8: 2, 32: 13}, n=20)  # f_hi: 0.30 at s = 8, 0.82 at s = 32 (the cap is infinite)
+    rec = pl.DataFrame({"model": ["m"] * 20, "corpus": ["c"] * 20, "doc": ["0000"] * 20, "budget": [8, 32] * 10,
+                        "c_hat": np.linspace(0, 0.19, 20), "kappa_hat_bal": [1.0] * 20})  # fmt: skip
+    t7 = F.table7(rec, man, cert)
+    head = F.headline(t7, F.substitute(man, cert), F.sweep_table(sweep_rows()), "m")
+    assert_dimensions(head)
+    by_budget = {r["budget"]: r for r in t7.iter_rows(named=True)}
+    assert math.isfinite(by_budget[8]["cap_f_hi"]) and math.isinf(by_budget[32]["cap_f_hi"])
+
+    def by_value(cid, name):
+        return {r["by_value"]: r for r in rows_of(head, cid, name).iter_rows(named=True)}
+
+    used = by_value(18, "median_c_hat_certified")  # the manifest's median after substitution
+    assert {k: r["estimate"] for k, r in used.items()} == {s: by_budget[int(s)]["manifest_median_c_hat_after"] for s in ("8", "32")}
+    assert {r["population"] for r in used.values()} == {"primary"} and used["32"]["n_instances"] == 20
+    cap = by_value(18, "median_c_hat_certified_cap")
+    assert cap["8"]["estimate"] == by_budget[8]["cap_f_hi"] and cap["8"]["uninformative"] is None
+    reason = ("the Wilson cap is infinite: 13 improved of n = 20 solved instances per budget give f_hi = 0.82, "
+              "so half the records or more may be raised")  # fmt: skip
+    assert f"{wilson_upper(13, 20):.2f}" == "0.82" and cap["32"]["uninformative"] == reason
+    assert by_value(93, "median_c_hat_cap")["32"]["uninformative"] == reason  # kept, with its by: budget 32
+    kb = by_value(94, "median_kappa_hat_bal_cap")
+    assert kb["8"]["estimate"] == 1.0 and kb["8"]["uninformative"] is None and kb["32"]["uninformative"] == reason
+    for cid, name in ((90, "median_c_hat_s32"), (92, "optimum_beats_balancing_share")):
+        assert set(by_value(cid, name)) == {"32,before", "32,after"}, name
+        assert set(rows_of(head, cid, name)["by_key"]) == {"budget,substitution"}
+
+
+def test_claims_19_20_carry_the_sweep_budget_and_both_readings_of_the_shift():
+    sweep = F.sweep_table(sweep_rows(), kappa_threshold=1.25)
+    assert sweep["budget"].to_list() == [32] * 3
+    head = F.headline(pl.DataFrame(schema=F.TABLE7_SCHEMA), None, sweep, "m")
+    assert_dimensions(head)
+    rates = rows_of(head, 20, "label_rate")
+    assert rates["by_key"].to_list() == ["budget,pool_extra"] * 3 and rates["by_value"].to_list() == ["32,4", "32,5", "32,6"]
+    # median c_hat: 1/6 at e = 4; (1/6 + 1/4) / 2 at e = 6 (half the heads at ES_pool 0.9 of 1.2)
+    relative, points = rows_of(head, 19, "median_gap_change").row(0, named=True), rows_of(head, 19, "median_gap_change_points").row(0, named=True)
+    assert relative["estimate"] == pytest.approx(0.25) and points["estimate"] == pytest.approx(1 / 24)
+    assert relative["by_value"] == points["by_value"] == "32"
+    at16 = F.headline(pl.DataFrame(schema=F.TABLE7_SCHEMA), None, F.sweep_table(sweep_rows(16), budget=16), "m")
+    assert set(rows_of(at16, 19, "median_gap_change_points")["by_value"]) == {"16"}  # the sweep's budget, not a constant

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 from deploy.test_tasks import PROSE, tok  # noqa: F401 (the fixture: two trained BPE tokenizers)
+from unit.headline_dimensions import assert_dimensions
 from unit.test_ceiling_frames import frame, rec
 
 from trustmass.capture import prefill as cap
@@ -143,10 +144,30 @@ def test_roles_shares_rates_and_the_headroom_ratio():
     assert ratio["estimate"][0] == pytest.approx(expected)
     share = head.filter(pl.col("claim_id") == 46)
     assert share.height == 2 and set(share["estimate"]) == {0.25}
-    rate = head.filter(pl.col("value_name") == "value_aware_case_rate")
+    rate = head.filter(pl.col("value_name") == "value_aware_case_rate_kappa_hat")  # the used reading: kappa_hat_bal, below
     assert rate["by_value"].to_list() == ["m,8,retrieval"] and rate["estimate"][0] == pytest.approx(0.5)
     pooled = head.filter(pl.col("claim_id") == 42)
     assert set(pooled["by_value"]) == {"4", "8"} and pooled.height == 4  # the value and its ceiling, per budget
+
+
+def test_claim_44_reads_the_value_aware_rule_missing_the_ceiling():
+    """Used reading: kappa_hat_bal > threshold (balancing misses ES_pool); alternative: kappa_hat > threshold."""
+    records = task_records([0.0, 0.2], [0.0, 0.05])  # row 501: kappa_hat 1.25 in both documents
+    missed = (pl.col("doc") == "0000") & (pl.col("query_pos") == 501)
+    records = records.with_columns(kappa_hat_bal=pl.when(missed).then(1.2).otherwise(1.0))  # balancing misses once
+    table = T.task_contexts(T.with_roles(records, [manifest()], SETTINGS), SETTINGS)
+    assert dict(table.schema) == T.TASK_CONTEXTS_SCHEMA
+    at8 = {r["rows"]: r for r in table.filter((pl.col("model") == "m") & (pl.col("budget") == 8)).iter_rows(named=True)}
+    assert at8["retrieval"]["value_aware_bal_rate"] == 0.25 and at8["retrieval"]["value_aware_rate"] == 0.5
+    assert at8["background"]["value_aware_bal_rate"] == 0.0 and at8["all"]["value_aware_bal_rate"] == 0.125
+    head = T.headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS), SETTINGS)
+    assert_dimensions(head)
+    c44 = {r["value_name"]: (r["by_value"], r["estimate"]) for r in head.filter(pl.col("claim_id") == 44).iter_rows(named=True)}
+    assert c44 == {"value_aware_case_rate": ("m,8,retrieval", 0.25), "value_aware_case_rate_ceiling": ("m,8,retrieval", 0.25),
+                   "value_aware_case_rate_kappa_hat": ("m,8,retrieval", 0.5)}  # fmt: skip
+    interval = T.task_contexts(T.with_roles(records, [manifest()], StatisticsSettings(bootstrap=50)), StatisticsSettings(bootstrap=50))
+    retrieval = interval.filter((pl.col("model") == "m") & (pl.col("budget") == 8) & (pl.col("rows") == "retrieval")).row(0, named=True)
+    assert retrieval["value_aware_bal_rate_low"] <= 0.25 <= retrieval["value_aware_bal_rate_high"]
 
 
 def test_the_map_comparison_agrees_on_identical_maps_and_not_on_flipped_ones():

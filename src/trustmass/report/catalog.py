@@ -96,7 +96,7 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    ("loss_table", "allocation", "probe", "curvature", "headline_loss"),
                    "Figure 4, the loss table, the allocation panel, the probe, curvature and the loss claims, from the "
                    "held-out NLLs, per-cell frames and the panels"),
-    StatisticsRule("deploy_statistics", "trustmass.report.frames.deploy",
+    StatisticsRule("deploy_statistics", "trustmass.report.frames.deploy_claims",
                    ("table3", "table4", "table5", "deploy_bytes", "deploy_timing", "headline_deploy"),
                    "Tables 3-5, the bytes table, timing and the deployment claims, from the deployment rows and the replay"),
     StatisticsRule("task_statistics", "trustmass.report.frames.tasks", ("task_contexts", "task_map", "headline_tasks"),

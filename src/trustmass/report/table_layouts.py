@@ -242,7 +242,8 @@ def probe_table(summary: pl.DataFrame) -> pl.DataFrame:
 TASK_COLUMNS = (
     Column("n", "n", None), Column("docs", "n_docs", None), Column("median ĉ", "median_c_hat", 4, True),
     Column("p90 κ̂", "p90_kappa_hat", 3), Column("share κ̂ > threshold", "value_aware_rate", 3, True),
-    Column("AUC(m̄_s)", "auc_dropped_mass", 3, True), Column("retrieval share", "retrieval_share", 3),
+    Column("share κ̂_bal > threshold", "value_aware_bal_rate", 3, True), Column("AUC(m̄_s)", "auc_dropped_mass", 3, True),
+    Column("retrieval share", "retrieval_share", 3),
 )  # fmt: skip
 
 

@@ -7,13 +7,15 @@ column it is read from.  The frames are the figure/table frames of
 the headline families; ``group_vote``: per group size; ``bounds``/``bounds_model``; ``covered``;
 ``counts``; ``content``/``content_budgets``: Table 2's population, budgets pooled / per budget; ``reference_profile``; ``deep_layers``;
 ``pi_by_mass``; ``family_order``).  Symbolic ``where`` values resolve here: ``"map"`` is the map
-budget, ``"enumerated"``/``"native"`` the budgets present, group size ``"shared"`` means > 1.
+budget, ``"enumerated"``/``"native"`` the budgets present, group size ``"shared"`` means > 1; so does
+an ``at`` budget ``"map"`` (a frame computed at the map budget alone says which budget that is).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,9 @@ __all__ = ["HEADLINE", "THRESHOLD_SWEEP", "headline"]
 
 _NATIVE = {"budget": "native"}
 _MODEL_BUDGET = ("model", "budget")
+#: rows of a frame computed at the map budget only / pooled over the enumerated budgets (``at``)
+_AT_MAP = {"budget": "map"}
+_POOLED_BUDGETS = {"budget": "pooled"}
 #: the kappa_hat thresholds of claim 100's sweep (the paper: 1.00-1.43)
 THRESHOLD_SWEEP = (1.0, 1.05, 1.11, 1.2, 1.3, 1.43)
 #: deciles of m_s * sqrt(s) for claim 85's binned medians of pi_hat
@@ -49,10 +54,10 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(1, "n_models", "panel_counts", "n_models", ()),
     HeadlineValue(2, "median_c_hat", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True),
     HeadlineValue(8, "median_r_bal", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(11, "median_vote_cost_over_top_mass", "group_vote", "median_vote_over_top", ("group_size",), {"group_size": "shared"}),
-    HeadlineValue(12, "median_vote_cost_over_es_pool", "group_vote", "median_vote_over_pool", ("group_size",), {"group_size": "shared"}),
-    HeadlineValue(13, "vote_degraded_share", "group_vote", "vote_degraded_share", ("group_size",), {"group_size": "shared"}),
-    HeadlineValue(13, "vote_improved_share", "group_vote", "vote_improved_share", ("group_size",), {"group_size": "shared"}),
+    HeadlineValue(11, "median_vote_cost_over_top_mass", "group_vote", "median_vote_over_top", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
+    HeadlineValue(12, "median_vote_cost_over_es_pool", "group_vote", "median_vote_over_pool", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
+    HeadlineValue(13, "vote_degraded_share", "group_vote", "vote_degraded_share", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
+    HeadlineValue(13, "vote_improved_share", "group_vote", "vote_improved_share", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
     HeadlineValue(14, "vote_over_top_mass", "group_vote", "worst_vote_over_top", ("group_size",), {"group_size": (1,)},
                   note="the ratio farthest from 1 over every group-size-1 row (all budgets); 1 exactly when the vote is top-mass"),
     HeadlineValue(15, "n_instances", "counts", "n_records_enumerated", (), note="records at the enumerated budgets, headline families"),
@@ -73,8 +78,8 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(27, "top_mass_attains_pool_share", "pooled", "top_attains_share", ("budget",)),
     HeadlineValue(28, "median_r_bal", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
     HeadlineValue(28, "median_r_bal_ci95", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(29, "coverage_kappa_hat_le_1_5", "table8", "coverage_1_5", ("model",), {"budget": (4,)}),
-    HeadlineValue(29, "coverage_kappa_hat_le_2", "table8", "coverage_2", ("model",), {"budget": (4,)}),
+    HeadlineValue(29, "coverage_kappa_hat_le_1_5", "table8", "coverage_1_5", _MODEL_BUDGET, {"budget": (4,)}),
+    HeadlineValue(29, "coverage_kappa_hat_le_2", "table8", "coverage_2", _MODEL_BUDGET, {"budget": (4,)}),
     HeadlineValue(30, "median_kappa_hat_covered", "covered", "median_kappa_hat", ("model",),
                   note="[R] covered = kappa_hat <= 1.5, pooled over the enumerated budgets"),
     HeadlineValue(30, "p90_kappa_hat_covered", "covered", "p90_kappa_hat", ("model",)),
@@ -82,11 +87,11 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(32, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
     HeadlineValue(33, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET),
     HeadlineValue(34, "cell_auc", "fig2_models", "cell_auc", ("model",), n_column="n_cells"),
-    HeadlineValue(35, "auc_dropped_mass", "table6", "auc", ("model",), ci=True),
+    HeadlineValue(35, "auc_dropped_mass", "table6", "auc", _MODEL_BUDGET, ci=True),
     HeadlineValue(37, "spearman_bound_es_top", "bounds", "rho_es_top", ("model", "bound")),
     HeadlineValue(37, "spearman_bound_kappa_hat", "bounds", "rho_kappa_hat", ("model", "bound")),
     HeadlineValue(38, "spearman_phi_es_pool_reference", "table8", "rho_phi_es_pool", _MODEL_BUDGET),
-    HeadlineValue(38, "spearman_phi_es_pool_per_family", "table6", "rho_phi_es_pool", ("model",), n_column="n_pooled"),
+    HeadlineValue(38, "spearman_phi_es_pool_per_family", "table6", "rho_phi_es_pool", ("model",), n_column="n_pooled", at=_POOLED_BUDGETS),
     HeadlineValue(41, "n_instances", "content_counts", "n_records_enumerated", ("model",), note="Table 2's instances: every corpus"),
     HeadlineValue(41, "median_kappa_hat_code", "content_budgets", "median_kappa_hat", ("model", "content", "budget"), {"content": ("code",)}, ci=True),
     HeadlineValue(41, "auc_ci_half_width", "content", "auc_half_width", ("model", "corpus")),
@@ -98,8 +103,8 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(87, "dropped_mass", "deep_layers", "median_dropped_mass", ("model", "layer")),
     HeadlineValue(88, "median_geometric_ratio_reference", "table8", "median_geo_ratio", ("model",), {"budget": "largest"}),
     HeadlineValue(88, "median_leverage_ratio_reference", "table8", "median_lev_ratio", ("model",), {"budget": "largest"}),
-    HeadlineValue(88, "median_geometric_ratio_s32", "table8", "median_geo_ratio", ("model",), {"budget": (32,)}),
-    HeadlineValue(88, "median_leverage_ratio_s32", "table8", "median_lev_ratio", ("model",), {"budget": (32,)}),
+    HeadlineValue(88, "median_geometric_ratio_s32", "table8", "median_geo_ratio", _MODEL_BUDGET, {"budget": (32,)}),
+    HeadlineValue(88, "median_leverage_ratio_s32", "table8", "median_lev_ratio", _MODEL_BUDGET, {"budget": (32,)}),
     HeadlineValue(89, "median_n_swaps", "table8", "median_n_swaps", _MODEL_BUDGET),
     HeadlineValue(96, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
     HeadlineValue(96, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET, _NATIVE),
@@ -294,6 +299,13 @@ def _resolve_where(where: Mapping[str, Any], settings: StatisticsSettings, budge
     return out
 
 
+def _resolve_at(spec: HeadlineValue, settings: StatisticsSettings) -> HeadlineValue:
+    """``spec`` with an ``at`` budget ``"map"`` replaced by the map budget."""
+    if not spec.at:
+        return spec
+    return replace(spec, at={dim: settings.map_budget if v == "map" else v for dim, v in spec.at.items()})
+
+
 def headline(
     records: pl.DataFrame,
     settings: StatisticsSettings = StatisticsSettings(),
@@ -325,5 +337,5 @@ def headline(
                 source = source.filter(pl.col("group_size") > 1)
             else:
                 source = source.filter(pl.col(col).is_in(list(allowed)))
-        rows += rows_from_frame(spec, source)
+        rows += rows_from_frame(_resolve_at(spec, settings), source)
     return headline_frame(rows)

@@ -145,14 +145,15 @@ def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) ->
 
 
 SWEEP_SCHEMA = {
-    "extra": pl.Int64, "subsets": pl.Int64, "n": pl.Int64, "label_rate": pl.Float64, "median_c_hat": pl.Float64,
+    "budget": pl.Int64, "extra": pl.Int64, "subsets": pl.Int64, "n": pl.Int64, "label_rate": pl.Float64, "median_c_hat": pl.Float64,
     "median_gap_shift": pl.Float64, "median_gap_shift_rel": pl.Float64, "improved_over_base": pl.Float64,
     "median_seconds": pl.Float64,
 }  # fmt: skip
 
 
 def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int = 32) -> pl.DataFrame:
-    """Per e: subsets C(s+e, s), fraction kappa_hat > threshold, median c_hat and its shift from the smallest e."""
+    """Per e: subsets C(s+e, s), fraction kappa_hat > threshold, median c_hat and its shift from the smallest e
+    (at the sweep's budget s)."""
     extras = sorted(rows["extra"].unique().to_list())
     base = rows.filter(pl.col("extra") == extras[0]).select(*IDENTITY, pl.col("es_pool").alias("_base"))
     base_med = _med(rows.filter(pl.col("extra") == extras[0])["c_hat"].to_list())
@@ -161,7 +162,7 @@ def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int =
         g = rows.filter(pl.col("extra") == e).join(base, on=IDENTITY, how="left")
         med = _med(g["c_hat"].to_list())
         out.append({
-            "extra": e, "subsets": math.comb(budget + e, budget), "n": g.height,
+            "budget": budget, "extra": e, "subsets": math.comb(budget + e, budget), "n": g.height,
             "label_rate": float((g["kappa_hat"] > kappa_threshold).mean()), "median_c_hat": med,
             "median_gap_shift": med - base_med, "median_gap_shift_rel": (med - base_med) / base_med if base_med else math.nan,
             "improved_over_base": float((g["es_pool"] < (1 - 1e-12) * g["_base"]).mean()),
@@ -196,6 +197,15 @@ def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettin
     return out
 
 
+def _infinite_cap(r: Mapping, cap: float | None) -> str | None:
+    """Why a Table 7 row's distribution-free median cap at f_hi cannot speak to a claim: it is
+    infinite when too few instances were solved for a Wilson bound below one half (None: finite)."""
+    if cap is None or not math.isinf(cap):
+        return None
+    return (f"the Wilson cap is infinite: {r['improved']} improved of n = {r['n_solved']} solved instances per budget "
+            f"give f_hi = {r['f_hi']:.2f}, so half the records or more may be raised")
+
+
 def headline(
     t7: pl.DataFrame,
     certified_manifest: pl.DataFrame | None,
@@ -206,28 +216,33 @@ def headline(
     """Claims-report rows for claims 18-21, 84, 90-95, 101 (estimates as fractions; percent scaling is the report's)."""
     out: list[dict] = []
 
-    def add(cid, name, est, n=None, by: Mapping | None = None, population="manifest", n_docs=None, source="table7"):
+    def add(cid, name, est, n=None, by: Mapping | None = None, population="manifest", n_docs=None, source="table7",
+            uninformative=None):  # fmt: skip
         out.append(row(cid, name, est, _POPULATION[population], by=by, n_instances=n, n_docs=n_docs, models=models,
-                       source=f"{source}:{population}"))  # fmt: skip
+                       source=f"{source}:{population}", uninformative=uninformative))  # fmt: skip
 
     for r in t7.iter_rows(named=True):
         s = r["budget"]
-        add(18, "median_c_hat_certified", r["cap_f_hi"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
-        add(90, "median_c_hat_shift", r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"], r["n_manifest"], {"budget": s})
+        at = {"budget": s}
+        full = dict(n=r["n_records"], by=at, population="all_docs", n_docs=r["n_docs"])  # the full records' statistics
+        add(18, "median_c_hat_certified", r["manifest_median_c_hat_after"], r["n_manifest"], at)
+        add(18, "median_c_hat_certified_cap", r["cap_f_hi"], **full, uninformative=_infinite_cap(r, r["cap_f_hi"]))
+        add(90, "median_c_hat_shift", r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"], r["n_manifest"], at)
         add(90, "median_kappa_hat_bal_shift", r["manifest_median_kappa_hat_bal_after"] - r["manifest_median_kappa_hat_bal_before"],
-            r["n_manifest"], {"budget": s})  # fmt: skip
-        add(91, "n_improvements", r["improved"], r["n_solved"], {"budget": s})
+            r["n_manifest"], at)  # fmt: skip
+        add(91, "n_improvements", r["improved"], r["n_solved"], at)
         if s == 32:
-            add(90, "median_c_hat_s32", r["manifest_median_c_hat_before"], r["n_manifest"], {"substitution": "before"})
-            add(90, "median_c_hat_s32", r["manifest_median_c_hat_after"], r["n_manifest"], {"substitution": "after"})
-            add(92, "optimum_beats_balancing_share", r["beats_bal_before"], r["n_manifest"], {"substitution": "before"})
-            add(92, "optimum_beats_balancing_share", r["beats_bal_after"], r["n_manifest"], {"substitution": "after"})
-            add(93, "median_c_hat_cap", r["cap_f_hi"], r["n_records"], None, "all_docs", r["n_docs"])
+            for when in ("before", "after"):
+                by = {**at, "substitution": when}
+                add(90, "median_c_hat_s32", r[f"manifest_median_c_hat_{when}"], r["n_manifest"], by)
+                add(92, "optimum_beats_balancing_share", r[f"beats_bal_{when}"], r["n_manifest"], by)
+            add(93, "median_c_hat_cap", r["cap_f_hi"], **full, uninformative=_infinite_cap(r, r["cap_f_hi"]))
         else:
-            add(92, "optimum_beats_balancing_share_elsewhere", r["beats_bal_after"], r["n_manifest"], {"budget": s})
-        add(94, "kappa_hat_bal_eq_1_share", r["kappa_hat_bal_eq_1"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
-        add(94, "median_kappa_hat_bal_cap", r["median_kappa_hat_bal_cap"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
-        add(95, "n_instances_per_budget", r["n_records"], r["n_records"], {"budget": s}, "all_docs", r["n_docs"])
+            add(92, "optimum_beats_balancing_share_elsewhere", r["beats_bal_after"], r["n_manifest"], at)
+        add(94, "kappa_hat_bal_eq_1_share", r["kappa_hat_bal_eq_1"], **full)
+        add(94, "median_kappa_hat_bal_cap", r["median_kappa_hat_bal_cap"], **full,
+            uninformative=_infinite_cap(r, r["median_kappa_hat_bal_cap"]))
+        add(95, "n_instances_per_budget", r["n_records"], **full)
     if t7.height:
         add(94, "worst_cell_margin", t7["worst_cell_margin"].min(), int(t7["n_records"].sum()), population="all_docs")
         add(95, "n_docs", t7["n_docs"].max(), population="all_docs")
@@ -244,10 +259,13 @@ def headline(
         add(84, "largest_improvement", float(imp.max()) if imp.size else None, int(imp.size))
         out.extend(_relabelled_auc(certified_manifest, settings))
     if sweep is not None and sweep.height:
+        sweep_kw = dict(population="depth_subset", source="sweep")
         for r in sweep.iter_rows(named=True):
-            add(20, "label_rate", r["label_rate"], r["n"], {"pool_extra": r["extra"]}, "depth_subset", source="sweep")
-        last = sweep.row(-1, named=True)
-        add(19, "median_gap_change", abs(last["median_gap_shift_rel"]), last["n"], {"budget": 32}, "depth_subset", source="sweep")
-        add(19, "extra_keys", last["extra"], last["n"], population="depth_subset", source="sweep")
-        add(19, "enumeration_cap_widened", last["subsets"], population="depth_subset", source="sweep")
+            add(20, "label_rate", r["label_rate"], r["n"], {"budget": r["budget"], "pool_extra": r["extra"]}, **sweep_kw)
+        last = sweep.row(-1, named=True)  # the widest pool against the narrowest
+        at = {"budget": last["budget"]}
+        add(19, "median_gap_change", abs(last["median_gap_shift_rel"]), last["n"], at, **sweep_kw)
+        add(19, "median_gap_change_points", abs(last["median_gap_shift"]), last["n"], at, **sweep_kw)
+        add(19, "extra_keys", last["extra"], last["n"], **sweep_kw)
+        add(19, "enumeration_cap_widened", last["subsets"], **sweep_kw)
     return headline_frame(out)

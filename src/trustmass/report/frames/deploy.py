@@ -16,6 +16,8 @@ report judges them by their own verdict kinds and names the models.
   change against ``unmodified`` (paired), memory at the first answer token relative to ``doc_boundary``,
   the question rows in the cache and evicted; "allocation swapped": the same score under the uniform
   allocation (``snapkv_w32`` for window-scored ContourKV) against it.
+
+The claim values read from these tables are :mod:`trustmass.report.frames.deploy_claims`'s.
 """
 
 from __future__ import annotations
@@ -26,22 +28,28 @@ import polars as pl
 from trustmass.deploy import wtl as wtl_mod
 from trustmass.deploy.bytes_table import bytes_summary
 from trustmass.report.engine import StatisticsSettings
-from trustmass.report.headline import headline_frame, row
 
-__all__ = ["bytes_rows", "decomposition_table", "headline", "main_rows", "table3", "table4", "timing_table"]
+__all__ = ["bytes_rows", "by_setting", "decomposition_table", "main_rows", "retrieval_rows", "table3", "table4", "timing_table"]
 
 POPULATION = "all"
 ENFORCED = "contourkv_enforced"
+#: Table 3's comparison labels (the claims read their rows by these)
+VS_KVZIP_UNENFORCED = "vs KVzip, unenforced (reconstruction score)"
+VS_KVZIP_ENFORCED = "vs KVzip, enforced"
+VS_COMPACTOR = "vs Compactor"
+REALLOCATION = "window-score reallocation vs SnapKV (the same 32-row window score)"
+EFFECT_RECON = "enforcement effect (reconstruction score)"
+EFFECT_WINDOW = "enforcement effect (window score)"
 #: Table 3's comparisons: (ContourKV variant, opponent, what the paper's row is)
 TABLE3_PAIRS = (
-    ("contourkv_recon_unenforced", "kvzip", "vs KVzip, unenforced (reconstruction score)"),
-    ("contourkv_recon_enforced", "kvzip", "vs KVzip, enforced"),
-    ("contourkv_enforced", "compactor", "vs Compactor"),
+    ("contourkv_recon_unenforced", "kvzip", VS_KVZIP_UNENFORCED),
+    ("contourkv_recon_enforced", "kvzip", VS_KVZIP_ENFORCED),
+    ("contourkv_enforced", "compactor", VS_COMPACTOR),
     ("contourkv_recon_enforced", "compactor", "vs Compactor (reconstruction score)"),
-    ("contourkv_enforced", "snapkv_w32", "window-score reallocation vs SnapKV (the same 32-row window score)"),
+    ("contourkv_enforced", "snapkv_w32", REALLOCATION),
     ("contourkv_enforced", "snapkv", "vs SnapKV (its own 64-row window)"),
-    ("contourkv_recon_enforced", "contourkv_recon_unenforced", "enforcement effect (reconstruction score)"),
-    ("contourkv_enforced", "contourkv_unenforced", "enforcement effect (window score)"),
+    ("contourkv_recon_enforced", "contourkv_recon_unenforced", EFFECT_RECON),
+    ("contourkv_enforced", "contourkv_unenforced", EFFECT_WINDOW),
 )
 PER_HEAD_KINDS = ("headwise", "kvzip")
 UNIFORM_KINDS = ("uniform", "pyramid")
@@ -238,152 +246,3 @@ def timing_table(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
             replay_prefill_s=pl.col("prefill_s").median(), replay_cost_over_dense=pl.col("cost_over_dense").median())
         out = out.join(cost, on=["model", "length", "method"], how="full", coalesce=True)
     return out.sort(["model", "length", "method"])
-
-
-# ---------------------------------------------------------------------------------------------- claims
-
-
-def _models(frame: pl.DataFrame) -> str:
-    return ",".join(sorted(set(frame["model"].to_list()))) if "model" in frame.columns and frame.height else ""
-
-
-def _bytes_claims(table: pl.DataFrame) -> list[dict]:
-    """Claims 3, 59, 60, 61, 63, 64, 113, 114 from the bytes table (fractions of the full cache, ratios to SnapKV)."""
-    out = []
-
-    def emit(claim, value, rec, column="frac_full_median", **by):
-        out.append(row(claim, value, rec[column], POPULATION, by={"model": rec["model"], "length": rec["length"],
-                       "budget": rec["budget"], **by}, n_instances=rec["n_items"], models=rec["model"],
-                       source=f"deploy_bytes[{rec['method']}, {rec['storage']}].{column}"))
-
-    for rec in table.iter_rows(named=True):
-        m, storage, kind = rec["method"], rec["storage"], rec.get("kind")
-        if storage == "ragged" and kind in UNIFORM_KINDS:
-            emit(59, "uniform_methods_cache_share", rec, method=m)
-        if storage == "ragged" and m == "snapkv":
-            emit(63, "kept_cache_share", rec, method=m)
-        # claims 3, 59, 61 speak of the K/V rows held; the head-wise masks' index tensors come on top (bytes table)
-        if storage == "as_shipped" and kind in PER_HEAD_KINDS:
-            emit(59, "per_head_methods_cache_share", rec, "kv_rows_share_median", method=m)
-            emit(3, "held_cache_share", rec, "kv_rows_share_median", method=m)
-        if storage == "as_shipped" and m in ("snapkv", "compactor"):
-            emit(61, "snapkv_compactor_cache_share", rec, "kv_rows_share_median", method=m)
-        if storage == "as_shipped" and m == "kvzip":
-            emit(61, "kvzip_cache_share", rec, "kv_rows_share_median")
-            emit(113, "kvzip_bytes_over_snapkv", rec, "ratio_to_snapkv_median")
-        if storage == "ragged" and m in ("contourkv_enforced", "contourkv_recon_enforced"):
-            emit(60, "contourkv_cache_share_enforced", rec, method=m)
-            emit(60, "contourkv_bytes_over_snapkv_enforced", rec, "ratio_to_snapkv_median", method=m)
-        if storage == "layer_padded" and m in ("contourkv_unenforced", "contourkv_recon_unenforced"):
-            emit(60, "contourkv_cache_share_unenforced", rec, method=m)
-            emit(114, "median_bytes_over_snapkv", rec, "ratio_to_snapkv_median", method=m)
-            if m == "contourkv_recon_unenforced":
-                emit(64, "contourkv_cache_share", rec)
-        if storage == "ragged" and m in ("contourkv_unenforced", "contourkv_recon_unenforced"):
-            out.append(row(114, "overkeep_over_nominal", rec["kept_max_head"] / rec["budget"], POPULATION,
-                           by={"model": rec["model"], "length": rec["length"], "budget": rec["budget"], "method": m},
-                           n_instances=rec["n_items"], models=rec["model"],
-                           source=f"deploy_bytes[{m}]: widest cell / s"))
-    return out
-
-
-def _wtl_claims(t3: pl.DataFrame, t4: pl.DataFrame) -> list[dict]:
-    """Claims 4, 67, 71, 73, 75 from Tables 3 and 4 (margins in points, hit rates as fractions)."""
-    out = []
-    if t3.height:  # the paper's Table 3 is its benchmark setting: read it where the run has one
-        t3 = t3.filter(pl.col("setting") == ("benchmark" if "benchmark" in set(t3["setting"].to_list()) else "retrieval"))
-    for rec in t3.iter_rows(named=True) if t3.height else []:
-        common = dict(n_instances=rec["n_conditions"], source=f"table3[{rec['setting']}, {rec['comparison']}].mean_delta")
-        if rec["comparison"].startswith("enforcement effect"):
-            out.append(row(4, "enforcement_cost", _neg(rec["mean_delta"]), POPULATION, by={"variant": rec["variant"]},
-                           low=_neg(rec["delta_hi"]), high=_neg(rec["delta_lo"]), **common))
-        if rec["comparison"].startswith("window-score reallocation vs SnapKV"):
-            out.append(row(71, "mean_margin_vs_snapkv", rec["mean_delta"], POPULATION,
-                           low=rec["delta_lo"], high=rec["delta_hi"], **common))
-    for rec in t4.iter_rows(named=True) if t4.height else []:
-        if rec["opponent"] != "snapkv" or rec["budget"] == "all":
-            continue
-        by = {"budget": int(rec["budget"])}
-        common = dict(n_instances=rec["n_conditions"], source=f"table4[snapkv, s={rec['budget']}]")
-        out.append(row(67, "advantage_vs_snapkv", rec["mean_delta"], POPULATION, by=by, low=rec["delta_lo"],
-                       high=rec["delta_hi"], **common))
-        out.append(row(73, "contourkv_hit_rate", rec["variant_hit"], POPULATION, by=by, **common))
-        out.append(row(73, "snapkv_hit_rate", rec["opponent_hit"], POPULATION, by=by, **common))
-        out.append(row(75, "bytes_over_snapkv", rec["bytes_ratio"], POPULATION, by=by, **common))
-    return out
-
-
-def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dict]:
-    """Claim 116: enforced reconstruction-scored ContourKV over KVzip per condition, with its interval."""
-    main = main_rows(rows)
-    if not {"contourkv_recon_enforced", "kvzip"} <= set(main["method"].unique().to_list()):
-        return []
-    per = [wtl_mod.conditions(part, "contourkv_recon_enforced", "kvzip", B=max(settings.bootstrap, 1),
-                              seed=settings.seed, level=settings.level).with_columns(setting=pl.lit(setting))
-           for setting, part in by_setting(main)]
-    per = pl.concat([p for p in per if p.height], how="diagonal_relaxed") if any(p.height for p in per) else pl.DataFrame()
-    out = []
-    for rec in per.iter_rows(named=True) if per.height else []:
-        by = {k: rec[k] for k in ("setting", "model", "task", "length", "budget")}
-        common = dict(n_instances=rec["n_items"], models=rec["model"], source="conditions[recon_enforced vs kvzip]")
-        out.append(row(116, "margin_vs_kvzip", rec["delta"], POPULATION, by=by, low=rec["delta_lo"], high=rec["delta_hi"], **common))
-        out.append(row(116, "ci_low", rec["delta_lo"], POPULATION, by=by, **common))
-    return out
-
-
-def _decomposition_claims(t5: pl.DataFrame) -> list[dict]:
-    """Claims 5, 76, 78 from Table 5's pooled rows of window-scored enforced ContourKV (else the first method)."""
-    if not t5.height:
-        return []
-    method = ENFORCED if ENFORCED in set(t5["method"].to_list()) else t5["method"][0]
-    out = []
-    for model in sorted(set(t5["model"].to_list())):
-        mine = t5.filter((pl.col("model") == model) & (pl.col("method") == method))
-        level = "all" if "all" in set(mine["budget"].to_list()) else mine["budget"][0]  # one budget: no pooled row
-        pooled = {r["variant"]: r for r in mine.filter(pl.col("budget") == level).iter_rows(named=True)}
-        doc_rows, boundary = pooled.get("doc_rows"), pooled.get("doc_boundary")
-        if doc_rows is None or boundary is None:
-            continue
-        common = dict(n_instances=doc_rows["n_items"], models=model, source=f"table5[{method}, budget {level}]")
-        for name, rec in (("doc_rows_ranking", doc_rows), ("doc_boundary_eviction", boundary),
-                          ("allocation_swapped", pooled.get("allocation_swapped"))):
-            if rec is None:
-                continue
-            out.append(row(76, "hit_rate_change", rec["hit_change_points"], POPULATION, by={"model": model, "variant": name},
-                           low=rec["hit_change_lo"], high=rec["hit_change_hi"], **common))
-        out.append(row(76, "main_costs_difference", abs(doc_rows["hit_change_points"] - boundary["hit_change_points"]),
-                       POPULATION, by={"model": model}, **common))
-        out.append(row(5, "retrieval_margin_question_visible", _neg(doc_rows["hit_change_points"]), POPULATION,
-                       by={"model": model}, low=_neg(doc_rows["hit_change_hi"]), high=_neg(doc_rows["hit_change_lo"]), **common))
-        out.append(row(78, "question_rows_evicted", doc_rows["question_rows_evicted"], POPULATION, by={"model": model}, **common))
-    return out
-
-
-def _timing_claims(timing: pl.DataFrame) -> list[dict]:
-    """Claims 69 and 115: each press's prefill in the replay over the plain prefill."""
-    out = []
-    if "replay_cost_over_dense" not in timing.columns:
-        return out
-    for rec in timing.filter(pl.col("replay_cost_over_dense").is_not_null()).iter_rows(named=True):
-        by, m = {"model": rec["model"], "length": rec["length"]}, rec["method"]
-        common = dict(models=rec["model"], source=f"deploy_timing[{m}].replay_cost_over_dense")
-        if m == "kvzip":
-            out.append(row(69, "reconstruction_score_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
-            out.append(row(115, "reconstruction_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
-        if m == "snapkv":
-            out.append(row(115, "snapkv_compresskv_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
-    return out
-
-
-def _neg(x):
-    return None if x is None else 0.0 - x  # 0.0 - 0.0 is 0.0, not -0.0
-
-
-def headline(rows: pl.DataFrame, t3: pl.DataFrame, t4: pl.DataFrame, t5: pl.DataFrame, table: pl.DataFrame,
-             timing: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
-    """Every deployment claim value this run measures (the W/T/L counts of the paper's grid are not judged: they
-    count conditions of a grid this run does not have; Tables 3 and 4 print them)."""
-    out = _bytes_claims(table) + _wtl_claims(t3, t4) + _kvzip_margins(rows, settings) + _decomposition_claims(t5)
-    out += _timing_claims(timing)
-    models = _models(rows)
-    return headline_frame([{**r, "models": r["models"] or models} for r in out])

@@ -29,7 +29,7 @@ RANDOM = "random"
 ALL_CELL = "all_cell"
 POPULATION = "all"  # every held-out document (the claims' heldout_docs population)
 LOSS_TABLE_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8,
+    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8,
     "cells": pl.Utf8, "accounting": pl.Utf8, "n_docs": pl.Int64, "n": pl.Int64, "n_cells_switched": pl.Int64,
     "n_seeds": pl.Int64, **interval_columns("ce", "delta_vs_top", "share", "delta_vs_rule", "gap_recovered"),
     "gain": pl.Float64, "max_abs_vs_dense": pl.Float64, "max_ce_vs_dense": pl.Float64,
@@ -37,17 +37,18 @@ LOSS_TABLE_SCHEMA = {
 
 
 def document_ce(tokens: pl.DataFrame) -> pl.DataFrame:
-    """CE per (model, corpus, doc, configuration), with the random seeds' mean as config ``random``."""
-    if "alpha" not in tokens.columns:
-        tokens = tokens.with_columns(alpha=pl.lit(None, dtype=pl.Float64))
-    keys = ["model", "corpus", "doc", "config", "base_rule", "switch_rule", "cells", "accounting", "alpha"]
+    """CE per (model, corpus, doc, configuration), with the random seeds' mean as config ``random``
+    (and the budget the tokens were decoded at, null where they do not say)."""
+    for name, dtype in (("alpha", pl.Float64), ("budget", pl.Int64)):
+        if name not in tokens.columns:
+            tokens = tokens.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    keys = ["model", "corpus", "doc", "config", "base_rule", "switch_rule", "cells", "accounting", "alpha", "budget"]
     per_doc = tokens.group_by(keys, maintain_order=True).agg(  # in input order: the table's rows are reproducible
         ce=pl.col("nll").mean(), n=pl.len(), n_cells_switched=pl.col("n_cells_switched").first(), n_seeds=pl.lit(1)
     )
     random = per_doc.filter(pl.col("cells") == RANDOM)
     if random.height:
-        mean = random.group_by(["model", "corpus", "doc", "base_rule", "switch_rule", "cells", "accounting", "alpha"],
-                               maintain_order=True).agg(
+        mean = random.group_by([k for k in keys if k != "config"], maintain_order=True).agg(
             ce=pl.col("ce").mean(), n=pl.col("n").sum(), n_cells_switched=pl.col("n_cells_switched").first(),
             n_seeds=pl.len(),
         ).with_columns(config=pl.lit(RANDOM))  # fmt: skip
@@ -99,7 +100,7 @@ def loss_table(tokens: pl.DataFrame, settings: StatisticsSettings = StatisticsSe
             name = cfg[0]
             first = c.row(0, named=True)
             out = {
-                "model": model, "population": POPULATION, "config": name, "base_rule": first["base_rule"],
+                "model": model, "population": POPULATION, "budget": first["budget"], "config": name, "base_rule": first["base_rule"],
                 "switch_rule": first["switch_rule"], "cells": first["cells"], "accounting": first["accounting"],
                 "n_docs": c.height, "n": int(c["n"].sum()), "n_cells_switched": first["n_cells_switched"],
                 "n_seeds": int(c["n_seeds"].max()),
@@ -276,37 +277,50 @@ def probe_table(tokens: pl.DataFrame, recall: pl.DataFrame, settings: Statistics
     return frame_from_rows(rows, PROBE_SCHEMA)
 
 
+#: why the probe's CE change and share say nothing when the calibration chose alpha = 0
+PROBE_IS_TOP_MASS = ("the probe chose alpha = 0: it is top-mass, so its CE change against top-mass and its share of "
+                     "the loss reduction are 0 by construction")
+
+
 def probe_headline(table: pl.DataFrame) -> pl.DataFrame:
     """Claims 57 and 124 from the probe table."""
     rows = []
     for rec in table.iter_rows(named=True):
         by, common = {"model": rec["model"]}, dict(n_docs=rec["n_docs"], models=rec["model"], n_instances=rec["n"])
+        top_mass = PROBE_IS_TOP_MASS if rec["alpha"] == 0 else None
         rows.append(row(57, "probe_share_of_loss_reduction", rec["probe_share"], POPULATION, by={**by, "probe_rank": rec["rank"]},
-                        low=rec["probe_share_low"], high=rec["probe_share_high"], source="probe.probe_share", **common))
+                        low=rec["probe_share_low"], high=rec["probe_share_high"], source="probe.probe_share",
+                        uninformative=top_mass, **common))  # fmt: skip
         rows.append(row(124, "n_training_docs", rec["train_docs"], POPULATION, by=by, source="probe.train_docs", **common))
         rows.append(row(124, "swap_recall", rec["recall_trained_scale"], POPULATION, by=by,
                         source="probe.recall_trained_scale (alpha = 1, the scale it was trained at; other corpora's capture documents)",
                         **{**common, "n_instances": rec["swap_rows"]}))
-        for value, col in (("probe_ce_change", "probe_ce_change"), ("balancing_ce_change", "balancing_ce_change")):
-            rows.append(row(124, value, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
-                            source=f"probe.{col}", **common))
+        for col, uninformative in (("probe_ce_change", top_mass), ("balancing_ce_change", None)):
+            rows.append(row(124, col, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
+                            source=f"probe.{col}", uninformative=uninformative, **common))
     return headline_frame(rows)
 
 
 # ---------------------------------------------------------------------------------------- claims
 
 
+def _at_budget(model: str, budget: int | None) -> dict:
+    """A model's group at the budget its tokens were decoded at (no budget dimension where they do not say)."""
+    return {"model": model} if budget is None else {"model": model, "budget": budget}
+
+
 def headline(table: pl.DataFrame, rules: tuple[str, ...]) -> pl.DataFrame:
-    """Claims 52, 53, 55, 56, 125 from the loss table (per model; per (selector, model) for 55)."""
+    """Claims 52, 53, 55, 56, 112, 125 from the loss table (per model; per (selector, model) for 55 and 112)."""
     rows = []
     for rec in table.iter_rows(named=True):
         model, cfg = rec["model"], rec["config"]
         common = dict(n_instances=rec["n"], n_docs=rec["n_docs"], models=model, source=f"loss_table[{cfg}]")
         by = {"model": model}
         if cfg == "flat_switch":
-            rows.append(row(52, "flat_switch_ce_reduction", rec["gain"], POPULATION, by=by,
+            at = _at_budget(model, rec["budget"])
+            rows.append(row(52, "flat_switch_ce_reduction", rec["gain"], POPULATION, by=at,
                             low=_neg(rec["delta_vs_top_high"]), high=_neg(rec["delta_vs_top_low"]), **common))
-            rows.append(row(52, "ce_change_ci_high", rec["delta_vs_top_high"], POPULATION, by=by, **common))
+            rows.append(row(52, "ce_change_ci_high", rec["delta_vs_top_high"], POPULATION, by=at, **common))
             for claim, value in ((53, "flat_switch_share_of_all_cell_gain"), (56, "map_share_of_all_cell_gain"),
                                  (125, "map_share_of_all_cell_gain")):
                 rows.append(row(claim, value, rec["share"], POPULATION, by=by, low=rec["share_low"], high=rec["share_high"], **common))
@@ -315,8 +329,9 @@ def headline(table: pl.DataFrame, rules: tuple[str, ...]) -> pl.DataFrame:
                             low=rec["share_low"], high=rec["share_high"], **common))
         elif rec["base_rule"] in rules and rec["switch_rule"] is not None and rec["accounting"] == "per_query":
             by = {"selector": rec["base_rule"], "model": model}
-            rows.append(row(55, "rule_flat_switch_gap_recovered", rec["gap_recovered"], POPULATION, by=by,
-                            low=rec["gap_recovered_low"], high=rec["gap_recovered_high"], **common))
+            for claim in (55, 112):  # 112: the same pairs, on the model playing Qwen3-1.7B
+                rows.append(row(claim, "rule_flat_switch_gap_recovered", rec["gap_recovered"], POPULATION, by=by,
+                                low=rec["gap_recovered_low"], high=rec["gap_recovered_high"], **common))
             rows.append(row(55, "paired_ci_high", rec["delta_vs_rule_high"], POPULATION, by=by, **common))
     pairs = table.filter(pl.col("base_rule").is_in(list(rules)) & pl.col("switch_rule").is_not_null()
                          & (pl.col("accounting") == "per_query") & (pl.col("delta_vs_rule_high") < 0))  # fmt: skip
@@ -340,13 +355,14 @@ def _selector_order_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> list[di
         per_query = alone.filter(pl.col("accounting") == "per_query", pl.col("delta_vs_top").is_not_null())
         increase = dict(zip(per_query["base_rule"], per_query["delta_vs_top"], strict=True))
         common = dict(models=model, n_docs=int(g["n_docs"].max()), source="loss_table[<rule>].delta_vs_top")
+        at = _at_budget(model, per_query["budget"][0] if per_query.height else None)
         if len(increase) >= 2:
             if "quest" in increase:
                 rank = 1 + sum(v < increase["quest"] for v in increase.values())
-                out.append(row(111, "quest_rank_by_ce_increase", float(rank), POPULATION, by={"model": model}, **common))
+                out.append(row(111, "quest_rank_by_ce_increase", float(rank), POPULATION, by=at, **common))
             if "streaming_llm" in increase:
                 rank = 1 + sum(v > increase["streaming_llm"] for v in increase.values())
-                out.append(row(111, "streaming_llm_rank_from_most_ce_increase", float(rank), POPULATION, by={"model": model}, **common))
+                out.append(row(111, "streaming_llm_rank_from_most_ce_increase", float(rank), POPULATION, by=at, **common))
         faithful = alone.filter(pl.col("accounting") == "cache_faithful")
         for rec in faithful.iter_rows(named=True):
             if rec["base_rule"] in increase:
