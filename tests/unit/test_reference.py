@@ -128,3 +128,37 @@ def test_the_readme_names_the_command_that_regenerates_the_reference():
 
     assert run_command(["config.yaml"]) == "make run"
     assert run_command(["config.yaml", "config/cpu-panel.yaml"]) == "snakemake --cores all --configfile config/cpu-panel.yaml"
+
+
+# ---- the panel's claims report: what the issue "claims that mean something" asked of it -------------------
+
+
+def _panel_values():
+    claims = json.loads((REPO / "reference/cpu-panel/results/claims.json").read_text(encoding="utf-8"))
+    return [(c, v) for c in claims["claims"] for v in c["values"]]
+
+
+def test_the_panel_agrees_in_size_on_no_interval_wider_than_the_claims_scale():
+    """A point value 'agrees' when its 95 % interval contains the paper's number; an interval wider than the
+    number itself would contain almost anything, so such a cell must be called uninformative instead."""
+    from trustmass.report.claims.data import claim
+
+    for c, v in _panel_values():
+        value = claim(c["id"]).value(v["name"])
+        if value.kind != "point" or value.value is None or not v["size"] or v["size"]["status"] != "agrees":
+            continue
+        scale, unit = abs(float(value.value)), (100.0 if value.unit == "percent" else 1.0)
+        for population in ("primary", "all"):
+            if not v[population]["judged"]:
+                continue
+            for r in v[population]["regenerated"]:
+                if r["low"] is not None and r["high"] is not None and not r.get("uninformative"):
+                    wide = (r["high"] - r["low"]) * unit > scale
+                    assert not wide or "wider than the claim's scale" in v["size"]["reason"], (c["id"], v["name"], r)
+
+
+def test_every_value_the_panel_does_not_produce_says_what_is_missing():
+    for c, v in _panel_values():
+        for axis in (v["direction"], v["size"]):
+            if axis and axis["status"] == "not produced":
+                assert any(k in axis["reason"] for k in ("no study model takes that role", "did not run", "needs ")), (c["id"], v["name"], axis)
