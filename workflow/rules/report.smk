@@ -249,6 +249,27 @@ rule selfcheck_statistics:
         "../../scripts/selfcheck_statistics.py"
 
 
+rule gpu_statistics:
+    """The paper's hardware claims (40, 102, 103, 115) from the committed GPU check (make gpu-check)."""
+    input:
+        check=os.path.join(workflow.basedir, GPU_CHECK),
+        code=library_code(STATISTICS_RULES["gpu_statistics"].module, "trustmass.plumbing.rule_io"),
+    output:
+        **frames_of("gpu_statistics"),
+    params:
+        config=params_from_config("seed"),
+    log:
+        "logs/report/gpu_statistics.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../../envs/trustmass.yaml"
+    script:
+        "../../scripts/gpu_statistics.py"
+
+
 # ---- every figure and table of the catalog: frames -> files ---------------------------------------
 for _out in OUTPUTS:
 

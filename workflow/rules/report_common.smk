@@ -2,9 +2,11 @@
 # the statistics rules' frames, the caption quotes.  Functions and constants only.
 
 import importlib.resources
+import os
 
 from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
 from trustmass.report.claims.data import claim as _claim
+from trustmass.report.frames.gpu import GPU_CHECK
 
 CLAIMS_FILE = str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml"))
 #: stages whose results this workflow produces (the rest are "not produced yet")
@@ -17,6 +19,7 @@ _OFF_RULES = (
     | (set() if config["task_contexts"]["enabled"] else {"task_statistics"})
     | (set() if config["diagnostics"]["enabled"] else {"diagnostics_statistics"})
     | (set() if config["access_law"]["enabled"] else {"access_statistics"})
+    | (set() if os.path.isfile(os.path.join(workflow.basedir, GPU_CHECK)) else {"gpu_statistics"})  # make gpu-check, committed
 )
 _OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
 ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]

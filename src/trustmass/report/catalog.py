@@ -111,6 +111,8 @@ STATISTICS: tuple[StatisticsRule, ...] = (
                    "head-sum dilution on the task contexts, from the access records of every captured document"),
     StatisticsRule("selfcheck_statistics", "trustmass.report.frames.selfcheck", ("headline_selfcheck",),
                    "The theory claims (worked examples, EF bound, reduction gap), from the self-check"),
+    StatisticsRule("gpu_statistics", "trustmass.report.frames.gpu", ("headline_gpu",),
+                   "The paper's hardware claims (40, 102, 103, 115) from the committed GPU check, when one is committed"),
 )  # fmt: skip
 
 #: every headline frame the claims report reads
