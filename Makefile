@@ -19,7 +19,7 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench job-times dry-run clean
+.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench gpu-check gpu-wheels job-times dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
@@ -31,6 +31,8 @@ help:
 	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; about 65 min on 2 cores)"
 	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
+	@echo "make gpu-check  the prepared GPU check (benchmarks/gpu/README.md): machine's own python3, no .venv; < 8 min on one GPU"
+	@echo "make gpu-wheels the small wheels gpu-check carries (transformers, tokenizers, pytest, ...) into $(GPU_WHEELS)/"
 	@echo "make job-times  where the time of the run in results/ went: job-seconds per rule, from the sidecars"
 	@echo "make dry-run    what 'make run' would do"
 	@echo "make clean      delete results/ (keeps resources/ and .venv)"
@@ -96,6 +98,20 @@ save-reference-panel: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration
+
+# The prepared GPU check (issue 28; benchmarks/gpu/README.md): kernel tests, kernel / restricted / capture
+# timings, the GPU stage test and the paper's H100 claims, into $(GPU_OUT)/gpu-check.{json,md}.  It runs
+# on a GPU machine that has only torch, Triton and numpy: no .venv, no polars, no snakemake -- the machine's
+# own python with src/ on its path, and the wheels of `make gpu-wheels` (about 24 MB) carried in
+# $(GPU_WHEELS)/, unpacked into .gpu-site/ where the machine lacks them.
+GPU_PYTHON ?= python3
+GPU_WHEELS ?= .gpu-wheels
+GPU_OUT    ?= benchmarks/gpu
+gpu-check:
+	PYTHONPATH=src $(GPU_PYTHON) -m trustmass.bench gpu $(if $(wildcard $(GPU_WHEELS)),--wheels $(GPU_WHEELS)) --out $(GPU_OUT)
+
+gpu-wheels: $(STAMP)
+	$(BIN)/python -m trustmass.bench.gpu_wheels download $(GPU_WHEELS)
 
 job-times: $(STAMP)
 	$(BIN)/python -m trustmass.cli.job_times results

@@ -356,10 +356,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--configfile", nargs="*", default=[], help="files merged over config.yaml, in order")
     parser.add_argument("--claims", action="store_true",
                         help="the claim values the configuration sets (counts, sizes, shares s/N) against the paper's numbers")  # fmt: skip
+    parser.add_argument("--costs", action="store_true",
+                        help="jobs per stage and projected GPU-/CPU-hours from measured per-unit costs (trustmass.cli.costs)")  # fmt: skip
+    parser.add_argument("--gpu-json", default=None, help="--costs: the GPU check's JSON (default benchmarks/gpu/gpu-check.json)")
     args = parser.parse_args(argv)
     config = resolve_config(*args.configfile)
     if args.claims:
         return _print_paper_plan(config)
+    if args.costs:
+        from trustmass.cli.costs import GPU_JSON, print_costs
+
+        return print_costs(config, args.gpu_json or GPU_JSON)
     frame = planned_instances(config)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, thousands_separator=","):
         print(frame)
