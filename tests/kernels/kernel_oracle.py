@@ -12,10 +12,12 @@ import torch
 from transformers.masking_utils import causal_mask_function, eager_mask, sliding_window_causal_mask_function
 
 
-def hf_additive_mask(n: int, window: int | None, dtype: torch.dtype) -> torch.Tensor:
-    """transformers' eager mask ``[1, 1, n, n]`` (0 visible, finfo(dtype).min masked)."""
+def hf_additive_mask(n: int, window: int | None, dtype: torch.dtype, device: torch.device | str | None = None) -> torch.Tensor:
+    """transformers' eager mask ``[1, 1, n, n]`` (0 visible, finfo(dtype).min masked) on ``device``
+    (transformers builds it on the device of ``cache_position``; default the CPU)."""
     fn = causal_mask_function if window is None else sliding_window_causal_mask_function(window)
-    return eager_mask(batch_size=1, cache_position=torch.arange(n), kv_length=n, mask_function=fn, dtype=dtype)
+    position = torch.arange(n, device=device)
+    return eager_mask(batch_size=1, cache_position=position, kv_length=n, mask_function=fn, dtype=dtype)
 
 
 def dense_probs(q, k, scaling, softcap=None, window=None, logits_dtype=None) -> torch.Tensor:
@@ -27,7 +29,7 @@ def dense_probs(q, k, scaling, softcap=None, window=None, logits_dtype=None) -> 
         weights = weights / softcap
         weights = torch.tanh(weights)
         weights = weights * softcap
-    weights = weights + hf_additive_mask(q.shape[1], window, dtype)
+    weights = weights + hf_additive_mask(q.shape[1], window, dtype, q.device)
     return torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32)[0]
 
 

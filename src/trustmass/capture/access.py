@@ -11,7 +11,8 @@ O(T d + rows T) memory:
 * the sums of the last K rows for every configured K (``access_law.tail_rows`` and
   ``access_law.dilution_rows``) and the last row ``p_T``, from the same blocks;
 * the first decode step's row ``p*`` over the T + 1 keys (the prompt and the decoded token's own),
-  validated like every captured row: ``sum_j p*_j v_j`` must match the model's own head output.
+  validated like every captured row: ``sum_j p*_j v_j`` must match the model's own head output
+  (to within ``prefill.deviation_bound`` at the layer's largest ``sum_j p*_j |v_jc|``).
 
 :meth:`AccessLaws.frame` turns them into the access records (:mod:`trustmass.contracts.access`): the
 laws of :mod:`trustmass.core.access_law`, their total-variation distances to ``p_T`` and to ``p*``,
@@ -31,15 +32,18 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 import torch
 
 from trustmass import kernels
 from trustmass.contracts.access import COLUMNS
 from trustmass.core.access_law import count_debiased, mean_position, normalised, total_variation
 from trustmass.sources.attention import trailing_row_probs
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["AccessLaws", "AccessOptions", "longest_common_run", "planted_target"]
 
@@ -119,6 +123,7 @@ class AccessLaws:
     prefill: dict = field(default_factory=dict)  # layer -> column_mass [Hq, T], tails [Hq, W, T], last [Hq, T], group
     decode: dict = field(default_factory=dict)  # layer -> p* [Hq, T + 1] (float64)
     deviations: list = field(default_factory=list)  # (layer, max |sum p* v - own output|) of the decode row
+    scales: list = field(default_factory=list)  # (layer, max_{h,c} sum_j p*_j |v_jc|): the magnitude its bound scales with
     decode_token: int | None = None
     n_tokens: int | None = None
     seconds: float = 0.0  # time spent on the access laws during the capture (prefill blocks and the decode step)
@@ -170,9 +175,11 @@ class AccessLaws:
         q, k, v = query[0], key[0], value[0]  # [Hq, 1, d], [Hkv, T + 1, d]
         p = trailing_row_probs(q, k, float(scaling), softcap, window, self._logits_dtype.get(layer))[:, 0]  # [Hq, T + 1]
         group = q.shape[0] // k.shape[0]
-        recomputed = torch.einsum("hn,hnd->hd", p, v.float().repeat_interleave(group, dim=0))
+        values = v.float().repeat_interleave(group, dim=0)
+        recomputed = torch.einsum("hn,hnd->hd", p, values)
         own = output[0, 0].float()  # [Hq, d]
         self.deviations.append((layer, float((recomputed - own).abs().max())))
+        self.scales.append((layer, float(torch.einsum("hn,hnd->hd", p, values.abs()).max())))
         self.decode[layer] = p.double().cpu().numpy()
 
     @property
@@ -193,6 +200,8 @@ class AccessLaws:
 
     def frame(self, *, model: str, corpus: str, doc: str, doc_id: str, task: str | None = None) -> pl.DataFrame:
         """The access records of the document (:mod:`trustmass.contracts.access`)."""
+        import polars as pl  # here, not at import: the capture's import chain stays torch and numpy only
+
         target = np.asarray(self.options.target, dtype=np.int64)
         columns: dict[str, list] = {name: [] for name in COLUMNS}
         for layer in sorted(self.prefill):

@@ -11,7 +11,10 @@ sampled query rows of every head, records
   * the H2O accumulated column mass sum_{t<=i} P[t, :] and SnapKV window sums,
 
 through `trustmass.kernels` (Triton on CUDA, PyTorch twins on CPU), in O(N d + rows N) memory.
-Every sampled row is validated: sum_j p_j v_j must match the model's own head output.
+Every sampled row is validated: sum_j p_j v_j must match the model's own head output to within
+:func:`deviation_bound` -- the configured absolute floor (``capture.max_abs_deviation``), or, where
+larger, a few roundings of the model dtype at the row's magnitude (a bf16 head output of magnitude
+8 is only held to 2^-6).
 
 With an :class:`~trustmass.capture.access.AccessLaws` passed in (``access_law.enabled``), the same
 prefill also feeds the access-law diagnostics: each layer hands it the queries, keys and the column
@@ -36,11 +39,33 @@ from trustmass.sources.attention import default_scaling, dense_attention, regist
 
 ATTENTION_NAME = "trustmass_capture"
 SNAPKV_WINDOWS = (2, 4, 8, 16, 32)
+#: roundings of the model dtype a correct row may deviate by, in units of u * (the row's scale
+#: max_c sum_j p_j |v_jc|, which bounds max |o| too): one for the rounding of the model's own head
+#: output to its dtype, one for P rounded to the dtype before the value product (eager casts P, SDPA's
+#: fused kernels multiply V by P in the dtype), two for the float32 accumulation of the weighted sums
+#: in another order and slack.  A real error -- a wrong row, key, value head or mass -- moves the
+#: output by a share of the scale itself, far above 4 u (bf16: 1.6 %; fp16: 0.2 %; fp32: 2.4e-7).
+ROUNDING_STEPS = 4
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("trustmass_capture_session", default=None)
 
 
 class CaptureValidationError(RuntimeError):
     """A captured row disagrees with the model's own head output beyond the tolerance."""
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """u = 2^-p for a float dtype of p significand bits (half its machine epsilon): bf16 2^-8,
+    fp16 2^-11, fp32 2^-24."""
+    return torch.finfo(dtype).eps / 2
+
+
+def deviation_bound(floor: float, dtype: torch.dtype, scale: float) -> float:
+    """The largest |sum_j p_j v_j - own output| a correct row may show: ``max(floor, ROUNDING_STEPS *
+    u(dtype) * scale)`` with ``scale = max_c sum_j p_j |v_jc|`` of the row and ``floor`` the configured
+    ``capture.max_abs_deviation``.  For float32 the rounding term exceeds the 4e-3 floor only at a
+    scale above 16,777 (2^22 * 4e-3): at any real model's magnitudes an fp32 capture is held to the
+    floor alone, exactly as strictly as by the absolute threshold."""
+    return max(float(floor), ROUNDING_STEPS * unit_roundoff(dtype) * float(scale))
 
 
 @dataclass(frozen=True)
@@ -104,6 +129,7 @@ class _Session:
     access: AccessLaws | None = None
     tensors: dict = field(default_factory=dict)
     deviations: list = field(default_factory=list)
+    bounds: list = field(default_factory=list)  # per deviation row: its deviation_bound
     layers: dict = field(default_factory=dict)
 
     def record(self, module, query, key, value, output, scaling, softcap, window):
@@ -128,8 +154,10 @@ class _Session:
         rows = positions.unsqueeze(-1).expand(-1, -1, q.shape[-1])  # (Hq, R, d)
         own = output[0].transpose(0, 1).float().gather(1, rows)  # model's own head output (Hq, R, d)
         values32 = v.float()
-        recomputed = torch.einsum("hrn,hnd->hrd", p, values32.index_select(0, kv_of_head.to(v.device)))
+        values_per_head = values32.index_select(0, kv_of_head.to(v.device))
+        recomputed = torch.einsum("hrn,hnd->hrd", p, values_per_head)
         dev = (recomputed - own).abs()
+        scale = torch.einsum("hrn,hnd->hrd", p, values_per_head.abs()).amax(-1).cpu()  # max_c sum_j p_j |v_jc|
         fields = {
             "positions": torch.from_numpy(kv_positions),
             "p": p.cpu(),
@@ -143,11 +171,13 @@ class _Session:
         self.tensors.update({tensor_name(layer, field): tensor for field, tensor in fields.items()})
         self.layers[layer] = {"group_size": group, "window": window, "softcap": softcap, "scaling": float(scaling)}
         max_dev, mean_dev = dev.amax(-1).cpu(), dev.mean(-1).cpu()
+        head_positions = kv_positions[kv_of_head.numpy()]  # positions on the host: no device read per row
         for h in range(n_q):
             for r in range(positions.shape[1]):
                 self.deviations.append(
-                    (layer, h, int(kv_of_head[h]), int(positions[h, r]), float(max_dev[h, r]), float(mean_dev[h, r]))
+                    (layer, h, int(kv_of_head[h]), int(head_positions[h, r]), float(max_dev[h, r]), float(mean_dev[h, r]))
                 )
+                self.bounds.append(deviation_bound(self.options.max_abs_deviation, q.dtype, float(scale[h, r])))
 
 
 def capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -178,6 +208,7 @@ class Capture:
     metadata: dict  # JSON-serialisable description (no timestamps: shards are bit-reproducible)
     deviations: list  # (layer, head, kv_head, position, max_abs_dev, mean_abs_dev)
     access: AccessLaws | None = None  # the access-law evidence, when asked for
+    bounds: list = field(default_factory=list)  # per deviation row: the bound it was held to (deviation_bound)
 
     @property
     def max_abs_deviation(self) -> float:
@@ -216,21 +247,35 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
         },
         deviations=session.deviations,
         access=access,
+        bounds=session.bounds,
     )
-    worst = max(session.deviations, key=lambda d: d[4])
-    if worst[4] > options.max_abs_deviation:
-        layer, head, _, pos, dev, _ = worst
+    dtype = next(model.parameters()).dtype
+    over = [i for i, (row, bound) in enumerate(zip(session.deviations, session.bounds, strict=True)) if row[4] > bound]
+    if over:
+        worst = max(over, key=lambda i: session.deviations[i][4] / session.bounds[i] if session.bounds[i] > 0 else float("inf"))
+        layer, head, _, pos, dev, _ = session.deviations[worst]
         raise CaptureValidationError(
             f"{model_name}/{doc}: layer {layer} head {head} row {pos}: sum_j p_j v_j deviates from the model's own "
-            f"head output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
+            f"head output by {dev:.3g} > {_bound_text(session.bounds[worst], options, dtype)}; no shard written"
         )
-    if access is not None and access.max_abs_deviation > options.max_abs_deviation:
-        layer, dev = max(access.deviations, key=lambda d: d[1])
-        raise CaptureValidationError(
-            f"{model_name}/{doc}: layer {layer}: the first decode row's sum_j p*_j v_j deviates from the model's own head "
-            f"output by {dev:.3g} > capture.max_abs_deviation={options.max_abs_deviation:g}; no shard written"
-        )
+    if access is not None:
+        bounds = [deviation_bound(options.max_abs_deviation, dtype, scale) for _, scale in access.scales]
+        over = [(dev / bound if bound > 0 else float("inf"), layer, dev, bound)
+                for (layer, dev), bound in zip(access.deviations, bounds, strict=True) if dev > bound]
+        if over:
+            _, layer, dev, bound = max(over)
+            raise CaptureValidationError(
+                f"{model_name}/{doc}: layer {layer}: the first decode row's sum_j p*_j v_j deviates from the model's own head "
+                f"output by {dev:.3g} > {_bound_text(bound, options, dtype)}; no shard written"
+            )
     return capture
+
+
+def _bound_text(bound: float, options: CaptureOptions, dtype: torch.dtype) -> str:
+    if bound == options.max_abs_deviation:
+        return f"capture.max_abs_deviation={options.max_abs_deviation:g}"
+    return (f"its bound {bound:.3g} ({ROUNDING_STEPS} roundings of {str(dtype).replace('torch.', '')} at the row's magnitude; "
+            f"floor capture.max_abs_deviation={options.max_abs_deviation:g})")
 
 
 def _full_cache():

@@ -36,7 +36,9 @@ def deviation_frame(capture: Capture) -> pl.DataFrame:
 
 
 def write_validation_report(capture: Capture, path: str | Path) -> dict:
-    """Per-row deviations as parquet; returns the summary (also stored in provenance)."""
+    """Per-row deviations as parquet; returns the summary (also stored in provenance): ``threshold`` is the
+    configured floor, ``max_bound`` the largest per-row bound applied (``prefill.deviation_bound``; the
+    floor itself unless some row's dtype rounding at its magnitude exceeds it, never for float32)."""
     frame = deviation_frame(capture)
     with atomic_write(path) as tmp:
         frame.write_parquet(tmp)
@@ -45,4 +47,5 @@ def write_validation_report(capture: Capture, path: str | Path) -> dict:
         "max_abs_dev": float(frame["max_abs_dev"].max()),
         "mean_abs_dev": float(frame["mean_abs_dev"].mean()),
         "threshold": capture.metadata["options"]["max_abs_deviation"],
+        "max_bound": max(capture.bounds, default=capture.metadata["options"]["max_abs_deviation"]),
     }

@@ -53,8 +53,8 @@ def exact_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, index: tor
     """float64 [r, K]: ||w_j|| = pn_j ||v_j - mu|| at positions index [r, K] of the flat rows
     `which` (default: all R), the squared distance summed over d left to right (as
     ``core.operator._row_distances``)."""
-    which = torch.arange(index.shape[0]) if which is None else which
-    out = torch.empty(index.shape, dtype=torch.float64)
+    which = torch.arange(index.shape[0], device=index.device) if which is None else which
+    out = torch.empty(index.shape, dtype=torch.float64, device=index.device)
     values = rows.values.double()
     for part in row_chunks(index.shape[0], index.shape[1] * values.shape[-1]):
         at = which[part]
@@ -86,7 +86,7 @@ def largest_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, eligible
         candidate[which] &= _expansion_screen(rows, pn[which], mu[which], eligible[which], k, which)
         crowded = candidate.sum(dim=1) > TRIANGLE_WIDTH
     n = eligible.shape[1]
-    out = torch.zeros(eligible.shape[0], n + 1, dtype=torch.bool)  # column N: the padding slots
+    out = torch.zeros(eligible.shape[0], n + 1, dtype=torch.bool, device=eligible.device)  # column N: the padding slots
     for which in (~crowded).nonzero()[:, 0], crowded.nonzero()[:, 0]:
         if which.numel() == 0:
             continue
@@ -104,7 +104,7 @@ def _expansion_screen(rows: LayerRows, pn, mu, eligible, k: int, which: torch.Te
     EXPANSION_TOL (||v_j|| + ||mu||)^2) reaches the row's k-th largest lower bound."""
     v = rows.values.double()
     kv = rows.kv_of_row[which]
-    v_mu = torch.empty(pn.shape, dtype=torch.float64)
+    v_mu = torch.empty(pn.shape, dtype=torch.float64, device=pn.device)
     for head in kv.unique().tolist():
         at = kv == head
         v_mu[at] = mu[at] @ v[head].T
@@ -206,8 +206,8 @@ def best_swaps(w, pm, kept_slot, valid, budget: int):
 
 def swap_rounds(w, pm, kept_slot, valid, budget: int) -> torch.Tensor:
     """Run rounds until no row improves; updates kept_slot in place, returns swaps per row."""
-    swaps = torch.zeros(kept_slot.shape[0], dtype=torch.int64)
-    live = torch.arange(kept_slot.shape[0])
+    swaps = torch.zeros(kept_slot.shape[0], dtype=torch.int64, device=kept_slot.device)
+    live = torch.arange(kept_slot.shape[0], device=kept_slot.device)
     per_row = budget * max(1, w.shape[1] - budget) * w.shape[-1]
     while live.numel():
         improved = []
@@ -232,7 +232,7 @@ def balancing_mask(rows: LayerRows, budget: int, extra: int) -> tuple[torch.Tens
     pn = p64 / p64.sum(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float64).tiny)
     top = top_k_mask(p, budget, positive)
     kept = top.clone()
-    swaps = torch.zeros(p.shape[0], dtype=torch.int64)
+    swaps = torch.zeros(p.shape[0], dtype=torch.int64, device=p.device)
     active = positive.sum(dim=1) > budget
     if bool(active.any()):
         mu = dense_output(rows, pn)
@@ -245,7 +245,7 @@ def balancing_mask(rows: LayerRows, budget: int, extra: int) -> tuple[torch.Tens
         pm = pn[act].gather(1, at)
         w = pm[..., None] * (rows.gather_kv(rows.values.double(), at, act) - mu[act, None, :])
         swaps[act] = swap_rounds(w, pm, kept_slot, valid, budget)
-        chosen = torch.zeros(act.numel(), p.shape[1] + 1, dtype=torch.bool)  # column N: the padding slots
+        chosen = torch.zeros(act.numel(), p.shape[1] + 1, dtype=torch.bool, device=p.device)  # column N: the padding slots
         chosen.scatter_(1, slots.masked_fill(~valid, p.shape[1]), kept_slot)
         kept[act] = chosen[:, :-1]
     return pad_zero_mass(kept, visible & ~positive, budget, rows.n_visible), swaps
@@ -253,5 +253,5 @@ def balancing_mask(rows: LayerRows, budget: int, extra: int) -> tuple[torch.Tens
 
 def pad_zero_mass(kept: torch.Tensor, zero: torch.Tensor, budget: int, n_visible: torch.Tensor) -> torch.Tensor:
     """Add the smallest zero-mass visible positions until each row keeps min(budget, i + 1) keys."""
-    short = torch.clamp(torch.minimum(n_visible, torch.tensor(budget)) - kept.sum(dim=1), min=0)
+    short = torch.clamp(torch.minimum(n_visible, torch.tensor(budget, device=n_visible.device)) - kept.sum(dim=1), min=0)
     return kept | (zero & (zero.cumsum(dim=1) <= short[:, None]))

@@ -22,7 +22,7 @@ def top_k_mask(score: torch.Tensor, k, eligible: torch.Tensor | None) -> torch.T
     to the smaller position; all eligible keys where fewer than k are eligible.  `k` is an int or
     int64 [R].  Scores must be finite."""
     rows, n = score.shape
-    k = torch.as_tensor(k, dtype=torch.int64).expand(rows).clamp(0, n)
+    k = torch.as_tensor(k, dtype=torch.int64, device=score.device).expand(rows).clamp(0, n)
     k_max = int(k.max()) if rows else 0
     if k_max == 0:
         return torch.zeros(rows, n, dtype=torch.bool, device=score.device)
@@ -42,7 +42,8 @@ def _top_k_of(masked: torch.Tensor, k: torch.Tensor, k_max: int, has_ineligible:
     has_next = k < width  # k == width only where k == n: every key is in the top k
     after = values.gather(1, k.clamp(max=width - 1)[:, None])
     clean = ~has_next | (after < kth)[:, 0] | torch.isneginf(kth)[:, 0]  # -inf: fewer eligible than k, all taken
-    out = torch.zeros(rows, n, dtype=torch.bool, device=masked.device).scatter_(1, index, torch.arange(width) < k[:, None])
+    ranked = torch.arange(width, device=masked.device) < k[:, None]  # on the values' device, as k (issue 28)
+    out = torch.zeros(rows, n, dtype=torch.bool, device=masked.device).scatter_(1, index, ranked)
     if has_ineligible and bool(torch.isneginf(kth).any()):  # a row with fewer eligible keys than k
         out &= masked > float("-inf")
     if not bool(clean.all()):
@@ -82,7 +83,7 @@ def to_csr(kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     CSR over the flattened leading axes; row r's keys are kept_idx[kept_ptr[r]:kept_ptr[r + 1]]."""
     flat = kept.reshape(-1, kept.shape[-1])
     valid = flat >= 0
-    ptr = torch.zeros(flat.shape[0] + 1, dtype=torch.int64)
+    ptr = torch.zeros(flat.shape[0] + 1, dtype=torch.int64, device=kept.device)
     ptr[1:] = valid.sum(dim=1).cumsum(dim=0)
     return ptr, flat[valid]
 
@@ -111,7 +112,7 @@ def numpy_sum(x: torch.Tensor) -> torch.Tensor:
     remainder left to right; longer halves at a multiple of 8 and recurses."""
     n = x.shape[-1]
     if n < 8:
-        total = torch.zeros(x.shape[:-1], dtype=x.dtype)
+        total = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
         for i in range(n):
             total = total + x[..., i]
         return total
@@ -133,5 +134,5 @@ def first_argmin(x: torch.Tensor) -> torch.Tensor:
     """int64 [R]: the first index of each row's minimum over the flattened trailing axes."""
     flat = x.reshape(x.shape[0], -1)
     low = flat.min(dim=1, keepdim=True).values
-    index = torch.arange(flat.shape[1]).expand_as(flat)
+    index = torch.arange(flat.shape[1], device=x.device).expand_as(flat)
     return index.masked_fill(flat != low, flat.shape[1]).min(dim=1).values

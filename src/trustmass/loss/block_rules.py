@@ -29,7 +29,7 @@ def unit_layout(rows: LayerRows, page: int) -> tuple[torch.Tensor, torch.Tensor,
     last = (n - 1) // page
     size = n - last * page
     short = size < page
-    units = torch.arange(-(-rows.n_cache // page))
+    units = torch.arange(-(-rows.n_cache // page), device=n.device)
     full = (units[None, :] < last[:, None]) | ((units[None, :] == last[:, None]) & ~short[:, None])
     return last, size, short, full
 
@@ -47,7 +47,8 @@ def greedy_units(rows: LayerRows, score: torch.Tensor, full: torch.Tensor, last:
     taken = top_k_mask(score, torch.where(early, (budget - size) // page, fit), full)
     take_short = short & (early | (size <= budget - fit * page))
     taken.scatter_(1, last[:, None], taken.gather(1, last[:, None]) | take_short[:, None])
-    return taken.gather(1, torch.arange(rows.n_cache).expand(size.shape[0], -1) // page) & rows.visible
+    keys = torch.arange(rows.n_cache, device=taken.device)
+    return taken.gather(1, keys.expand(size.shape[0], -1) // page) & rows.visible
 
 
 def value_aware_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
@@ -62,9 +63,10 @@ def value_aware_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, 
     if rule.projection == FIT_THEN_FILL:
         kept = greedy_units(rows, unit_score, full, last, size, short, block, s)
     else:
-        held = torch.arange(unit_score.shape[1])[None, :] <= last[:, None]
+        held = torch.arange(unit_score.shape[1], device=last.device)[None, :] <= last[:, None]
         taken = top_k_mask(unit_score, s // block, held)
-        kept = taken.gather(1, torch.arange(rows.n_cache).expand(last.shape[0], -1) // block) & rows.visible
+        keys = torch.arange(rows.n_cache, device=taken.device)
+        kept = taken.gather(1, keys.expand(last.shape[0], -1) // block) & rows.visible
     if fills_slack(rule.projection):
         kept = kept | top_k_mask(token_score, s - kept.sum(dim=1), rows.visible & ~kept)
     return kept, None

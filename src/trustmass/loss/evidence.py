@@ -109,7 +109,7 @@ class LayerRows:
     @property
     def visible(self) -> torch.Tensor:
         """bool [R, N]: key j visible to the row (j <= i)."""
-        return torch.arange(self.n_cache) <= self.flat(self.positions)[:, None]
+        return torch.arange(self.n_cache, device=self.p.device) <= self.flat(self.positions)[:, None]
 
     def window_sum(self, w: int) -> torch.Tensor:
         """float32 [R, N]: sum_{t=i-w+1..i} P[t, :]; w = 1 is the row itself (as SelectorInput.window_sum)."""
@@ -132,7 +132,7 @@ class LayerRows:
     @property
     def kv_of_row(self) -> torch.Tensor:
         """int64 [R]: the KV head each flat row reads."""
-        return torch.arange(self.n_heads).repeat_interleave(self.n_rows) // self.group
+        return torch.arange(self.n_heads, device=self.p.device).repeat_interleave(self.n_rows) // self.group
 
     def gather_kv(self, kv_tensor: torch.Tensor, index: torch.Tensor, which: torch.Tensor | None = None) -> torch.Tensor:
         """kv_tensor[kv(r), index[r, k]] for the flat rows r in `which` (default all): [Hkv, N, d],

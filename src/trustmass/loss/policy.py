@@ -156,7 +156,7 @@ class SelectionPolicy:
         kept[~heads], kept[heads] = base, switched
         if base_swaps is None and switch_swaps is None:
             return kept, None
-        swaps = torch.zeros(rows.n_heads, rows.n_rows, dtype=torch.int64)
+        swaps = torch.zeros(rows.n_heads, rows.n_rows, dtype=torch.int64, device=kept.device)
         if base_swaps is not None:
             swaps[~heads] = base_swaps
         if switch_swaps is not None:
@@ -186,7 +186,7 @@ class ProbeSelector:
     def select(self, layer: int, rows: selection.LayerRows, budget: int) -> torch.Tensor:
         from trustmass.loss.probe import probe_select
 
-        logits = torch.where(rows.p > 0, rows.p.double().log(), torch.tensor(float("-inf"), dtype=torch.float64))
+        logits = torch.where(rows.p > 0, rows.p.double().log(), float("-inf"))  # a scalar, not a CPU tensor
         return probe_select(rows.query, rows.keys, logits, self.params.layer(layer), self.alpha, budget)
 
 

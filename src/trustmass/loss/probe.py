@@ -159,6 +159,7 @@ def _heads_keys(keys: torch.Tensor, n_heads: int) -> torch.Tensor:
 def bilinear(query: torch.Tensor, keys: torch.Tensor, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """(U q_i)^T (V k_j) for every query row and key: query [Hq,M,d], keys [Hkv,N,d], U/V [Hq,r,d]
     -> [Hq, M, N] (the dtype of U)."""
+    u, v = u.to(query.device), v.to(query.device)  # a probe loaded from file sits on the CPU
     uq = torch.einsum("hrd,hmd->hmr", u, query.to(u.dtype))
     vk = torch.einsum("hrd,hnd->hnr", v, _heads_keys(keys, u.shape[0]).to(v.dtype))
     return torch.einsum("hmr,hnr->hmn", uq, vk)
@@ -308,7 +309,7 @@ def training_rows(shard_paths: Iterable[str | os.PathLike], budget: int = 8,
 
 def _member_mask(kept: torch.Tensor, n_keys: int) -> torch.Tensor:
     """[.., s] positions (-1 = none) -> [.., N] boolean membership."""
-    mask = torch.zeros(*kept.shape[:-1], n_keys + 1, dtype=torch.bool)
+    mask = torch.zeros(*kept.shape[:-1], n_keys + 1, dtype=torch.bool, device=kept.device)
     mask.scatter_(-1, torch.where(kept >= 0, kept, n_keys), True)
     return mask[..., :n_keys]
 

@@ -60,8 +60,8 @@ class Selection:
 
 def newest(rows: LayerRows, count) -> torch.Tensor:
     """bool [R, N]: the `count` most recent visible keys of each row (i - count + 1 .. i)."""
-    j = torch.arange(rows.n_cache)
-    return rows.visible & (j >= (rows.n_visible - torch.as_tensor(count))[:, None])
+    j = torch.arange(rows.n_cache, device=rows.p.device)
+    return rows.visible & (j >= (rows.n_visible - torch.as_tensor(count, device=rows.p.device))[:, None])
 
 
 def top_mass_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
@@ -84,7 +84,7 @@ def snapkv_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]
     if rule.pooling != "max" or rule.kernel < 1 or rule.kernel % 2 == 0:
         raise ValueError(f"batched SnapKV pools by max with an odd kernel; got {rule.pooling!r}, kernel {rule.kernel}")
     w = rule.window(s)
-    prefix = rows.visible & (torch.arange(rows.n_cache) < (rows.n_visible - w)[:, None])
+    prefix = rows.visible & (torch.arange(rows.n_cache, device=rows.p.device) < (rows.n_visible - w)[:, None])
     vote = rows.window_sum(w).masked_fill(~prefix, float("-inf"))
     pooled = F.max_pool1d(vote[:, None, :], rule.kernel, stride=1, padding=rule.kernel // 2)[:, 0]
     return top_k_mask(pooled, s - w, prefix) | newest(rows, w), None
@@ -106,7 +106,7 @@ def streaming_llm_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor
     """min(4, s/2) sink keys 0.. plus the s - sinks newest keys."""
     s = checked_budget(budget)
     k = rule.sinks(s)
-    return (rows.visible & (torch.arange(rows.n_cache) < k)) | newest(rows, s - k), None
+    return (rows.visible & (torch.arange(rows.n_cache, device=rows.p.device) < k)) | newest(rows, s - k), None
 
 
 def recency_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
@@ -137,7 +137,7 @@ def bound(q: torch.Tensor, kmax: torch.Tensor, kmin: torch.Tensor) -> torch.Tens
 
 def last_page_bound(rows: LayerRows, q, keys, page: int, last: torch.Tensor) -> torch.Tensor:
     """[R]: the bound of each row's last page u = i // page over its keys u*page..i only."""
-    index = last[:, None] * page + torch.arange(page)
+    index = last[:, None] * page + torch.arange(page, device=last.device)
     inside = index < rows.n_visible[:, None]
     k = rows.gather_kv(keys, index.clamp(max=rows.n_cache - 1))
     kmax = k.masked_fill(~inside[..., None], float("-inf")).amax(dim=1)
@@ -165,7 +165,7 @@ def page_bounds(rows: LayerRows, q, keys, page: int, last: torch.Tensor, full: t
     valid = index >= 0
     at = index.clamp(min=0)
     exact = bound(q, rows.gather_kv(kmax, at), rows.gather_kv(kmin, at))
-    score = torch.full((shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64)  # column U: padding
+    score = torch.full((shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64, device=lo.device)  # column U: padding
     score.scatter_(1, index.masked_fill(~valid, shape[1]), exact)
     score = score[:, :-1].contiguous()
     score.scatter_(1, last[:, None], last_page_bound(rows, q, keys, page, last)[:, None])

@@ -75,7 +75,7 @@ def swap_plan(pairs, fractions, seeds: int) -> list[SwapConfiguration]:
 def kept_mask(kept: torch.Tensor, n_keys: int) -> torch.Tensor:
     """bool [R, N] of kept sets [..., s] padded with -1."""
     flat = kept.reshape(-1, kept.shape[-1])
-    mask = torch.zeros(flat.shape[0], n_keys + 1, dtype=torch.bool)
+    mask = torch.zeros(flat.shape[0], n_keys + 1, dtype=torch.bool, device=kept.device)
     mask.scatter_(1, flat.masked_fill(flat < 0, n_keys), True)
     return mask[:, :n_keys]
 
@@ -99,9 +99,10 @@ def swapped_mask(in_x: torch.Tensor, in_y: torch.Tensor, score: torch.Tensor, el
         if generator is None:
             raise ValueError("a random swap needs a generator")
         pool_out, pool_in = (d_out, d_in) if config.kind == RANDOM_RESTRICTED else (in_x, eligible & ~in_x)
-        draw = torch.rand(in_x.shape, generator=generator, dtype=torch.float64)
+        # drawn from the (CPU) generator, then moved: the same draws on every device
+        draw = torch.rand(in_x.shape, generator=generator, dtype=torch.float64).to(in_x.device)
         leave = top_k_mask(draw, m_out, pool_out)
-        enter = top_k_mask(torch.rand(in_x.shape, generator=generator, dtype=torch.float64), m_in, pool_in)
+        enter = top_k_mask(torch.rand(in_x.shape, generator=generator, dtype=torch.float64).to(in_x.device), m_in, pool_in)
     return (in_x & ~leave) | enter
 
 
