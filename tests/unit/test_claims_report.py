@@ -32,7 +32,8 @@ def test_build_marks_unproduced_claims_and_counts_every_status():
     assert report["summary"]["analogues"]["claims"] >= 1 and report["summary"]["analogues"]["size"]["agrees"] >= 1
     text = markdown(report)
     assert "| 24 |" in text and "0.021–0.047" in text and "analogue (m for Qwen2.5-1.5B)" in text
-    assert KEY in text and "| on analogues |" in text and "| on paper models |" in text
+    assert KEY in text and "| on analogues |" in text and "| on paper models |" in text and "| theory (no model) |" in text
+    assert report["summary"]["theory"]["claims"] == 0  # no theory claim was regenerated here
 
 
 def test_a_claim_stated_on_the_primary_slice_is_judged_there_only():

@@ -63,7 +63,8 @@ KEY = (
     "sign matters, overlapping intervals where an order is stated, a filter that matched nothing), *by construction* "
     "(the stated trend cannot fail on any data) or *not produced* (the reason names the missing stage, role or input). "
     "An *analogue* is a value judged on models that are not the paper's own checkpoints: its direction is what it "
-    "can show; its size is a comparison, not a replication."
+    "can show; its size is a comparison, not a replication. The summary counts claims answered by the theory (worked "
+    "examples and bounds, exact on any model), on the paper's own checkpoints and on analogues apart."
 )
 
 
@@ -141,6 +142,8 @@ def _combined(verdicts: list[Verdict], which: str) -> dict | None:
         return None
     status = combine([a.status for a in axes])
     telling = [a for a in axes if a.status == status] or axes
+    if status not in JUDGED:  # one reason: the fullest (a population with rows adds what this run regenerated)
+        telling = [max(telling, key=lambda a: len(a.reason))]
     return {"status": status, "reason": " | ".join(dict.fromkeys(a.reason for a in telling)), "kind": telling[0].kind}
 
 
@@ -190,11 +193,22 @@ def _claim_entry(claim: Claim, values: list[dict]) -> dict:
     }  # fmt: skip
 
 
+#: the summary's sides: the theory (worked examples and bounds, on no model), the paper's own checkpoints, analogues
+SIDES = ("theory", "paper models", "analogues")
+
+
+def _side(entry: Mapping) -> str:
+    if entry["stage"] == ["THY"]:
+        return "theory"
+    return "paper models" if entry["analogue"] is None else "analogues"
+
+
 def _summary(entries: list[dict]) -> dict:
-    """Claims with an answer, split by whose models answered: per axis, how many agree, disagree or are mixed."""
+    """Claims with an answer, split by what answered (the theory, the paper's models, analogues): per axis,
+    how many agree, disagree or are mixed."""
     out = {}
-    for side in ("paper models", "analogues"):
-        mine = [e for e in entries if e["status"] == JUDGED_CLAIM and (e["analogue"] is None) == (side == "paper models")]
+    for side in SIDES:
+        mine = [e for e in entries if e["status"] == JUDGED_CLAIM and _side(e) == side]
         out[side] = {"claims": len(mine)}
         for axis in ("direction", "size"):
             answered = [e[axis] for e in mine if e[axis] in JUDGED]
@@ -256,7 +270,7 @@ def summary_table(report: Mapping) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for side, s in report["summary"].items():
         d, z = s["direction"], s["size"]
-        lines.append(f"| on {side} | {s['claims']} | {d['agrees']} | {d['disagrees']} | {d['mixed']} | "
+        lines.append(f"| {'on ' + side if side != 'theory' else 'theory (no model)'} | {s['claims']} | {d['agrees']} | {d['disagrees']} | {d['mixed']} | "
                      f"{z['agrees']} | {z['disagrees']} | {z['mixed']} |")  # fmt: skip
     counts = report["counts"]
     rest = ", ".join(f"{counts[s]} {s}" for s in CLAIM_STATUSES if s != JUDGED_CLAIM and counts.get(s))
