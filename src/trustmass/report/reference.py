@@ -282,7 +282,10 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
     lines += ["", f"Claims ({answered} of {len(claims['claims'])} answered in direction or size; "
               f"`{reference.as_posix()}/results/claims.md` has every one, with the key to its answers):", ""]  # fmt: skip
     lines += summary_table(claims)
-    lines += ["", END]
+    lines += ["", "Each value is answered twice: *direction* (the sign, trend or order the paper states) and *size* (its "
+              "number, within its printed precision); an answer agrees, disagrees or is mixed, or says why there is none "
+              "(not comparable: set by the configuration; uninformative; by construction; not produced). The key: "
+              "\"The claims report\" below.", "", END]  # fmt: skip
     return "\n".join(lines)
 
 
