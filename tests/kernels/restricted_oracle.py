@@ -91,10 +91,18 @@ def dense_reference(q, k, v, rows, kept_ptr, kept_idx, scaling, softcap=None, wi
 
 
 def run_restricted_case(case) -> dict:
-    """Triton vs twin for one `kernel_triton_cases.Case` with ``kernel="restricted"`` (rows = M)."""
-    from trustmass.kernels import restricted_attention
+    """Triton vs twin for one `kernel_triton_cases.Case` with ``kernel="restricted"`` (rows = M).
 
-    q, k, v, rows = random_inputs(case.seed, case.heads, case.kv_heads, case.rows, case.n, case.d, exact=case.exact)
+    ``case.config`` / ``case.splits`` call the Triton host function with those tiles and key
+    splits; ``case.lse`` runs it twice, the second time with the first call's log-sum-exp."""
+    from kernel_triton_cases import compare
+    from trustmass.kernels import restricted_attention
+    from trustmass.kernels.triton_restricted import restricted_attention_triton
+
+    m = max(case.rows, 2)
+    q, k, v, rows = random_inputs(case.seed, case.heads, case.kv_heads, m, case.n, case.d, exact=case.exact)
+    if case.rows == 1:  # one query row, the last position
+        q, rows = q[:, -1:].contiguous(), rows[-1:]
     dtype = getattr(torch, case.input_dtype)
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if case.kept == "all":
@@ -107,18 +115,50 @@ def run_restricted_case(case) -> dict:
         "window": case.window,
         "logits_dtype": None if case.logits_dtype is None else getattr(torch, case.logits_dtype),
     }
-    got = restricted_attention(q, k, v, rows, ptr, idx, backend="triton", **kw)
+    if case.config is not None or case.splits is not None:
+        got = restricted_attention_triton(q, k, v, rows, ptr, idx, **kw, splits=case.splits, config=case.config)
+    else:
+        got = restricted_attention(q, k, v, rows, ptr, idx, backend="triton", **kw)
+    if case.lse:  # the full-row log-sum-exp does not depend on the kept sets: reuse the first call's
+        got = restricted_attention(q, k, v, rows, ptr, idx, backend="triton", lse=got[2], **kw)
     want = restricted_attention(q, k, v, rows, ptr, idx, backend="torch", **kw)
-    result = {}
-    for name, a, b in zip(("out", "kept_mass", "lse"), got, want, strict=True):
-        assert a.shape == b.shape and a.dtype == b.dtype == torch.float32, (name, a.shape, b.shape, a.dtype)
-        diff = (a.double() - b.double()).abs()
-        excess = diff - (case.tol["atol"] + case.tol["rtol"] * b.double().abs())
-        excess = excess.nan_to_num(nan=float("inf"), posinf=float("inf"))  # NaN must fail (NaN > 0 is False)
-        result[name] = {
-            "max_abs": float(diff.max()),
-            "max_excess_over_tol": float(excess.max()),
-            "nonzero_where_twin_zero": int(((a != 0) & (b == 0)).sum()),
-        }
+    result = compare(dict(zip(("out", "kept_mass", "lse"), zip(got, want, strict=True), strict=True)), case)
     result["kept_mass"]["empty_rows"] = int((ptr[1:] == ptr[:-1]).sum())
+    return result
+
+
+#: invalid kept sets / rows (value errors only: shapes and dtypes are checked before any kernel) and
+#: the argument the error must name
+INVALID = {
+    "future-key": ("kept_idx", lambda a: a["kept_idx"].__setitem__(2, 9)),
+    "negative-key": ("kept_idx", lambda a: a["kept_idx"].__setitem__(0, -1)),
+    "outside-window": ("kept_idx", lambda a: a["kept_idx"].__setitem__(-1, 11)),
+    "pointer-end": ("kept_ptr", lambda a: a["kept_ptr"].__setitem__(-1, a["kept_ptr"][-1] + 1)),
+    "pointer-order": ("kept_ptr", lambda a: a["kept_ptr"].__setitem__(slice(1, 3), a["kept_ptr"][1:3].flip(0).clone())),
+    "row-past-end": ("rows", lambda a: a.__setitem__("rows", a["rows"] + 1)),
+}
+
+
+def run_invalid_csr_case() -> dict:
+    """The Triton path's in-kernel validation: each bad input raises the twin's ``ValueError``
+    naming the argument (``raised`` 1) and a valid one does not."""
+    import re
+
+    from trustmass.kernels import restricted_attention
+
+    result = {}
+    for name, (arg, spoil) in {"valid": (None, lambda a: None), **INVALID}.items():
+        q, k, v, _ = random_inputs(7, 4, 2, 5, 16, 8)
+        rows = torch.tensor([0, 3, 7, 12, 15])
+        ptr, idx = keep_all_csr(4, rows, 16, 4)
+        a = {"q": q, "k": k, "v": v, "rows": rows, "kept_ptr": ptr.clone(), "kept_idx": idx.clone(), "scaling": 0.3, "window": 4}
+        spoil(a)
+        try:
+            restricted_attention(**a, backend="triton")
+            ok = arg is None
+            message = ""
+        except ValueError as exc:
+            ok = arg is not None and re.search(arg, str(exc)) is not None
+            message = str(exc)
+        result[name] = {"raised_as_expected": int(ok), "message": message}
     return result

@@ -115,7 +115,9 @@ def test_the_dry_run_writes_the_json_and_the_table(dry_run):
 def test_the_dry_run_measures_every_section(dry_run):
     doc, _, _ = dry_run
     side = doc["side_statistics"]["rows"]
-    assert side and all(r["side_ms"] == pytest.approx(r["rows_ms"] + r["column_ms"]) and r["sdpa_causal_ms"] > 0 for r in side)
+    assert side and all(r["separate_ms"] == pytest.approx(r["rows_ms"] + r["column_ms"]) and r["sdpa_causal_ms"] > 0 for r in side)
+    assert all(r["side_over_sdpa"] == pytest.approx(r["side_ms"] / r["sdpa_causal_ms"]) and r["side_ms"] > 0 for r in side)
+    assert all(r["roofline"]["bound_ms"] > 0 and r["roofline"]["passes"] == 2 for r in side)
     assert {r["dtype"] for r in side} == {"float32", "bfloat16"}
     rest = doc["restricted"]["rows"]
     assert rest and all(r["throughput_vs_sdpa"] == pytest.approx(r["sdpa_ms"] / r["restricted_ms"]) for r in rest)
@@ -123,8 +125,14 @@ def test_the_dry_run_measures_every_section(dry_run):
     assert cases and all(c["status"] == "ok" and c["max_abs_deviation"] < 1e-2 and c["capture_s"] > 0 for c in cases)
     kd = doc["kernel_deviation"]
     if doc["sections"]["kernel_deviation"]["status"] == "ok":  # triton installed: the interpreter ran the comparison
-        assert {e["kernel"] for e in kd["entries"]} == {"sampled_row_probs", "column_mass_and_window_sums", "restricted_attention"}
-        assert all(e["max_abs_dev"] < 1e-4 for e in kd["entries"]), kd["entries"]
+        kernels = {"sampled_row_probs", "column_mass_and_window_sums", "side_statistics", "restricted_attention"}
+        assert {e["kernel"] for e in kd["entries"]} == kernels
+        assert {e["dtype"] for e in kd["entries"]} == {"float32", "bfloat16"}
+        assert all(e["max_abs_dev"] < 1e-4 for e in kd["entries"] if e["dtype"] == "float32"), kd["entries"]
+        # bf16: the interpreter's fp32 dot of the bf16 values vs the twin's bf16 matmul -- a logit may round
+        # the other way (a bf16 step), most rows agree to 1e-6
+        assert all(e["max_abs_dev"] < 2e-2 for e in kd["entries"]), kd["entries"]
+        assert all(e["exact_row_share"] >= 0.5 for e in kd["entries"] if "exact_row_share" in e), kd["entries"]
 
 
 def test_the_dry_run_times_the_claims(dry_run):
@@ -135,9 +143,10 @@ def test_the_dry_run_times_the_claims(dry_run):
     assert claims["102"]["swap_pairs"] == 192 and claims["102"]["swap_round_cost_share_percent"] > 0
     c103 = claims["103"]
     assert len(c103["prefill_mask_cost_over_dense"]) == len(c103["mu_cost_over_dense"]) == len(c103["shapes"]) >= 1
-    c115 = claims["115"]
-    assert c115["reconstruction_cost_over_prefill"] > 1 and c115["snapkv_compresskv_cost_over_prefill"] > 0
-    assert c115["reconstruction_time_s"] > c115["prefill_time_s"] > 0 and c115["compresskv_cost_over_prefill"] is None
+    c115 = claims["115"]  # structure only: tiny shapes on a shared CPU order no timings (a ratio once came out 0.16)
+    assert c115["reconstruction_cost_over_prefill"] > 0 and c115["snapkv_compresskv_cost_over_prefill"] > 0
+    assert c115["reconstruction_time_s"] > 0 and c115["prefill_time_s"] > 0 and c115["compresskv_cost_over_prefill"] is None
+    assert c115["reconstruction_cost_over_prefill"] == pytest.approx(c115["reconstruction_time_s"] / c115["prefill_time_s"])
 
 
 def test_wheel_tags():

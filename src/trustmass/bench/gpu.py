@@ -7,7 +7,7 @@ markdown table under ``benchmarks/gpu/``.
 Sections, in order (each under the time budget; one that cannot start in time is recorded as skipped,
 one that fails records its error and the check goes on):
 
-``kernel_deviation``  compiled Triton vs the PyTorch twins, fp32 (``trustmass.bench.gpu_sections``)
+``kernel_deviation``  compiled Triton vs the PyTorch twins, fp32 and bf16 (``trustmass.bench.gpu_sections``)
 ``side_statistics``   one layer's capture side statistics vs its SDPA, the issue's four shapes
 ``restricted``        ``restricted_attention`` vs SDPA of the same rows over the same keys
 ``claims``            the timings of claims 40, 102, 103, 115 (``trustmass.bench.gpu_claims``)
@@ -221,17 +221,28 @@ def markdown(doc: dict) -> str:
     lines += [f"| {t['target']} | {_f(t['measured'])} | {_f(t['met'])} |" for t in doc["targets"]]
     kd = doc.get("kernel_deviation") or {}
     if kd.get("entries"):
-        lines += ["", f"## Kernels vs twins ({kd.get('candidate')}, fp32)", "", "| kernel | output | max abs deviation |", "|---|---|---:|"]
-        lines += [f"| {e['kernel']} | {e['output']} | {e['max_abs_dev']:.3g} |" for e in kd["entries"]]
+        lines += ["", f"## Kernels vs twins ({kd.get('candidate')})", "",
+                  "| kernel | output | dtype | max abs deviation | rows within 1e-6 |", "|---|---|---|---:|---:|"]  # fmt: skip
+        lines += [f"| {e['kernel']} | {e['output']} | {e.get('dtype', 'float32')} | {e['max_abs_dev']:.3g} | {_f(e.get('exact_row_share'))} |"
+                  for e in kd["entries"]]  # fmt: skip
     side = (doc.get("side_statistics") or {}).get("rows")
     if side:
         lines += ["", "## One layer's side statistics vs its SDPA", "",
-                  "| heads | N | d | dtype | SDPA causal ms (TFLOP/s) | rows ms | column ms | side / SDPA | side TFLOP/s |",
-                  "|---|---:|---:|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-        lines += [f"| {r['heads']}/{r['kv_heads']} | {r['n_keys']:,} | {r['head_dim']} | {r['dtype']} | {_f(r['sdpa_causal_ms'])} "
-                  f"({_f(r['sdpa_tflops'])}) | {_f(r['rows_ms'])} | {_f(r['column_ms'])} | {_f(r['side_over_sdpa'])}x | {_f(r['side_tflops'])} |"
-                  if "side_ms" in r else f"| {r['heads']}/{r['kv_heads']} | {r['n_keys']:,} | {r['head_dim']} | {r['dtype']} | {r.get('status')} | | | | |"
-                  for r in side]  # fmt: skip
+                  "side = the fused `side_statistics` (the capture's call); rows + column = the two functions apart; "
+                  "with layer LSE = the column pass fed the layer's flash log-sum-exp (one pass); bound = the H200 "
+                  "roofline's largest term (`benchmarks/gpu/README.md`, Kernel design).", "",
+                  "| heads | N | d | dtype | SDPA causal ms (TFLOP/s) | side ms | side / SDPA | rows + column ms | "
+                  "column with layer LSE / SDPA | side TFLOP/s (executed) | roofline bound ms |",
+                  "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for r in side:
+            if "side_ms" not in r:
+                lines.append(f"| {r['heads']}/{r['kv_heads']} | {r['n_keys']:,} | {r['head_dim']} | {r['dtype']} | {r.get('status')} | | | | | | |")
+                continue
+            roof = r.get("roofline") or {}
+            lines.append(f"| {r['heads']}/{r['kv_heads']} | {r['n_keys']:,} | {r['head_dim']} | {r['dtype']} | {_f(r['sdpa_causal_ms'])} "
+                         f"({_f(r['sdpa_tflops'])}) | {_f(r['side_ms'])} | {_f(r['side_over_sdpa'])}x | "
+                         f"{_f(r['rows_ms'])} + {_f(r['column_ms'])} | {_f(r.get('column_with_layer_lse_over_sdpa'))} | "
+                         f"{_f(r['side_tflops'])} ({_f(r.get('side_executed_tflops'))}) | {_f(roof.get('bound_ms'))} |")  # fmt: skip
     rest = (doc.get("restricted") or {}).get("rows")
     if rest:
         lines += ["", "## restricted_attention vs SDPA of the same rows and keys (bf16)", "",

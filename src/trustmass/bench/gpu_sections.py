@@ -4,16 +4,25 @@ Each section takes ``(device, tiny, timer)`` and returns JSON-ready rows; :mod:`
 runs them under a time budget.  Shapes are the issue's (``tiny``: seconds on a CPU, for the dry-run).
 
 * :func:`kernel_deviations` -- compiled Triton against the PyTorch twins, fp32, max |difference|.
-* :func:`side_statistics` -- one layer's ``sampled_row_probs`` + ``column_mass_and_window_sums``
-  (6 rows per head, positions shared by a KV group, logits rounded as a bf16 model's eager rounds
-  them, as the capture calls them) against that layer's SDPA causal attention.
+* :func:`side_statistics` -- one layer's side statistics (6 rows per head, positions shared by a KV
+  group, logits rounded as a bf16 model's eager rounds them, as the capture calls them) against that
+  layer's SDPA causal attention: the fused ``side_statistics`` (what the capture runs on the GPU;
+  ``side_ms``), the two calls apart (``rows_ms`` + ``column_ms``), and for bf16 the column pass fed
+  the log-sum-exp of the layer's own flash SDPA (``logits_dtype=None``: flash semantics), with the
+  roofline of each (:func:`side_roofline`).
 * :func:`restricted` -- ``restricted_attention`` on top-mass kept sets against SDPA of the same rows
   over the same keys.
 * :func:`capture` -- ``capture_document`` against the SDPA forward of the same random-weight model.
 
 FLOP counts (multiply-adds x 2, the useful work, masked entries not counted): SDPA causal
 ``4 Hq d N(N+1)/2`` (QK^T and PV over the triangle); sampled rows ``2 Hq R N d``; the column pass
-``2 d sum_h (L_h + 1)(L_h + 2)/2`` (QK^T over the triangle up to each head's last sampled row L_h).
+``2 d sum_h (L_h + 1)(L_h + 2)/2`` (QK^T over the triangle up to each head's last sampled row L_h;
+the kernels run it twice, statistics and column pass, once with a passed log-sum-exp).
+
+:func:`side_roofline` and :func:`restricted_roofline` give, per call, the FLOPs, exponentials,
+estimated ALU operations and HBM bytes of the kernels (``kernels/triton_kernels.py``,
+``kernels/triton_restricted.py``) and the time each would take alone at an H200's rates
+(:data:`H200`): what bounds each target (``benchmarks/gpu/README.md``, "Kernel design").
 """
 
 from __future__ import annotations
@@ -53,6 +62,70 @@ CAPTURE_CASES = [  # (model shapes, dtype, tokens), the target case first
     ("smollm2-135m", "float32", 16384),
 ]
 TINY_CAPTURE_CASES = [("tiny-llama", "float32", 128), ("tiny-llama", "bfloat16", 128)]
+
+
+#: the rates the rooflines use (H200 SXM: dense bf16 tensor ~990 TFLOP/s, fp32 non-tensor ~67 TFLOP/s
+#: (FMA = 2), HBM ~4.8 TB/s; the special-function units (ex2) run 16 lanes per SM per clock: 132 SMs
+#: x 1.98 GHz x 16 ~ 4.2e12 exponentials/s)
+H200 = {"bf16_tensor_flops": 990e12, "fp32_flops": 67e12, "alu_ops": 33.5e12, "exp_per_s": 132 * 1.98e9 * 16, "hbm_bytes": 4.8e12}
+#: estimated non-tensor fp32 operations per (row, key) element and pass, bf16/fp16 models with eager's
+#: roundings (two cvt.rn + widen, the scaling, the mask on diagonal tiles only, max/sum, the exponent's
+#: sub + fma): statistics pass, column pass
+ALU_PER_ELEMENT = {"stats": 9, "column": 8, "sdpa": 6}
+
+
+def side_roofline(hq: int, n: int, d: int, dtype: str, rows_per_head: int = ROWS_PER_HEAD, n_windows: int = 5,
+                  lse: bool = False, last: int | None = None) -> dict:  # fmt: skip
+    """FLOPs, exponentials, ALU ops and HBM bytes of one fused ``side_statistics`` call, and the
+    milliseconds each takes alone at :data:`H200`'s rates (``bound_ms``: the largest; the kernels
+    overlap them at best).  ``last``: the last sampled row (default ``n - 1``); ``lse``: the
+    statistics pass skipped (a log-sum-exp from the layer's SDPA)."""
+    last = n - 1 if last is None else last
+    elem = 4 if dtype == "float32" else 2
+    tri = hq * (last + 1) * (last + 2) / 2  # (row, key) pairs up to the last sampled row
+    passes = 1 if lse else 2
+    flops = passes * 2 * d * tri
+    exps = passes * tri
+    entries = rows_per_head * (1 + n_windows)
+    alu = tri * (ALU_PER_ELEMENT["column"] + (0 if lse else ALU_PER_ELEMENT["stats"]))
+    qk = 2 * hq * n * d * elem  # q and k read once per pass (a head's K and Q tiles stay in L2)
+    prefix = hq * entries * n * 8  # float64 prefixes: zeroed, written by the column pass, read by the epilogue
+    nbytes = passes * qk + 3 * prefix + hq * rows_per_head * (2 + n_windows) * n * 4 + (0 if lse else 3 * hq * n * 4)
+    fast = dtype != "float32"
+    t = {
+        "tensor_ms": flops / H200["bf16_tensor_flops"] * 1e3 if fast else 0.0,
+        "fp32_fma_ms": 0.0 if fast else flops / H200["fp32_flops"] * 1e3,  # fp32 models: IEEE dots on the FMA units
+        "exp_ms": exps / H200["exp_per_s"] * 1e3,
+        "alu_ms": alu / H200["alu_ops"] * 1e3 if fast else 0.0,
+        "hbm_ms": nbytes / H200["hbm_bytes"] * 1e3,
+    }
+    sdpa_tri = hq * n * (n + 1) / 2
+    sdpa = {"flops": 4 * d * sdpa_tri, "tensor_ms": 4 * d * sdpa_tri / H200["bf16_tensor_flops"] * 1e3,
+            "exp_ms": sdpa_tri / H200["exp_per_s"] * 1e3, "alu_ms": sdpa_tri * ALU_PER_ELEMENT["sdpa"] / H200["alu_ops"] * 1e3}  # fmt: skip
+    return {"passes": passes, "flops": flops, "exps": exps, "alu_ops_est": alu, "hbm_bytes": nbytes, **t,
+            "bound_ms": max(t.values()), "serial_ms": sum(t.values()), "sdpa": sdpa}  # fmt: skip
+
+
+def restricted_roofline(hq: int, hkv: int, n: int, m: int, budget: int, d: int, dtype: str = "bfloat16",
+                        lse: bool = False) -> dict:  # fmt: skip
+    """The same for one ``restricted_attention`` call: rows at the last ``m`` positions (each sees
+    ~``n`` keys), ``budget`` kept keys per row; against SDPA of those rows over all ``n`` keys."""
+    elem = 4 if dtype == "float32" else 2
+    pairs = hq * m * n  # (row, key) pairs of the full-row statistics
+    nnz = hq * m * budget
+    flops1 = 0 if lse else 2 * d * pairs
+    gather_flops = 4 * d * nnz  # fp32 q.k and p v of the kept keys
+    exps = (0 if lse else pairs) + nnz
+    alu = (0 if lse else pairs * ALU_PER_ELEMENT["stats"]) + nnz * (4 * d / 2 + 12)
+    gather_bytes = nnz * (2 * d * elem + 8)  # the kept K and V rows (mostly L2 hits) and indices
+    nbytes = (0 if lse else hkv * n * d * elem) + hq * m * d * (elem + 4) + gather_bytes
+    t = {"tensor_ms": flops1 / H200["bf16_tensor_flops"] * 1e3, "exp_ms": exps / H200["exp_per_s"] * 1e3,
+         "alu_ms": alu / H200["alu_ops"] * 1e3, "hbm_ms": nbytes / H200["hbm_bytes"] * 1e3}  # fmt: skip
+    sdpa_flops = 4 * d * pairs
+    return {"flops": flops1 + gather_flops, "exps": exps, "alu_ops_est": alu, "hbm_bytes_upper": nbytes, **t,
+            "bound_ms": max(t.values()), "serial_ms": sum(t.values()),
+            "sdpa": {"flops": sdpa_flops, "tensor_ms": sdpa_flops / H200["bf16_tensor_flops"] * 1e3,
+                     "exp_ms": pairs / H200["exp_per_s"] * 1e3}}  # fmt: skip
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -109,8 +182,15 @@ def _maxdiff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
 
 
+def _exact_row_share(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-6) -> float:
+    rows = (a.double() - b.double()).abs().reshape(-1, a.shape[-1]).amax(-1)
+    return float((rows < tol).double().mean()) if rows.numel() else 1.0
+
+
 def kernel_deviations(device: str, tiny: bool, timer=None) -> dict:
-    """Triton vs twin, fp32, on one case per kernel: max |difference| of every output."""
+    """Triton vs twin on one case per kernel: max |difference| of every output, fp32 (as exact as the
+    twins) and bf16 with eager's roundings (the twin emulates them; the MMA's summation order may
+    round a logit the other way: ``exact_row_share`` is the share of rows that agree to 1e-6)."""
     from trustmass import kernels
 
     backend = triton_backend(device)
@@ -118,27 +198,50 @@ def kernel_deviations(device: str, tiny: bool, timer=None) -> dict:
         why = "triton is not installed" if not kernels.triton_available() else "the Triton kernels need CUDA or TRITON_INTERPRET=1"
         return {"status": "skipped", "reason": why, "entries": []}
     hq, hkv, n, d = (4, 2, 128, 16) if tiny else (8, 2, 2048, 64)
-    q, k, v, positions, kv_of_head = layer_inputs(hq, hkv, n, d, torch.float32, device, n // 4, seed=1)
-    k_exp = k.index_select(0, kv_of_head)
-    kw = {"scaling": d**-0.5}
     entries = []
-    shape = {"heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "rows_per_head": ROWS_PER_HEAD, "dtype": "float32"}
-    p_tr = kernels.sampled_row_probs(q, k_exp, positions, backend=backend, **kw)
-    p_tw = kernels.sampled_row_probs(q, k_exp, positions, backend="torch", **kw)
-    entries.append({"kernel": "sampled_row_probs", "output": "p", "max_abs_dev": _maxdiff(p_tr, p_tw), **shape})
-    acc_tr, w_tr = kernels.column_mass_and_window_sums(q, k_exp, positions, backend=backend, **kw)
-    acc_tw, w_tw = kernels.column_mass_and_window_sums(q, k_exp, positions, backend="torch", **kw)
-    entries.append({"kernel": "column_mass_and_window_sums", "output": "acc_mass", "max_abs_dev": _maxdiff(acc_tr, acc_tw), **shape})
-    entries.append({"kernel": "column_mass_and_window_sums", "output": "window_sums", "max_abs_dev": _maxdiff(w_tr, w_tw), **shape})
-    m = 32 if tiny else 128
-    rows, ptr, idx = kept_sets(q[:, n - m :], k, n, 8, kw["scaling"])
-    out = {name: kernels.restricted_attention(q[:, n - m :].contiguous(), k, v, rows, ptr, idx, backend=name, **kw)
-           for name in (backend, "torch")}  # fmt: skip
-    for i, name in enumerate(("out", "kept_mass", "lse")):
-        entries.append({"kernel": "restricted_attention", "output": name, "max_abs_dev": _maxdiff(out[backend][i], out["torch"][i]),
-                        **shape, "rows": m, "budget": 8})  # fmt: skip
+    for dtype in (torch.float32, torch.bfloat16):
+        q, k, v, positions, kv_of_head = layer_inputs(hq, hkv, n, d, dtype, device, n // 4, seed=1)
+        k_exp = k.index_select(0, kv_of_head)
+        kw = {"scaling": d**-0.5, "logits_dtype": None if dtype == torch.float32 else dtype}
+        shape = {"heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "rows_per_head": ROWS_PER_HEAD,
+                 "dtype": str(dtype).replace("torch.", "")}  # fmt: skip
+
+        def entry(kernel, output, a, b, **more):
+            row = {"kernel": kernel, "output": output, "max_abs_dev": _maxdiff(a, b), **shape, **more}
+            if dtype != torch.float32 and output in ("p", "out"):
+                row["exact_row_share"] = _exact_row_share(a, b)
+            entries.append(row)
+
+        if dtype == torch.float32:
+            p_tr = kernels.sampled_row_probs(q, k_exp, positions, backend=backend, **kw)
+            p_tw = kernels.sampled_row_probs(q, k_exp, positions, backend="torch", **kw)
+            entry("sampled_row_probs", "p", p_tr, p_tw)
+            acc_tr, w_tr = kernels.column_mass_and_window_sums(q, k_exp, positions, backend=backend, **kw)
+            acc_tw, w_tw = kernels.column_mass_and_window_sums(q, k_exp, positions, backend="torch", **kw)
+            entry("column_mass_and_window_sums", "acc_mass", acc_tr, acc_tw)
+            entry("column_mass_and_window_sums", "window_sums", w_tr, w_tw)
+        side_tr = kernels.side_statistics(q, k_exp, positions, backend=backend, **kw)
+        side_tw = kernels.side_statistics(q, k_exp, positions, backend="torch", **kw)
+        for name, a, b in zip(("p", "acc_mass", "window_sums"), side_tr, side_tw, strict=True):
+            entry("side_statistics", name, a, b)
+        m = 32 if tiny else 128
+        rows, ptr, idx = kept_sets(q[:, n - m :], k, n, 8, kw["scaling"])
+        out = {name: kernels.restricted_attention(q[:, n - m :].contiguous(), k, v, rows, ptr, idx, backend=name, **kw)
+               for name in (backend, "torch")}  # fmt: skip
+        for i, name in enumerate(("out", "kept_mass", "lse")):
+            entry("restricted_attention", name, out[backend][i], out["torch"][i], rows=m, budget=8)
     return {"status": "ok", "candidate": f"{backend} ({'compiled' if device == 'cuda' else 'interpreter'})",
             "reference": "PyTorch twin (kernels/reference.py, kernels/restricted.py)", "entries": entries}  # fmt: skip
+
+
+def layer_lse(q: torch.Tensor, k_exp: torch.Tensor, v_exp: torch.Tensor, scaling: float) -> torch.Tensor | None:
+    """The row log-sum-exp ``[Hq, N]`` the layer's own flash SDPA computes (None where that backend
+    is not there: CPU, fp32, old torch)."""
+    try:
+        out = torch.ops.aten._scaled_dot_product_flash_attention(q[None], k_exp[None], v_exp[None], 0.0, True, False, scale=scaling)
+    except Exception:  # noqa: BLE001 -- no flash backend here
+        return None
+    return out[1][0].float().contiguous()
 
 
 def kept_sets(q_rows: torch.Tensor, k: torch.Tensor, n: int, budget: int, scaling: float, chunk: int = 8):
@@ -165,7 +268,12 @@ def _out_of_time(deadline, need_s: float) -> bool:
 
 
 def side_statistics(device: str, tiny: bool, timer, deadline=None) -> list[dict]:
-    """One layer's side statistics against its SDPA, per shape of the issue's table."""
+    """One layer's side statistics against its SDPA, per shape of the issue's table.
+
+    ``side_ms``: the fused ``kernels.side_statistics`` (the capture's call on a GPU);
+    ``rows_ms``/``column_ms``: the two functions called apart (``separate_ms``); for bf16 also
+    ``column_with_layer_lse_ms``: the column pass fed the layer's flash log-sum-exp (flash semantics,
+    ``logits_dtype=None``), the one-pass floor.  ``roofline``: :func:`side_roofline`."""
     from trustmass import kernels
 
     out = []
@@ -178,21 +286,35 @@ def side_statistics(device: str, tiny: bool, timer, deadline=None) -> list[dict]
         k_exp = k.index_select(0, kv_of_head)
         kw = {"scaling": d**-0.5, "logits_dtype": None if dtype == torch.float32 else dtype}
         t_sdpa = timer(lambda: sdpa(q, k, v, is_causal=True, scale=d**-0.5))
+        t_side = timer(lambda: kernels.side_statistics(q, k_exp, positions, **kw))
         t_rows = timer(lambda: kernels.sampled_row_probs(q, k_exp, positions, **kw))
         t_col = timer(lambda: kernels.column_mass_and_window_sums(q, k_exp, positions, **kw))
+        lse_row = {}
+        if dtype != torch.float32 and not _out_of_time(deadline, 10):
+            v_exp = v.index_select(0, kv_of_head)
+            lse = layer_lse(q, k_exp, v_exp, d**-0.5)
+            if lse is not None:
+                t_lse = timer(lambda: kernels.column_mass_and_window_sums(q, k_exp, positions, d**-0.5, lse=lse))
+                lse_row = {"column_with_layer_lse_ms": t_lse["median_ms"],
+                           "column_with_layer_lse_over_sdpa": t_lse["median_ms"] / t_sdpa["median_ms"]}  # fmt: skip
+            del v_exp
         last = positions.max(dim=1).values.double()
         col_flops = float(2 * d * ((last + 1) * (last + 2) / 2).sum())
         rows_flops = 2.0 * hq * ROWS_PER_HEAD * n * d
-        side_ms = t_rows["median_ms"] + t_col["median_ms"]
+        side_ms = t_side["median_ms"]
+        separate_ms = t_rows["median_ms"] + t_col["median_ms"]
         ratio = side_ms / t_sdpa["median_ms"]
         out.append({
             "heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "dtype": name, "rows_per_head": ROWS_PER_HEAD,
-            "backend": kernels.resolve_backend(q), "sdpa_causal_ms": t_sdpa["median_ms"], "rows_ms": t_rows["median_ms"],
-            "column_ms": t_col["median_ms"], "side_ms": side_ms, "side_over_sdpa": ratio,
+            "backend": kernels.resolve_backend(q), "sdpa_causal_ms": t_sdpa["median_ms"], "side_ms": side_ms,
+            "rows_ms": t_rows["median_ms"], "column_ms": t_col["median_ms"], "separate_ms": separate_ms,
+            "side_over_sdpa": ratio, "separate_over_sdpa": separate_ms / t_sdpa["median_ms"], **lse_row,
             "sdpa_tflops": causal_flops(hq, n, d) / t_sdpa["median_ms"] / 1e9,
             "rows_tflops": rows_flops / t_rows["median_ms"] / 1e9, "column_tflops": col_flops / t_col["median_ms"] / 1e9,
             "side_tflops": (rows_flops + col_flops) / side_ms / 1e9,
-            "repeats": {"sdpa": t_sdpa["repeats"], "rows": t_rows["repeats"], "column": t_col["repeats"]},
+            "side_executed_tflops": 2 * col_flops / side_ms / 1e9,  # statistics + column pass: QK^T twice
+            "roofline": side_roofline(hq, n, d, name, last=int(last.max())),
+            "repeats": {"sdpa": t_sdpa["repeats"], "side": t_side["repeats"], "rows": t_rows["repeats"], "column": t_col["repeats"]},
             "target_side_over_sdpa": SIDE_TARGET if name != "float32" else None,
             "meets_target": (ratio <= SIDE_TARGET) if name != "float32" else None,
         })  # fmt: skip
@@ -225,6 +347,7 @@ def restricted(device: str, tiny: bool, timer, deadline=None) -> list[dict]:
             "n_keys": n, "rows": m, "budget": budget, "heads": hq, "kv_heads": hkv, "head_dim": d, "dtype": "bfloat16",
             "backend": kernels.resolve_backend(q), "restricted_ms": t_r["median_ms"], "sdpa_ms": t_s["median_ms"],
             "throughput_vs_sdpa": share, "target_throughput_vs_sdpa": target,
+            "roofline": restricted_roofline(hq, hkv, n, m, budget, d),
             "meets_target": None if target is None else share >= target,
             "repeats": {"restricted": t_r["repeats"], "sdpa": t_s["repeats"]},
         })  # fmt: skip

@@ -145,10 +145,15 @@ class _Session:
         k_per_head = k.index_select(0, kv_of_head.to(k.device))
         logits_dtype = q.dtype if (self.options.emulate_logits_dtype and q.dtype != torch.float32) else None
         kw = dict(scaling=float(scaling), softcap=softcap, window=window, logits_dtype=logits_dtype)
-        p = kernels.sampled_row_probs(q, k_per_head, positions, **kw)
-        acc, wsum = kernels.column_mass_and_window_sums(
-            q, k_per_head, positions, windows=self.options.windows, block_rows=self.options.block_rows, **kw
-        )
+        if kernels.resolve_backend(q) == "triton":  # one statistics pass + one column pass that also emits the rows
+            p, acc, wsum = kernels.side_statistics(
+                q, k_per_head, positions, windows=self.options.windows, block_rows=self.options.block_rows, **kw
+            )
+        else:  # the twins (the CPU path): the two calls, as always
+            p = kernels.sampled_row_probs(q, k_per_head, positions, **kw)
+            acc, wsum = kernels.column_mass_and_window_sums(
+                q, k_per_head, positions, windows=self.options.windows, block_rows=self.options.block_rows, **kw
+            )
         if self.access is not None:
             self.access.record_prefill(layer, q, k_per_head, positions, acc, group, **kw)
         rows = positions.unsqueeze(-1).expand(-1, -1, q.shape[-1])  # (Hq, R, d)
