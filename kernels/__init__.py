@@ -212,12 +212,9 @@ def side_statistics(
         return _load_triton().side_statistics_triton(
             q, k, positions, scaling, softcap, window, logits_dtype, windows, lse=lse, max_position=top
         )
-    check_inputs(q, k, positions, logits_dtype)
-    _check_lse(lse, q)
-    windows = check_windows(windows)
-    p = sampled_row_probs_torch(q, k, positions, scaling, softcap, window, logits_dtype)
-    acc, wsum = column_mass_and_window_sums_torch(
-        q, k, positions, scaling, softcap, window, logits_dtype, windows=windows, block_rows=block_rows
+    p = sampled_row_probs(q, k, positions, scaling, softcap, window, logits_dtype, backend="torch", lse=lse)
+    acc, wsum = column_mass_and_window_sums(
+        q, k, positions, scaling, softcap, window, logits_dtype, windows, block_rows, backend="torch", lse=lse
     )
     return p, acc, wsum
 
