@@ -27,19 +27,13 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/selfcheck.smk"
-include: "workflow/rules/sources_common.smk"
 include: "workflow/rules/sources.smk"
-include: "workflow/rules/capture_common.smk"
 include: "workflow/rules/capture.smk"
 include: "workflow/rules/ceiling.smk"
-include: "workflow/rules/certification_common.smk"
 include: "workflow/rules/certification.smk"
 include: "workflow/rules/audit.smk"
-include: "workflow/rules/loss_common.smk"
 include: "workflow/rules/loss.smk"
-include: "workflow/rules/deploy_common.smk"
 include: "workflow/rules/deploy.smk"
-include: "workflow/rules/tasks_common.smk"
 include: "workflow/rules/tasks.smk"
 include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
@@ -93,33 +87,33 @@ rule bench:
 rule captures:
     """Every capture shard of the study (study.models x study.corpora x documents), validated."""
     input:
-        study_shards(),
+        STUDY.study_shards(),
 
 
 rule records:
     """Ceiling records of every captured document of the study."""
     input:
-        study_records(),
+        STUDY.study_records(),
 
 
 rule tasks:
     """The task contexts' ceiling records and the statistics of claims 42-47 (spec §2.7)."""
     input:
-        task_records(),
-        [stats_path(f) for f in STATISTICS_RULES["task_statistics"].frames] if task_models() else [],
+        STUDY.task_records(),
+        [layout.stats_path(f) for f in STATISTICS_RULES["task_statistics"].frames] if STUDY.task_models() else [],
 
 
 rule loss:
     """The held-out loss of every configuration on every held-out document (Figure 4's inputs)."""
     input:
-        loss_outputs(),
+        STUDY.loss_outputs(),
 
 
 rule deploy:
     """Every deployment condition's rows and the byte replay (Tables 3-5's inputs)."""
     input:
-        deploy_outputs(),
-        replay_outputs(),
+        STUDY.deploy_outputs(),
+        STUDY.replay_outputs(),
 
 
 # ---- the claims ----------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The library's layout reads as the paper's chain, and imports point down only.
 
-Layers, bottom up: core (shared math, no I/O); plumbing and contracts (config, provenance, rule glue,
-the file formats stages hand over); sources; the stages
+Layers, bottom up: core (shared math, no I/O); plumbing, contracts and plan (config, provenance, rule glue,
+the file formats stages hand over, the study's paths and target lists); sources; the stages
 (capture, ceiling, certification, audit, selfcheck, loss, deploy), which hand data over by files and never
 import each other; the reporting layer; the tools (bench, cli).  Found statically (ast): every
 ``trustmass`` import of every module, at any depth.
@@ -20,6 +20,7 @@ LAYERS = {
     "plumbing": 1,
     "contracts": 1,
     "kernels": 1,
+    "plan": 1,
     "sources": 2,
     "capture": 3,
     "ceiling": 3,

@@ -4,33 +4,26 @@
 # query and cache-faithful, joined row by row to that shard's ceiling records.  Its statistics, the
 # audit table and Figure 3 are the reporting layer's (report.smk).
 #
-#   results/audit/{model}/{corpus}/{doc}.parquet          trustmass.audit.records
-#   results/audit/{model}/{corpus}/{doc}.swaps.parquet    trustmass.audit.swaps (boundary swaps, es)
-#   results/audit/{model}/{corpus}/{doc}.projection.parquet   trustmass.audit.projection (strict vs token-fill)
-#
-# Needs from common.smk: library_code, params_from_config, prov; from capture_common.smk:
-# capture_shard, ceiling_records.
-
-AUDIT = "results/audit/{model}/{corpus}/{doc}.parquet"
-SWAP_ROWS = "results/audit/{model}/{corpus}/{doc}.swaps.parquet"
-PROJECTION_ROWS = "results/audit/{model}/{corpus}/{doc}.projection.parquet"
+#   layout.AUDIT             results/audit/{model}/{corpus}/{doc}.parquet     trustmass.audit.records
+#   layout.SWAP_ROWS         ...{doc}.swaps.parquet        trustmass.audit.swaps (boundary swaps, es)
+#   layout.PROJECTION_ROWS   ...{doc}.projection.parquet   trustmass.audit.projection (strict vs token-fill)
 
 
 rule audit:
     """Audit records of one captured document: every audited rule's es per query and cache-faithful."""
     input:
-        shard=capture_shard("{model}", "{corpus}", "{doc}"),
-        records=ceiling_records("{model}", "{corpus}", "{doc}"),
+        shard=layout.CAPTURE_SHARD,
+        records=layout.CEILING,
         code=library_code("trustmass.audit.records", "trustmass.plumbing.rule_io"),
     output:
-        audit=AUDIT,
-        prov=prov(AUDIT),
+        audit=layout.AUDIT,
+        prov=prov(layout.AUDIT),
     params:
         config=params_from_config("budgets", "enumeration", "labels", "capture/windows"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
-        "logs/audit/{model}/{corpus}/{doc}.log",
+        layout.log("audit"),
     threads: 2
     resources:
         mem_mb=4000,
@@ -46,18 +39,18 @@ rule row_diagnostics:
     pairs and their random controls (related-methods A.2), and the block rules' strict block TopK against
     its token-fill (A.4 Stage III)."""
     input:
-        shard=capture_shard("{model}", "{corpus}", "{doc}"),
+        shard=layout.CAPTURE_SHARD,
         code=library_code("trustmass.audit.swaps", "trustmass.audit.projection", "trustmass.plumbing.rule_io"),
     output:
-        swaps=SWAP_ROWS,
-        projection=PROJECTION_ROWS,
-        prov=[prov(SWAP_ROWS), prov(PROJECTION_ROWS)],
+        swaps=layout.SWAP_ROWS,
+        projection=layout.PROJECTION_ROWS,
+        prov=[prov(layout.SWAP_ROWS), prov(layout.PROJECTION_ROWS)],
     params:
         config=params_from_config("seed", "diagnostics/swaps", "diagnostics/projection", "capture/windows"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
-        "logs/audit/row_diagnostics/{model}/{corpus}/{doc}.log",
+        layout.log("row_diagnostics"),
     threads: 1
     resources:
         mem_mb=3000,

@@ -2,22 +2,17 @@
 # sampled rows' exact probabilities, keys, values, queries, the model's own head outputs, H2O
 # column mass and SnapKV window sums, every row validated against the model's own output.
 #
-#   results/capture/{model}/{corpus}/{doc}.safetensors          the shard (bit-reproducible)
-#   results/capture/{model}/{corpus}/{doc}.validation.parquet   per-row deviations
-#   results/capture/{model}/{corpus}/{doc}.access.parquet       access-law records (access_law.enabled;
-#                                                               the same prefill plus one decode step)
-#
-# Needs from common.smk: library_code, params_from_config, prov; from sources_common.smk:
-# documents_path, model_entry, model_source_record; from capture_common.smk: capture_shard,
-# access_outputs.
+#   layout.CAPTURE_SHARD        results/capture/{model}/{corpus}/{doc}.safetensors (bit-reproducible)
+#   layout.CAPTURE_VALIDATION   per-row deviations
+#   layout.ACCESS_RECORDS       access-law records (access_law.enabled; the same prefill plus one decode step)
 
 
 rule capture:
     """Sampled attention rows and side statistics of one document, validated row by row."""
     input:
-        model="resources/models/{model}/config.json",
-        source=model_source_record("{model}"),
-        documents=lambda wc: documents_path(wc.model, wc.corpus),
+        model=layout.MODEL_CONFIG,
+        source=layout.MODEL_SOURCE,
+        documents=layout.DOCUMENTS,
         code=library_code(
             "trustmass.capture.prefill",
             "trustmass.capture.shards",
@@ -29,19 +24,19 @@ rule capture:
             "trustmass.plumbing.rule_io",
         ),
     output:
-        shard=capture_shard("{model}", "{corpus}", "{doc}"),
-        report="results/capture/{model}/{corpus}/{doc}.validation.parquet",
-        prov=prov(capture_shard("{model}", "{corpus}", "{doc}")),
-        **access_outputs("{model}", "{corpus}", "{doc}"),
+        shard=layout.CAPTURE_SHARD,
+        report=layout.CAPTURE_VALIDATION,
+        prov=prov(layout.CAPTURE_SHARD),
+        **({"access": layout.ACCESS_RECORDS, "access_prov": prov(layout.ACCESS_RECORDS)} if STUDY.access_enabled() else {}),
     params:
         capture=params_from_config("capture"),
         access=params_from_config("access_law"),
         seed=config["seed"],
-        declared=lambda wc: model_entry(wc).get("declared"),
+        declared=lambda wc: STUDY.entry("models", wc.model, "model").get("declared"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
-        "logs/capture/{model}/{corpus}/{doc}.log",
+        layout.log("capture"),
     # One thread: imports and the model load are serial, so two one-thread captures on 2 cores finish
     # sooner than two two-thread ones in turn (4 SmolLM2 documents: 44 s vs 68 s).  A GPU job or a
     # cluster that wants more: --set-threads capture=N.

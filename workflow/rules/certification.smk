@@ -4,25 +4,25 @@
 # corpus: the paper's 4 x 4 x 10 x 6 = 960).  Substitution, Table 7 and the sweep table are
 # statistics (report.smk: certification_statistics, sweep_statistics).
 #
-#   results/certify/manifest.parquet                 instances, strata and shard of each
-#   results/certify/shards/{shard}.parquet           one row per instance of the shard, always
-#   results/certify/sweep_rows.parquet               ES_pool per sweep instance and extra-key setting
-#
-# Needs from common.smk: library_code, params_from_config, prov, headline_records; from
-# capture_common.smk: study_shards; from certification_common.smk: CERT, CERT_CONFIG.
+#   layout.CERTIFY_MANIFEST   results/certify/manifest.parquet: instances, strata and shard of each
+#   layout.CERTIFY_SHARD      results/certify/shards/{shard}.parquet: one row per instance of the shard, always
+#   layout.SWEEP_ROWS         results/certify/sweep_rows.parquet: ES_pool per sweep instance and extra-key setting
+
+#: what the manifest and the certification read of the config (a change reruns them)
+CERT_CONFIG = ("seed", "budgets/enumerated", "certification", "statistics/primary_docs", "study/headline", "study/models", "study/corpora")
 
 rule certify_manifest:
     """The certification manifest: instances per (model, budget, dropped-mass decile), seeded, sharded."""
     input:
-        records=headline_records(),
+        records=STUDY.headline_records(),
         code=library_code("trustmass.certification.manifest", "trustmass.plumbing.rule_io"),
     output:
-        manifest=f"{CERT}/manifest.parquet",
-        prov=prov(f"{CERT}/manifest.parquet"),
+        manifest=layout.CERTIFY_MANIFEST,
+        prov=prov(layout.CERTIFY_MANIFEST),
     params:
         config=params_from_config(*CERT_CONFIG),
     log:
-        "logs/certify/manifest.log",
+        layout.log("certify_manifest"),
     threads: 1
     resources:
         mem_mb=4000,
@@ -37,17 +37,17 @@ rule certify_shard:
     """Certify one manifest shard: reload each instance, recompute the ES_pool argmin, run the bisection."""
     input:
         manifest=rules.certify_manifest.output.manifest,
-        shards=[capture_shard(*key) for key in headline_documents()],
+        shards=STUDY.headline_shards(),
         code=library_code("trustmass.certification.runner", "trustmass.plumbing.rule_io"),
     output:
-        certified=f"{CERT}/shards/{{shard}}.parquet",
-        prov=prov(f"{CERT}/shards/{{shard}}.parquet"),
+        certified=layout.CERTIFY_SHARD,
+        prov=prov(layout.CERTIFY_SHARD),
     params:
         config=params_from_config(*CERT_CONFIG),
     wildcard_constraints:
         shard="[0-9]{3}",
     log:
-        "logs/certify/shard_{shard}.log",
+        layout.log("certify_shard"),
     threads: 2
     resources:
         mem_mb=lambda wc, threads: threads * (int(config["certification"]["memory_limit_mb"]) + 1000),
@@ -61,19 +61,19 @@ rule certify_shard:
 rule certify_sweep:
     """Cap-widening sweep at s = 32: ES_pool with e extra keys on a seeded depth-spanning head subset."""
     input:
-        records=headline_records(),
-        shards=[capture_shard(*key) for key in headline_documents()],
+        records=STUDY.headline_records(),
+        shards=STUDY.headline_shards(),
         code=library_code("trustmass.certification.manifest", "trustmass.certification.runner", "trustmass.plumbing.rule_io"),
     output:
-        rows=f"{CERT}/sweep_rows.parquet",
-        prov=prov(f"{CERT}/sweep_rows.parquet"),
+        rows=layout.SWEEP_ROWS,
+        prov=prov(layout.SWEEP_ROWS),
     params:
         config=params_from_config(
             "seed", "budgets/enumerated", "certification/sweep", "statistics/primary_docs", "labels/kappa_threshold",
             "study/headline", "study/models", "study/corpora",
         ),
     log:
-        "logs/certify/sweep.log",
+        layout.log("certify_sweep"),
     threads: 2
     resources:
         mem_mb=4000,

@@ -1,6 +1,6 @@
-# Shared by every stage: config validation at start-up, and the helpers rules use for their
+# Shared by every stage: config validation at start-up, the study plan (trustmass.plan: every path
+# pattern and every target list, as functions of the config), and the helpers rules use for their
 # inputs (library code), params (config slices) and outputs (provenance sidecars).
-# Helper functions live here, not as lambdas inside rules.
 
 import os
 import shlex
@@ -10,6 +10,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 try:
+    from trustmass.plan import Study, layout
     from trustmass.plumbing.config import ConfigError, config_slice, validate_config
     from trustmass.plumbing.provenance import BLAS_THREAD_VARIABLES, SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
@@ -34,10 +35,12 @@ except ConfigError as exc:
 config.clear()
 config.update(_resolved_config)
 
+#: every file this configuration plans, stage by stage (rules take their inputs and target lists from it)
+STUDY = Study(config)
+
 # the paper roles study models take (models.<name>.roles) are the claims file's: check them here,
 # where the claims data may be loaded (trustmass.plumbing.config stays import-light)
 from trustmass.report.claims.roles import role_problems
-from trustmass.report.engine import HeadlinePopulation
 
 _role_problems = role_problems(config)
 if _role_problems:
@@ -70,18 +73,16 @@ for _blas in BLAS_THREAD_VARIABLES:
 
 
 # ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone
-OUTPUT_ROOTS = ("results", "resources", "logs")
-
 # here, not in onstart: snakemake refuses unwritable outputs while building the DAG, naming no fix, and
 # crashes deleting old outputs of a job it reruns
 if workflow.is_main_process and runs_jobs(sys.argv[1:]):
-    _unwritable = unwritable_folders(OUTPUT_ROOTS)
+    _unwritable = unwritable_folders(layout.OUTPUT_ROOTS)
     if _unwritable:
         raise WorkflowError(_unwritable)
 
 
 onstart:
-    for _path in remove_stale_temporaries("results", "resources"):
+    for _path in remove_stale_temporaries(*layout.DATA_ROOTS):
         print(f"removed {_path}: a temporary of a writer that was killed", file=sys.stderr)
 
 
@@ -108,14 +109,5 @@ def prov(path):
     return f"{path}{SIDECAR_SUFFIX}"
 
 
-def headline_documents():
-    """(model, corpus, doc) of every document of the headline population (study.headline: the
-    headline families on the headline corpus).  Figure 1, Table 8, the headline claims, the audit
-    and the certification manifest use it; Table 2 alone compares corpora."""
-    population = HeadlinePopulation.from_config(config)
-    return [(m, c, d) for m, c, d in study_documents() if population.contains(m, c)]
-
-
-def headline_records():
-    """The ceiling record files of the headline population."""
-    return [ceiling_records(*key) for key in headline_documents()]
+#: a name of a model or corpus (a path component)
+SOURCE_NAME = "[A-Za-z0-9][A-Za-z0-9._-]*"

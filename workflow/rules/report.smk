@@ -17,15 +17,13 @@
 # table layout reruns its render rule only.  Captions (workflow/report/<name>.rst) quote the
 # paper's own sentences from the claims file (params.paper), never typed in.
 #
-# Needs from common.smk: library_code, params_from_config, prov, headline_records,
-# headline_documents, study_records; from report_common.smk: the catalog, paper_quotes, frames_of,
-# STATISTICS_RULES; from audit.smk: AUDIT; from certification_common.smk: CERT,
-# certify_shard_outputs; from sources_common.smk: model_source_record.
+# Paths and input lists: trustmass.plan (layout, STUDY); the catalog, paper_quotes, frames_of and
+# STATISTICS_RULES: report_common.smk.
 
 rule ceiling_statistics:
     """Figures 1-2, Tables 1, 2, 6, 8 and the §2.1-2.3 claims, with intervals, from the ceiling records."""
     input:
-        records=study_records(),
+        records=STUDY.study_records(),
         code=library_code(STATISTICS_RULES["ceiling_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("ceiling_statistics"),
@@ -33,7 +31,7 @@ rule ceiling_statistics:
         config=params_from_config(*STATISTICS_CONFIG),
         content={name: (entry or {}).get("content") for name, entry in config["corpora"].items()},
     log:
-        "logs/report/ceiling_statistics.log",
+        layout.log("ceiling_statistics"),
     threads: 1
     resources:
         mem_mb=4000,
@@ -47,15 +45,15 @@ rule ceiling_statistics:
 rule audit_statistics:
     """The audit table, Figure 3's ROC points and the audit claims, from the audit records."""
     input:
-        audit=[AUDIT.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
-        sources=sorted({model_source_record(m) for m, _, _ in headline_documents()}),
+        audit=STUDY.audit_records(),
+        sources=STUDY.headline_sources(),
         code=library_code(STATISTICS_RULES["audit_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("audit_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG),
     log:
-        "logs/report/audit_statistics.log",
+        layout.log("audit_statistics"),
     threads: 1
     resources:
         mem_mb=4000,
@@ -69,17 +67,17 @@ rule audit_statistics:
 rule certification_statistics:
     """Substitution, Table 7 and the certification claims, from the manifest, its certification and the records."""
     input:
-        manifest=f"{CERT}/manifest.parquet",
-        certified=certify_shard_outputs(),
-        records=headline_records(),
+        manifest=layout.CERTIFY_MANIFEST,
+        certified=STUDY.certify_shards(),
+        records=STUDY.headline_records(),
         code=library_code(STATISTICS_RULES["certification_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
-        joined=f"{CERT}/certified.parquet",
+        joined=layout.CERTIFIED,
         **frames_of("certification_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG, "budgets/enumerated"),
     log:
-        "logs/report/certification_statistics.log",
+        layout.log("certification_statistics"),
     threads: 1
     resources:
         mem_mb=4000,
@@ -93,14 +91,14 @@ rule certification_statistics:
 rule sweep_statistics:
     """The cap-widening sweep's table and claims, from the sweep rows."""
     input:
-        rows=f"{CERT}/sweep_rows.parquet",
+        rows=layout.SWEEP_ROWS,
         code=library_code(STATISTICS_RULES["sweep_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("sweep_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG, "certification/sweep/budget"),
     log:
-        "logs/report/sweep_statistics.log",
+        layout.log("sweep_statistics"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -115,18 +113,18 @@ rule loss_statistics:
     """Figure 4, the loss table, the probe, curvature and the loss claims, from the held-out documents'
     token NLLs and per-cell frames."""
     input:
-        tokens=loss_outputs(),
-        allocation=allocation_outputs(),
-        probe=[f"results/loss/{m}/probe_recall.parquet" for m in probe_models()],
-        curvature=curvature_outputs(),
-        cells=cells_outputs(),
+        tokens=STUDY.loss_outputs(),
+        allocation=STUDY.allocation_outputs(),
+        probe=STUDY.probe_recalls(),
+        curvature=STUDY.curvature_outputs(),
+        cells=STUDY.cells_outputs(),
         code=library_code(STATISTICS_RULES["loss_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("loss_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG, "loss/rules"),
     log:
-        "logs/report/loss_statistics.log",
+        layout.log("loss_statistics"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -140,15 +138,15 @@ rule loss_statistics:
 rule deploy_statistics:
     """Tables 3-5, the bytes table, timing and the deployment claims, from the deployment rows and the replay."""
     input:
-        rows=deploy_outputs(),
-        replay=replay_outputs(),
+        rows=STUDY.deploy_outputs(),
+        replay=STUDY.replay_outputs(),
         code=library_code(STATISTICS_RULES["deploy_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("deploy_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG),
     log:
-        "logs/report/deploy_statistics.log",
+        layout.log("deploy_statistics"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -162,16 +160,16 @@ rule deploy_statistics:
 rule task_statistics:
     """Claims 42-47 from the task contexts' ceiling records, their manifests and the headline corpus's map."""
     input:
-        records=task_records(),
-        prose=headline_records(),
-        manifests=task_manifests(),
+        records=STUDY.task_records(),
+        prose=STUDY.headline_records(),
+        manifests=STUDY.task_manifests(),
         code=library_code(STATISTICS_RULES["task_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("task_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG, "task_contexts"),
     log:
-        "logs/report/task_statistics.log",
+        layout.log("task_statistics"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -186,9 +184,9 @@ rule diagnostics_statistics:
     """The swap curves (es, held-out CE, next-token KL), swap-improving boundaries and the margin split,
     from the swap rows of the headline documents and the diagnostics forward of the held-out ones."""
     input:
-        rows=[SWAP_ROWS.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
-        projection=[PROJECTION_ROWS.format(model=m, corpus=c, doc=d) for m, c, d in headline_documents()],
-        forward=diagnostics_outputs(),
+        rows=STUDY.swap_rows(),
+        projection=STUDY.projection_rows(),
+        forward=STUDY.diagnostics_outputs(),
         code=library_code(STATISTICS_RULES["diagnostics_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("diagnostics_statistics"),
@@ -196,7 +194,7 @@ rule diagnostics_statistics:
         config=params_from_config(*STATISTICS_CONFIG, "diagnostics"),
         content={name: (entry or {}).get("content") for name, entry in config["corpora"].items()},
     log:
-        "logs/report/diagnostics_statistics.log",
+        layout.log("diagnostics_statistics"),
     threads: 1
     resources:
         mem_mb=3000,
@@ -210,14 +208,14 @@ rule diagnostics_statistics:
 rule access_statistics:
     """The access-law distances and head-sum dilution, from the access records of every captured document."""
     input:
-        access=study_access_records(),
+        access=STUDY.study_access_records(),
         code=library_code(STATISTICS_RULES["access_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("access_statistics"),
     params:
         config=params_from_config(*STATISTICS_CONFIG, "access_law"),
     log:
-        "logs/report/access_statistics.log",
+        layout.log("access_statistics"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -231,14 +229,14 @@ rule access_statistics:
 rule selfcheck_statistics:
     """The theory claims (worked examples, EF bound, reduction gap), from the self-check."""
     input:
-        worked="results/selfcheck/worked_examples.json",
+        worked=layout.WORKED_EXAMPLES,
         code=library_code(STATISTICS_RULES["selfcheck_statistics"].module, "trustmass.plumbing.rule_io"),
     output:
         **frames_of("selfcheck_statistics"),
     params:
         config=params_from_config("seed"),
     log:
-        "logs/report/selfcheck_statistics.log",
+        layout.log("selfcheck_statistics"),
     threads: 1
     resources:
         mem_mb=1000,
@@ -259,7 +257,7 @@ rule gpu_statistics:
     params:
         config=params_from_config("seed"),
     log:
-        "logs/report/gpu_statistics.log",
+        layout.log("gpu_statistics"),
     threads: 1
     resources:
         mem_mb=1000,
@@ -294,7 +292,7 @@ for _out in OUTPUTS:
             paper_file=_out.paper_file,
             config=params_from_config(*_out.config),
         log:
-            f"logs/report/{_out.name}.log",
+            layout.log(_out.name),
         threads: 1
         resources:
             mem_mb=2000,
@@ -312,16 +310,16 @@ rule claims_report:
         claims=CLAIMS_FILE,
         code=library_code("trustmass.report.claims.report", "trustmass.report.claims.roles", "trustmass.plumbing.rule_io"),
     output:
-        html=report("results/claims.html", caption="../report/claims.rst", category="Claims"),
-        md="results/claims.md",
-        json="results/claims.json",
-        prov=[prov("results/claims.html"), prov("results/claims.md"), prov("results/claims.json")],
+        html=report(layout.CLAIMS["html"], caption="../report/claims.rst", category="Claims"),
+        md=layout.CLAIMS["md"],
+        json=layout.CLAIMS["json"],
+        prov=[prov(p) for p in layout.CLAIMS.values()],
     params:
         # the study and what the configuration-set values are computed from (trustmass.report.claims.configured)
         config=params_from_config("study", "models", "budgets", "documents", "capture", "certification", "loss", "deploy", "corpora"),
         stages=PRODUCED_STAGES,
     log:
-        "logs/report/claims_report.log",
+        layout.log("claims_report"),
     threads: 1
     resources:
         mem_mb=1000,

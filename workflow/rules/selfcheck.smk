@@ -8,13 +8,13 @@ rule worked_examples:
         code=library_code("trustmass.selfcheck.worked_examples", "trustmass.plumbing.rule_io"),
     output:
         json=report(
-            "results/selfcheck/worked_examples.json",
+            layout.WORKED_EXAMPLES,
             caption="../report/worked_examples.rst",
             category="Self-check",
         ),
-        prov=prov("results/selfcheck/worked_examples.json"),
+        prov=prov(layout.WORKED_EXAMPLES),
     log:
-        "logs/selfcheck/worked_examples.log",
+        layout.log("worked_examples"),
     threads: 1
     resources:
         mem_mb=1000,
@@ -31,11 +31,11 @@ rule bench_enumeration:
         code=library_code("trustmass.bench.enumeration", "trustmass.plumbing.rule_io"),
     output:
         json=report(
-            "results/bench/enumeration.json",
+            layout.BENCH_ENUMERATION,
             caption="../report/bench_enumeration.rst",
             category="Benchmarks",
         ),
-        prov=prov("results/bench/enumeration.json"),
+        prov=prov(layout.BENCH_ENUMERATION),
     params:
         config=params_from_config(
             "seed",
@@ -45,7 +45,7 @@ rule bench_enumeration:
             "benchmark",
         ),
     log:
-        "logs/bench/enumeration.log",
+        layout.log("bench_enumeration"),
     threads: 1  # the benchmark measures one core
     resources:
         mem_mb=2000,

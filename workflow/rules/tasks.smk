@@ -3,11 +3,8 @@
 # manifest names each document's retrieval rows.  Capture, ceiling and the map read them unchanged
 # (capture draws task_contexts.retrieval_rows of its rows from the retrieval rows).
 #
-#   resources/documents/{model}/{task corpus}.safetensors + .json     task_documents
-#   results/capture|ceiling/{model}/{task corpus}/{doc}.*              the capture and ceiling rules
-#
-# Needs from common.smk: library_code, prov; from sources_common.smk: documents_for_model; from
-# tasks_common.smk: task_settings, task_haystack, task_corpus.
+#   layout.DOCUMENTS with corpus = task_contexts.corpus (+ its manifest)   task_documents
+#   results/capture|ceiling/{model}/{task corpus}/{doc}.*                   the capture and ceiling rules
 
 ruleorder: task_documents > tokenize_documents
 
@@ -15,19 +12,19 @@ ruleorder: task_documents > tokenize_documents
 rule task_documents:
     """Task contexts for one model: token ids, planted spans, answers and retrieval rows."""
     input:
-        model="resources/models/{model}/config.json",
-        haystack=lambda wc: f"resources/corpora/{task_haystack()}/corpus.txt",
+        model=layout.MODEL_CONFIG,
+        haystack=lambda wc: STUDY.task_haystack(),
         code=library_code("trustmass.deploy.task_contexts", "trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
-        ids=f"resources/documents/{{model}}/{task_corpus()}.safetensors",
-        manifest=f"resources/documents/{{model}}/{task_corpus()}.json",
-        prov=prov(f"resources/documents/{{model}}/{task_corpus()}.safetensors"),
+        ids=layout.fill(layout.DOCUMENTS, corpus=STUDY.task_corpus()),
+        manifest=layout.fill(layout.DOCUMENTS_MANIFEST, corpus=STUDY.task_corpus()),
+        prov=prov(layout.fill(layout.DOCUMENTS, corpus=STUDY.task_corpus())),
     params:
-        settings=task_settings,
+        settings=lambda wc: STUDY.task_settings(wc.model),
     wildcard_constraints:
-        model=_SOURCE_NAME,
+        model=SOURCE_NAME,
     log:
-        "logs/sources/task_documents/{model}.log",
+        layout.log("task_documents"),
     threads: 1
     resources:
         mem_mb=4000,

@@ -83,12 +83,6 @@ def config_problems(config: dict) -> list[str]:
     return problems
 
 
-def benchmark_files(bench: dict) -> list[str]:
-    """A deploy.benchmarks entry's local data files (one per task when its path holds ``{task}``; none from the hub)."""
-    path = str(bench.get("path", ""))
-    if path.startswith("hub:"):
-        return []
-    return [path.format(task=t) for t in bench.get("tasks") or ()] if "{task}" in path else [path]
 
 
 def benchmark_problems(deploy: dict) -> list[str]:
@@ -98,6 +92,7 @@ def benchmark_problems(deploy: dict) -> list[str]:
 
     from trustmass.deploy import metrics
     from trustmass.deploy.tasks import TASKS
+    from trustmass.plan.deploy import benchmark_files
 
     problems, seen = [], set()
     budgets = list(deploy.get("budgets") or [])

@@ -72,9 +72,11 @@ def read_parquets(paths: Iterable[str | os.PathLike], columns: list[str] | None 
     return pl.concat([pl.read_parquet(path, columns=columns) for path in paths], how=how)
 
 
-def capture_path(model: str, corpus: str, doc: str, root: str = os.path.join("results", "capture")) -> str:
-    """The capture shard of one document, as capture.smk lays it out."""
-    return os.path.join(root, model, corpus, f"{doc}.safetensors")
+def capture_path(model: str, corpus: str, doc: str) -> str:
+    """The capture shard of one document (:data:`trustmass.plan.layout.CAPTURE_SHARD`)."""
+    from trustmass.plan.layout import CAPTURE_SHARD
+
+    return CAPTURE_SHARD.format(model=model, corpus=corpus, doc=doc)
 
 
 def checked_shard(path: str | os.PathLike) -> str:

@@ -16,14 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from trustmass.plan.layout import STATS_DIR, stats_path  # re-exported: where the catalog's frames live
+
 __all__ = ["HEADLINE_FRAMES", "OUTPUTS", "STATISTICS", "STATS_DIR", "Output", "PaperValue", "StatisticsRule", "output", "stats_path"]
 
-STATS_DIR = "results/stats"
-
-
-def stats_path(frame: str) -> str:
-    """Where a statistics frame is written."""
-    return f"{STATS_DIR}/{frame}.parquet"
 
 
 @dataclass(frozen=True)

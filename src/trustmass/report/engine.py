@@ -38,6 +38,7 @@ from trustmass.core.stats import (
     score_codes,
     spearman,
 )
+from trustmass.plan.headline import Headline
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -90,31 +91,8 @@ class StatisticsSettings:
 
 
 @dataclass(frozen=True)
-class HeadlinePopulation:
-    """The study's headline families and headline corpus (``study.headline`` in the config).
-
-    The paper's headline numbers (Figure 1, Table 8, the §2.1-2.3 claims, the audit, the
-    certification manifest) are computed on one corpus (wikitext) and four families; content
-    diversity is Table 2's alone.  ``models`` empty means every model of the frame.
-    """
-
-    models: tuple[str, ...] = ()
-    corpus: str | None = None
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> HeadlinePopulation:
-        """``study.headline.models`` (default: every study model) and ``study.headline.corpus``
-        (default: the first of ``study.corpora``)."""
-        study = config.get("study", {}) or {}
-        headline = study.get("headline", {}) or {}
-        models = headline.get("models") or study.get("models") or []
-        corpora = study.get("corpora") or []
-        corpus = headline.get("corpus") or (corpora[0] if corpora else None)
-        return cls(models=tuple(models), corpus=corpus)
-
-    def contains(self, model: str, corpus: str) -> bool:
-        """Is (model, corpus) in the headline population?"""
-        return (not self.models or model in self.models) and (self.corpus is None or corpus == self.corpus)
+class HeadlinePopulation(Headline):
+    """The study's headline population (:class:`trustmass.plan.Headline`), selecting rows of a frame."""
 
     def families(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The rows of the headline families (every corpus: Table 2's population)."""
@@ -125,9 +103,6 @@ class HeadlinePopulation:
         out = self.families(frame)
         return out.filter(pl.col("corpus") == self.corpus) if self.corpus is not None else out
 
-    def describe(self) -> str:
-        models = ", ".join(self.models) if self.models else "every model"
-        return f"{models} on {self.corpus or 'every corpus'}"
 
 
 def with_document_columns(frame: pl.DataFrame, primary_docs: int) -> pl.DataFrame:
