@@ -40,8 +40,9 @@ def _package(name: str):
     try:
         return importlib.import_module(name)
     except ImportError as err:
-        raise ImportError(f"LongBench's metrics need the package {name!r}, which is not installed; fix: "
-                          f"pip install '{_PINS[name.split('.')[0]]}' (or reinstall trustmass, which pins it)") from err
+        top = name.split(".")[0]
+        raise ImportError(f"LongBench's metrics need the package {top!r}, which is not installed; fix: "
+                          f"pip install '{_PINS[top]}' (or reinstall trustmass, which pins it)") from err
 
 
 @functools.cache
