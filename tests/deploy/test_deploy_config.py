@@ -35,8 +35,8 @@ BENCH = {"name": "ruler4k", "format": "ruler", "path": str(REPO / "config.yaml")
         ({"benchmarks": [{**BENCH, "path": "hub:simonjegou/ruler:4096"}]}, "is read from the hub; fix: set deploy.hub: true"),
         ({"benchmarks": [{**BENCH, "path": "/no/such.jsonl"}]}, "config.deploy.benchmarks[0].path: '/no/such.jsonl' does not exist"),
         ({"benchmarks": [{**BENCH, "max_length": 128}]}, "config.deploy.benchmarks[0].max_length: 128 is not above the largest budget"),
-        ({"benchmarks": [{**BENCH, "format": "longbench", "tasks": ["qasper", "gov_report"]}]},
-         "config.deploy.benchmarks[0].tasks: LongBench task 'gov_report' is scored by ROUGE"),
+        ({"benchmarks": [{**BENCH, "format": "longbench", "tasks": ["qasper", "gov_reports"]}]},
+         "config.deploy.benchmarks[0].tasks: LongBench task 'gov_reports' is unknown"),
     ],
 )
 def test_deploy_settings_are_checked_at_start_up(change, message):
