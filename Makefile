@@ -60,7 +60,7 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m "slow and not cluster" $(PYTEST_ARGS)
 
-# The fault campaign (README, "Reliability"): each fault injected into a tiny real run (about 10 minutes on
+# The fault campaign (docs/reliability.md): each fault injected into a tiny real run (about 10 minutes on
 # 2 cores; the full and read-only disk cases mount a tmpfs, so they need root and are skipped without it).
 test-faults: $(STAMP)
 	$(BIN)/python -m pytest -m slow tests/faults $(PYTEST_ARGS)

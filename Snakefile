@@ -1,14 +1,19 @@
 # Trust the Mass: Forced Weights in KV-Cache Eviction — the paper, regenerated from raw attention.
 #
-#   snakemake --cores all                      everything below (config.yaml: laptop CPU, minutes)
-#   snakemake --cores all fig1                 one target (any name below, or an output path)
+#   snakemake --cores all                      everything (rule all; config.yaml: laptop CPU, minutes)
+#   snakemake --cores all fig1                 one target (a name below, or an output path)
+#   snakemake --list-target-rules              every rule you can name
 #   snakemake --profile profiles/slurm ...     on a SLURM cluster
+#
+# Named targets: one per figure and table of the catalog (trustmass.report.catalog.OUTPUTS, generated
+# below: fig1-fig4, table1-table8, sweep, audit_table, the loss, task, diagnostics, access and
+# deployment tables, ...), and the stage targets written here: selfcheck, bench, captures, records,
+# tasks, loss, deploy, claims, all.  README.md, "Using the workflow", lists each with what it builds.
 #
 # The stages hand data over by files, each in its own rules file (and library package):
 #   sources -> capture -> ceiling -> {certification, audit, loss}; sources -> tasks -> capture -> ceiling;
-#   sources -> deploy; -> report (statistics, figures, tables,
-#   claims); selfcheck stands alone.  Every figure and table is an entry of the catalog
-#   (trustmass.report.catalog): its render rule and its named target are generated from it.
+#   sources -> deploy; all of them -> report (statistics, figures, tables, claims); selfcheck stands
+#   alone.  docs/stages.md describes each.
 
 import os
 
@@ -39,8 +44,7 @@ include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
 
-# ---- the paper's figures and tables (named after the catalog: fig1, fig2, fig3, table1, table2,
-# table6, table7, table8, sweep, audit_table) -------------------------------------------------------
+# ---- the paper's figures and tables: one named target per catalog entry (Output.name) ------------
 for _out in OUTPUTS:
 
     rule:

@@ -27,7 +27,7 @@ CERTIFIED = "results/certify/shards/000.parquet"
 TARGETS = ["captures", "records", CERTIFIED]  # the stages of `all` the campaign covers
 #: columns of a certified shard that do not depend on SCIP's time limits
 CERT_COLUMNS = ["instance", "es_pool", "es_pool_record", "n_keys", "mass_floor"]
-#: where the tests note the first error line each case showed (for the README's table), if set
+#: where the tests note the first error line each case showed (for the table in docs/reliability.md), if set
 SEEN = os.environ.get("TRUSTMASS_FAULTS_SEEN")
 
 

@@ -1,4 +1,4 @@
-"""The fault campaign (README, "Reliability: the fault campaign"): each fault injected into a tiny
+"""The fault campaign (docs/reliability.md, "The fault campaign"): each fault injected into a tiny
 real run, the error the user sees, nothing finished lost, and after the fix a rerun whose outputs
 equal the uninterrupted run's.  `make test-faults` (a few minutes on 2 cores; the disk cases need
 root to mount a tmpfs and are skipped, saying so, without it)."""
@@ -218,7 +218,7 @@ def test_an_impossible_budget_is_refused_at_start_up(run):
 
 def test_a_missing_corpus_package_names_the_corpus_and_the_fix(run, tmp_path):
     # an apt-get that finds no such package (as the Debian archive answers for a name it lacks), so
-    # that the case runs the same without network; a real run prints the same first line (README)
+    # that the case runs the same without network; a real run prints the same first line (docs/reliability.md)
     tools = tmp_path / "bin"
     tools.mkdir()
     fake = tools / "apt-get"

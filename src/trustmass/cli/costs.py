@@ -6,7 +6,7 @@ capture, ceiling/enumeration, certification, audit, held-out loss, deployment --
 hours from measured per-unit costs:
 
 * CPU stages (ceiling, certification, audit): ``benchmarks/unit_costs.json``, each constant with its
-  source line in the README or ``benchmarks/results.md``, its measurement date and its scaling rule.
+  source line in ``docs/results.md`` or ``benchmarks/results.md``, its measurement date and its scaling rule.
   CPU-hours are core-hours booked (job wall time x the rule's threads).
 * GPU stages (capture, loss, deployment): ``benchmarks/gpu/gpu-check.json`` of ``make gpu-check`` (a
   GPU run; a dry-run's JSON is not a measurement).  Without it the line says
