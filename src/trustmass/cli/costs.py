@@ -53,11 +53,11 @@ def load_gpu(path: str | Path | None = GPU_JSON) -> dict | None:
 
 
 def _headline(config) -> tuple[list[str], str | None]:
-    """(models, corpus) of study.headline, as trustmass.report.engine.HeadlinePopulation.from_config."""
-    study = config.get("study") or {}
-    headline = study.get("headline") or {}
-    corpora = study.get("corpora") or []
-    return list(headline.get("models") or study.get("models") or []), headline.get("corpus") or (corpora[0] if corpora else None)
+    """(models, corpus) of study.headline."""
+    from trustmass.plan import Headline
+
+    headline = Headline.from_config(config)
+    return list(headline.models), headline.corpus
 
 
 def _documents(config, model):

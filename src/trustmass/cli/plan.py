@@ -10,7 +10,7 @@ Two ways to the same table, so that a test can hold the workflow's DAG against t
 :func:`planned_instances`
     From a resolved configuration alone: ``study.models x study.corpora``, each model's declared
     shape (``declared: {layers, heads}``) and its documents (``documents:`` with the model's own
-    ``documents:`` on top, as ``workflow/rules/sources_common.smk`` resolves them).
+    ``documents:`` on top, as :class:`trustmass.plan.Study` resolves them for the workflow).
 :func:`instances_from_dryrun`
     From the text of ``snakemake --dry-run``: the jobs of the capture rule that snakemake actually
     planned, one per (model, corpus, doc) read from its ``wildcards:`` line, each multiplied by the
@@ -35,6 +35,8 @@ from typing import Any
 
 import polars as pl
 import yaml
+
+from trustmass.plan import PlanError, Study
 
 __all__ = [
     "PRIMARY_DOCS",
@@ -98,9 +100,11 @@ def _read_yaml(path: str | Path) -> dict:
 
 
 def documents_for_model(config: Mapping[str, Any], model: str) -> dict:
-    """``documents:`` with the model's own ``documents:`` overrides on top (e.g. 16,384-token chunks)."""
-    settings = dict(_require(config, "documents"))
-    settings.update(_model_entry(config, model).get("documents") or {})
+    """``documents:`` with the model's own ``documents:`` overrides on top (:meth:`trustmass.plan.Study.documents_for_model`)."""
+    try:
+        settings = Study(config).documents_for_model(model)
+    except PlanError as exc:
+        raise KeyError(str(exc)) from None
     for key in ("doc_tokens", "n_docs"):
         if key not in settings:
             raise KeyError(f"config: documents.{key} is missing; resolve the config first (trustmass.plumbing.config.validate_config)")
