@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,40 @@ def start_log(smk) -> float:
     job = f"{getattr(smk, 'rule', 'job')} {'/'.join(str(v) for v in getattr(smk, 'wildcards', ()))}".strip()
     sys.excepthook = _clean_excepthook(job, sys.excepthook)
     return started
+
+
+def run_rule(smk, main: Callable[[Any, float], None]) -> None:
+    """The one entry point of every rule script: ``run_rule(snakemake, main)``.
+
+    Opens the job's log (:func:`start_log`), checks every declared input that has a provenance sidecar
+    against it (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job
+    before it reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
+    :class:`~trustmass.plumbing.errors.CleanError`, the parquet and safetensors inputs are probed and an
+    unreadable one is reported in one line naming it and the fix; any other failure keeps its traceback.
+    """
+    from trustmass.plumbing.errors import CleanError
+    from trustmass.plumbing.inputs import unreadable_input, verify_inputs
+
+    started = start_log(smk)
+    inputs = list(_flat(smk.input))
+    _CHECKED.update(verify_inputs(inputs))  # checked_shard() of these, later in the job, does not hash again
+    try:
+        main(smk, started)
+    except CleanError:
+        raise
+    except Exception as exc:
+        unreadable = unreadable_input(inputs, exc)
+        if unreadable is not None:
+            raise unreadable from exc
+        raise
+
+
+def _flat(items) -> Iterator[str]:
+    for item in items:
+        if isinstance(item, (str, os.PathLike)):
+            yield os.fspath(item)
+        else:
+            yield from _flat(item)
 
 
 def _clean_excepthook(job: str, fallback):
@@ -132,6 +166,7 @@ __all__ = [
     "checked_shards",
     "clean_exit_on",
     "finish",
+    "run_rule",
     "start_log",
     "write_parquet",
 ]
