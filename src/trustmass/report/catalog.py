@@ -1,11 +1,14 @@
-"""The map from every figure and table of the study to what makes it: its statistics frames, its draw
-function or table layout, its files, its caption and the paper's claims quoted there.
+"""The map from every figure and table of the study to what makes it: its statistics rule (named inputs ->
+statistics function -> frames), its draw function or table layout, its files, its caption and the
+paper's claims quoted there.
 
-The workflow's render rules and named targets are generated from :data:`OUTPUTS`
-(``workflow/rules/report.smk``), and the statistics rules write the frames named in
-:data:`STATISTICS`; nothing about a figure is written twice.  To add a figure: a statistics function
-that writes its frame (``trustmass.report.frames``), a draw function (``trustmass.report.figures``)
-and one :class:`Output` here (README, "Extending"); a caption file is optional.
+The workflow's statistics rules, render rules and named targets are generated from :data:`STATISTICS`
+and :data:`OUTPUTS` (``workflow/rules/report.smk``); nothing about a figure is written twice.  The
+report is laid out by stage alike for the three kinds of code: ``trustmass.report.frames.<stage>``
+(statistics), ``trustmass.report.figures.<stage>`` (draw functions), ``trustmass.report.layouts.<stage>``
+(table layouts).  To add a figure: a statistics function that returns its frame (or a frame added to
+an existing one's, and to its :class:`StatisticsRule` here), a draw function, and one :class:`Output`
+here (README, "Extending"); a caption file is optional.
 
 This module is deliberately light (strings only, no plotting or statistics imports), so that every
 rule may read it without depending on the code that draws.
@@ -92,7 +95,7 @@ class Output:
     kind: str  # "figure" | "table"
     title: str
     frames: tuple[str, ...]  # statistics frames, in the order the draw function takes them
-    draw: str  # figures: "module:function"; tables: a layout name of trustmass.report.table_layouts
+    draw: str  # "module:name": figures, a function of trustmass.report.figures.<stage>; tables, a layout of trustmass.report.layouts.<stage>
     path: str  # the PNG, or the CSV (the Markdown sits beside it)
     caption: str | None = None  # workflow/report/<caption>.rst; None: the generic caption (title and claims)
     claims: tuple[int, ...] = ()  # the paper's sentences quoted in the caption
@@ -102,7 +105,7 @@ class Output:
 
     @property
     def module(self) -> str:
-        return self.draw.split(":")[0] if self.kind == "figure" else "trustmass.report.table_layouts"
+        return self.draw.split(":")[0]
 
     @property
     def files(self) -> dict[str, str]:
@@ -209,104 +212,106 @@ HEADLINE_FRAMES = tuple(f for rule in STATISTICS for f in rule.frames if f.start
 
 _FIGURES = "results/figures"
 _TABLES = "results/tables"
+_DRAW = "trustmass.report.figures"
+_LAYOUTS = "trustmass.report.layouts"
 
 OUTPUTS: tuple[Output, ...] = (
     Output(name="fig1", kind="figure", title="Figure 1: the ceiling per model and budget", frames=("fig1",),
-           draw="trustmass.report.figures:figure1", path=f"{_FIGURES}/fig1_ceiling.png", caption="fig1",
+           draw=f"{_DRAW}.ceiling:figure1", path=f"{_FIGURES}/fig1_ceiling.png", caption="fig1",
            claims=(2, 24, 25, 28), paper_file="b9_ceiling_sym.png"),
     Output(name="fig2", kind="figure", title="Figure 2: the map, layer x head", frames=("fig2",),
-           draw="trustmass.report.figures:figure2", path=f"{_FIGURES}/fig2_map.png", caption="fig2", claims=(34,),
+           draw=f"{_DRAW}.ceiling:figure2", path=f"{_FIGURES}/fig2_map.png", caption="fig2", claims=(34,),
            paper_file="b3_map_sym.png"),
     Output(name="fig3", kind="figure",
            title="Figure 3: deployed selectors' excess over ES_pool and its predictability",
-           frames=("fig3_roc", "audit_table"), draw="trustmass.report.figures:figure3",
+           frames=("fig3_roc", "audit_table"), draw=f"{_DRAW}.audit:figure3",
            path=f"{_FIGURES}/fig3_method_headroom.png", caption="fig3", claims=(35, 48, 105, 106),
            paper_file="c8_method_headroom.png",
            paper_values={"band": PaperValue(35, "auc_dropped_mass", ("family_set", "headline"))}),
     Output(name="table1", kind="table", title="Table 1: native budget, balancing share through s = 256",
-           frames=("table1",), draw="table1", path=f"{_TABLES}/table1_native.csv", caption="table1",
+           frames=("table1",), draw=f"{_LAYOUTS}.ceiling:table1", path=f"{_TABLES}/table1_native.csv", caption="table1",
            claims=(31, 32, 33, 96)),
     Output(name="table2", kind="table", title="Table 2: content diversity (prose, code, French)", frames=("table2",),
-           draw="table2", path=f"{_TABLES}/table2_content.csv", caption="table2", claims=(41,)),
+           draw=f"{_LAYOUTS}.ceiling:table2", path=f"{_TABLES}/table2_content.csv", caption="table2", claims=(41,)),
     Output(name="table6", kind="table",
            title="Table 6: the panel (AUC, edge/int, rho_depth, rho(Phi, ES_pool), kappa_hat_bal)", frames=("table6",),
-           draw="table6", path=f"{_TABLES}/table6_panel.csv", caption="table6", claims=(28, 35, 38, 39, 83)),
+           draw=f"{_LAYOUTS}.ceiling:table6", path=f"{_TABLES}/table6_panel.csv", caption="table6", claims=(28, 35, 38, 39, 83)),
     Output(name="table7", kind="table",
            title="Table 7: certification substitution (Wilson-95 f_hi, distribution-free median caps)",
-           frames=("table7",), draw="table7", path=f"{_TABLES}/table7_certification.csv", caption="table7",
+           frames=("table7",), draw=f"{_LAYOUTS}.certification:table7", path=f"{_TABLES}/table7_certification.csv", caption="table7",
            claims=(18, 21, 84, 90, 91, 92, 93, 94, 95)),
-    Output(name="table8", kind="table", title="Table 8: per-budget profile", frames=("table8",), draw="table8",
+    Output(name="table8", kind="table", title="Table 8: per-budget profile", frames=("table8",), draw=f"{_LAYOUTS}.ceiling:table8",
            path=f"{_TABLES}/table8_profile.csv", caption="table8", claims=(11, 12, 13, 22, 23, 27, 38, 88)),
     Output(name="sweep", kind="table", title="The cap-widening sweep at s = 32 (e = 4, 5, 6 extra keys)",
-           frames=("sweep",), draw="sweep", path=f"{_TABLES}/sweep_cap_widening.csv", caption="sweep",
+           frames=("sweep",), draw=f"{_LAYOUTS}.certification:sweep", path=f"{_TABLES}/sweep_cap_widening.csv", caption="sweep",
            claims=(18, 19, 20)),
     Output(name="audit_table", kind="table",
            title="The selector audit table (median excess, share above 1.11 ES_pool, AUC, Spearman)",
-           frames=("audit_table",), draw="audit_table", path=f"{_TABLES}/audit_table.csv", caption="audit_table",
+           frames=("audit_table",), draw=f"{_LAYOUTS}.audit:audit_table", path=f"{_TABLES}/audit_table.csv", caption="audit_table",
            claims=(48, 49, 50, 51, 105, 106, 107, 108, 109)),
     Output(name="fig4", kind="figure",
            title="Figure 4: redirecting balancing to the map's flat cells (held-out CE at s = 8)",
-           frames=("loss_table",), draw="trustmass.report.figures:figure4", path=f"{_FIGURES}/fig4_redirect.png",
+           frames=("loss_table",), draw=f"{_DRAW}.loss:figure4", path=f"{_FIGURES}/fig4_redirect.png",
            claims=(52, 53, 125),
            paper_values={"paper_map": PaperValue(125, "map_share_of_all_cell_gain", ("model", "Qwen2.5-1.5B")),
                          "paper_random": PaperValue(125, "random_share_of_all_cell_gain", ("model", "Qwen2.5-1.5B"))}),
     Output(name="loss_table", kind="table",
            title="The held-out loss under the restricted operator, every configuration", frames=("loss_table",),
-           draw="loss_table", path=f"{_TABLES}/loss_table.csv", claims=(52, 53, 55, 111, 125)),
+           draw=f"{_LAYOUTS}.loss:loss_table", path=f"{_TABLES}/loss_table.csv", claims=(52, 53, 55, 111, 125)),
     Output(name="probe_table", kind="table",
            title="The rank-16 probe: held-out swap recall and CE change against balancing's", frames=("probe",),
-           draw="probe_table", path=f"{_TABLES}/probe.csv", claims=(57, 124)),
+           draw=f"{_LAYOUTS}.loss:probe_table", path=f"{_TABLES}/probe.csv", claims=(57, 124)),
     Output(name="curvature_table", kind="table",
            title="Curvature: the second-order prediction of the switch vs its measured share", frames=("curvature",),
-           draw="curvature_table", path=f"{_TABLES}/curvature.csv", claims=(58, 126)),
+           draw=f"{_LAYOUTS}.loss:curvature_table", path=f"{_TABLES}/curvature.csv", claims=(58, 126)),
     Output(name="task_table", kind="table",
            title="Task-structured contexts: retrieval against background rows (claims 42-46)",
-           frames=("task_contexts",), draw="task_table", path=f"{_TABLES}/task_contexts.csv",
+           frames=("task_contexts",), draw=f"{_LAYOUTS}.tasks:task_table", path=f"{_TABLES}/task_contexts.csv",
            claims=(42, 43, 44, 45, 46)),
     Output(name="fig_swaps", kind="figure",
            title="Boundary swaps against random swaps: the gap recovered (es, held-out CE, next-token KL)",
-           frames=("swap_curves",), draw="trustmass.report.diagnostic_figures:swap_figure",
+           frames=("swap_curves",), draw=f"{_DRAW}.diagnostics:swap_figure",
            path=f"{_FIGURES}/fig_swaps.png"),
     Output(name="swap_table", kind="table",
            title="Boundary swaps: the gap recovered per outcome (es, held-out CE, next-token KL)",
-           frames=("swap_curves",), draw="swap_table", path=f"{_TABLES}/swap_curves.csv"),
+           frames=("swap_curves",), draw=f"{_LAYOUTS}.diagnostics:swap_table", path=f"{_TABLES}/swap_curves.csv"),
     Output(name="boundary_table", kind="table", title="Swap-improving boundaries per selector pair and outcome",
-           frames=("swap_boundaries",), draw="boundary_table", path=f"{_TABLES}/swap_boundaries.csv"),
+           frames=("swap_boundaries",), draw=f"{_LAYOUTS}.diagnostics:boundary_table", path=f"{_TABLES}/swap_boundaries.csv"),
     Output(name="projection_table", kind="table",
            title="Block projection: strict block TopK against its token-fill (slack, es, held-out CE)",
-           frames=("projection",), draw="projection_table", path=f"{_TABLES}/projection.csv"),
+           frames=("projection",), draw=f"{_LAYOUTS}.diagnostics:projection_table", path=f"{_TABLES}/projection.csv"),
     Output(name="margin_table", kind="table",
            title="The signed reference margin split (held-out CE): positive-shift rates per bucket",
-           frames=("margin_split",), draw="margin_table", path=f"{_TABLES}/margin_split.csv"),
+           frames=("margin_split",), draw=f"{_LAYOUTS}.diagnostics:margin_table", path=f"{_TABLES}/margin_split.csv"),
     Output(name="margin_cells_table", kind="table",
            title="The margin split's cells: CE of dense, host and rule per (model, content, budget)",
-           frames=("margin_cells",), draw="margin_cells_table", path=f"{_TABLES}/margin_cells.csv"),
+           frames=("margin_cells",), draw=f"{_LAYOUTS}.diagnostics:margin_cells_table", path=f"{_TABLES}/margin_cells.csv"),
     Output(name="allocation_table", kind="table",
            title="The allocation panel: map-proportional, mass-greedy and pyramid budgets vs uniform",
-           frames=("allocation",), draw="allocation_table", path=f"{_TABLES}/allocation_panel.csv",
+           frames=("allocation",), draw=f"{_LAYOUTS}.loss:allocation_table", path=f"{_TABLES}/allocation_panel.csv",
            claims=(97,)),
     Output(name="table3", kind="table", title="Table 3: ContourKV's W/T/L, unenforced and enforced",
-           frames=("table3",), draw="table3", path=f"{_TABLES}/table3_wtl.csv",
+           frames=("table3",), draw=f"{_LAYOUTS}.deploy:table3", path=f"{_TABLES}/table3_wtl.csv",
            claims=(4, 64, 65, 66, 70, 71)),
     Output(name="table4", kind="table", title="Table 4: retrieval W/T/L of window-scored enforced ContourKV",
-           frames=("table4",), draw="table4", path=f"{_TABLES}/table4_retrieval.csv",
+           frames=("table4",), draw=f"{_LAYOUTS}.deploy:table4", path=f"{_TABLES}/table4_retrieval.csv",
            claims=(67, 73, 75, 120)),
     Output(name="table5", kind="table", title="Table 5: the question-visible decomposition", frames=("table5",),
-           draw="table5", path=f"{_TABLES}/table5_decomposition.csv", claims=(5, 76, 77, 78)),
+           draw=f"{_LAYOUTS}.deploy:table5", path=f"{_TABLES}/table5_decomposition.csv", claims=(5, 76, 77, 78)),
     Output(name="bytes_table", kind="table",
            title="The byte ledger: every method's cache, ragged, layer-padded and as shipped",
-           frames=("deploy_bytes",), draw="bytes_table", path=f"{_TABLES}/bytes.csv",
+           frames=("deploy_bytes",), draw=f"{_LAYOUTS}.deploy:bytes_table", path=f"{_TABLES}/bytes.csv",
            claims=(3, 59, 60, 61, 113, 114)),
     Output(name="access_figure", kind="figure",
            title="Access laws: TV to the first decode row by layer, and head-sum dilution on the task contexts",
-           frames=("access_layers", "access_dilution"), draw="trustmass.report.access_figures:access_figure",
+           frames=("access_layers", "access_dilution"), draw=f"{_DRAW}.access:access_figure",
            path=f"{_FIGURES}/access_law.png"),
     Output(name="access_table", kind="table",
            title="Access laws: the prefill's estimates of the first decode step's law (Prop. 3, exposure bias)",
-           frames=("access_law",), draw="access_table", path=f"{_TABLES}/access_law.csv"),
+           frames=("access_law",), draw=f"{_LAYOUTS}.access:access_table", path=f"{_TABLES}/access_law.csv"),
     Output(name="timing_table", kind="table",
            title="Deployment timing per method (prefill, scoring, decode; replay cost)", frames=("deploy_timing",),
-           draw="timing_table", path=f"{_TABLES}/deploy_timing.csv", claims=(69, 115)),
+           draw=f"{_LAYOUTS}.deploy:timing_table", path=f"{_TABLES}/deploy_timing.csv", claims=(69, 115)),
 )  # fmt: skip
 
 
