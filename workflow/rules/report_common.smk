@@ -50,7 +50,7 @@ def statistics_inputs(entry):
     }
     unknown = sorted(set(entry.inputs.values()) - set(lists))
     if unknown:
-        raise ValueError(f"statistics rule {entry.name}: unknown input lists {unknown}; fix: add them to statistics_inputs "
+        raise ValueError(f"{entry.name}: unknown input lists {unknown} in its catalog entry; fix: add them to statistics_inputs "
                          "(workflow/rules/report_common.smk)")
     return {name: lists[key]() for name, key in entry.inputs.items()}
 
@@ -62,7 +62,8 @@ def statistics_params(entry):
 
 
 def statistics_enabled(entry):
-    """Is a statistics rule on: its config switch true, or its ``file:`` committed (entry.when)?"""
+    """Is the statistics entry switched on?  Its ``when`` is a config switch that is true, or a
+    ``file:`` path that is committed."""
     if entry.when is None:
         return True
     if entry.when.startswith("file:"):
