@@ -245,8 +245,9 @@ def test_headline_rows_match_the_claims():
 
 
 def test_fig3_renders(tmp_path):
-    from trustmass.report import figures, style, tables
-    from trustmass.report.table_layouts import LAYOUTS
+    from trustmass.report import style, tables
+    from trustmass.report.figures import audit as figures
+    from trustmass.report.layouts.audit import LAYOUTS
 
     frames = asum.summarize(synthetic_records(), SUM)
     roc = frames["fig3_roc"]

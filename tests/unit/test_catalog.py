@@ -13,7 +13,6 @@ from trustmass.report import catalog
 from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, output, stats_path
 from trustmass.report.claims.data import claim
 from trustmass.report.render import paper_value
-from trustmass.report.table_layouts import LAYOUTS
 
 REPO = Path(__file__).resolve().parents[2]
 WRITTEN = {f for rule in STATISTICS for f in rule.frames}
@@ -22,15 +21,19 @@ WRITTEN = {f for rule in STATISTICS for f in rule.frames}
 @pytest.mark.parametrize("out", OUTPUTS, ids=[o.name for o in OUTPUTS])
 def test_every_output_reads_frames_a_statistics_rule_writes_and_draws_with_what_exists(out):
     assert set(out.frames) <= WRITTEN, f"{out.name}: no statistics rule writes {set(out.frames) - WRITTEN}"
+    assert out.module == out.draw.split(":")[0]
     if out.kind == "figure":
         module, function = out.draw.split(":")
+        assert module.startswith("trustmass.report.figures.")
         draw = getattr(importlib.import_module(module), function)
         params = list(inspect.signature(draw).parameters)
         assert len(params) >= len(out.frames) + 1, f"{out.draw} takes the frames, then the population"
         assert set(out.paper_values) <= set(params[len(out.frames) + 1 :])
         assert out.files == {"png": out.path} and out.path.endswith(".png")
     else:
-        assert out.draw in LAYOUTS and len(out.frames) == 1
+        module, layout = out.draw.split(":")
+        assert module.startswith("trustmass.report.layouts.") and len(out.frames) == 1
+        assert layout in importlib.import_module(module).LAYOUTS
         assert out.files == {"html": out.path[:-4] + ".html", "csv": out.path, "md": out.path[:-4] + ".md"}
         assert next(iter(out.files)) == "html"  # the report annotates the first file: the page its viewer shows
     if out.caption is not None:

@@ -7,12 +7,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass.report import figures, style
-
-from trustmass.report import table_layouts, tables
+from trustmass.report import style, tables
 from trustmass.report.engine import StatisticsSettings
+from trustmass.report.figures import ceiling as figures
+from trustmass.report.figures import loss as loss_figures
 from trustmass.report.frames import ceiling as S
-from trustmass.report.table_layouts import LAYOUTS
+from trustmass.report.layouts import ceiling as table_layouts
+from trustmass.report.layouts.ceiling import LAYOUTS
 
 MODELS = ("alpha", "beta")
 LAYERS, HEADS = 4, 3
@@ -112,7 +113,7 @@ def test_figure4_fits_its_axis_to_the_estimates_and_writes_out_a_clipped_interva
     three = pl.concat([one.with_columns(pl.lit(m).alias("model")) for m in ("a", "b", "c")])
     three = three.with_columns(pl.when((pl.col("model") == "b") & (pl.col("config") == "random"))
                                .then(-24.7).otherwise(pl.col("share_low")).alias("share_low"))  # fmt: skip
-    small, big = figures.figure4(one), figures.figure4(three)
+    small, big = loss_figures.figure4(one), loss_figures.figure4(three)
     bottom, top = big.axes[0].get_ylim()
     assert -3 < bottom < 0 < 1 < top < 3
     assert [t.get_text() for t in big.axes[0].texts] == ["-25"]
@@ -122,7 +123,7 @@ def test_figure4_fits_its_axis_to_the_estimates_and_writes_out_a_clipped_interva
 
 def test_style_lives_in_one_dict():
     assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi", "rule_colors"} <= set(style.STYLE)
-    assert figures.STYLE is style.STYLE  # one style for every figure
+    assert figures.STYLE is style.STYLE and loss_figures.STYLE is style.STYLE  # one style for every figure
 
 
 # ----------------------------------------------------------------------------- tables
@@ -209,7 +210,7 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
         assert (tmp_path / name).is_file(), name
         assert (tmp_path / f"{name}.prov.json").is_file(), name
     prov = (tmp_path / "results/figures/fig1_ceiling.png.prov.json").read_text()
-    assert '"path": "src/trustmass/report/figures.py"' in prov  # the run used the private copy (paths relative to the workdir)
+    assert '"path": "src/trustmass/report/figures/ceiling.py"' in prov  # the run used the private copy (paths relative to the workdir)
 
     def planned_after_editing(module, old, new):
         path = package / module
@@ -224,7 +225,7 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
     table_renders = {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
     restyled = planned_after_editing("report/style.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
     assert restyled == figure_renders
-    rerounded = planned_after_editing("report/table_layouts.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
+    rerounded = planned_after_editing("report/layouts/ceiling.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
     assert rerounded == figure_renders | table_renders
     recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
     assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed
@@ -233,7 +234,7 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
 def test_a_switched_off_panel_renders_as_an_empty_table_that_says_so(tmp_path):
     import polars as pl
 
-    from trustmass.report.table_layouts import LAYOUTS
+    from trustmass.report.layouts.loss import LAYOUTS
     from trustmass.report.tables import write
 
     table = write(LAYOUTS["probe_table"], pl.DataFrame(), tmp_path / "t.csv", tmp_path / "t.md")
@@ -246,7 +247,7 @@ def test_the_swap_figure_draws_a_row_of_panels_per_model():
     CPU panel's first run): each model gets its own row."""
     from conftest import REPO
 
-    from trustmass.report.diagnostic_figures import swap_figure
+    from trustmass.report.figures.diagnostics import swap_figure
 
     one = pl.read_parquet(REPO / "reference/default/results/stats/swap_curves.parquet")
     two = pl.concat([one.with_columns(pl.lit(m).alias("model")) for m in ("a", "b")])

@@ -131,8 +131,18 @@ class Study(LossTargets, DeployTargets):
         return _files(layout.PROJECTION_ROWS, self.headline_documents())
 
     # ---- certification -------------------------------------------------------------------------------
+    def certify_manifest(self) -> str:
+        return layout.CERTIFY_MANIFEST
+
+    def sweep_rows(self) -> str:
+        return layout.SWEEP_ROWS
+
     def certify_shards(self) -> list[str]:
         return [layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))]
+
+    # ---- self-check --------------------------------------------------------------------------------------
+    def worked_examples(self) -> str:
+        return layout.WORKED_EXAMPLES
 
     # ---- task contexts -------------------------------------------------------------------------------
     def task_models(self) -> list[str]:

@@ -1,7 +1,7 @@
 """Render one figure or table of the catalog (:mod:`trustmass.report.catalog`) from its statistics frames.
 
-The draw module is imported by name (the catalog's strings), so a figure's rule depends on the
-figure code and the style only, a table's on the table layouts and the renderer only.  Numbers of the
+The draw module is imported by name (the catalog's ``module:name`` strings), so a figure's rule depends
+on its stage's figure code and the style only, a table's on its stage's table layouts and the renderer only.  Numbers of the
 paper a drawing shows (a shaded band, say) come from the claims file (:class:`~trustmass.report.catalog.PaperValue`).
 """
 
@@ -44,8 +44,9 @@ def render(name: str, frame_paths: Sequence[str], files: Mapping[str, str], conf
         kwargs = {key: paper_value(ref) for key, ref in out.paper_values.items()}
         module.save(getattr(module, function)(*frames, population, **kwargs), files["png"])
         return {"figure": name, "population": population, "rows": [f.height for f in frames], "paper_values": kwargs}
-    layouts = importlib.import_module(out.module)
+    module_name, layout = out.draw.split(":")
+    layouts = importlib.import_module(module_name)
     threshold = config.get("labels", {}).get("kappa_threshold")
-    table = layouts.write(layouts.LAYOUTS[out.draw], frames[0], files["csv"], files["md"], kappa_threshold=threshold,
+    table = layouts.write(layouts.LAYOUTS[layout], frames[0], files["csv"], files["md"], kappa_threshold=threshold,
                           html_path=files.get("html"))
     return {"table": name, "rows": table.height, "columns": table.width}

@@ -73,7 +73,7 @@ STYLE: dict = {
         "snapkv": "SnapKV", "h2o": "H2O", "quest": "Quest", "streaming_llm": "StreamingLLM",
         "recency": "recency (positional control)", "certificate": "certificate (top-mass κ̂ > threshold)",
     },  # fmt: skip
-    # the access-law figure (trustmass.report.access_figures)
+    # the access-law figure (trustmass.report.figures.access)
     "access_panel_size": (3.6, 3.0),  # inches per panel
     "access_law_colors": {"last": "#c2185b", "all": "#e0892b", "debiased": "#2ca02c", "decode": "#000000"},
     "access_tail_cmap": "Blues",  # tail-K means: one shade per K, darker for longer tails

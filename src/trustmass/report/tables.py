@@ -4,7 +4,7 @@ precision) and Markdown (rounded; one section per population when the table has 
 A layout names the table's title, the function that shapes the statistics frame into the table's
 rows and columns (the CSV), the key columns, the displayed :class:`Column` s (with their 95 %
 intervals) and the notes under it.  Rounding happens in the Markdown only.  The layouts of the
-paper's tables are in :mod:`trustmass.report.table_layouts`.
+paper's tables are in :mod:`trustmass.report.layouts` (one module per stage).
 """
 
 from __future__ import annotations

@@ -29,11 +29,13 @@ dilution's K is kept in the records for ``m_h``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
 from trustmass.core.access_law import participation_ratio
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import (
     COUNT_COLUMNS,
     GroupStatistics,
@@ -44,10 +46,10 @@ from trustmass.report.engine import (
     per_group,
     with_document_columns,
 )
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["FRAMES", "access_dilution", "access_layers", "access_law", "cells", "summarize"]
+__all__ = ["access_dilution", "access_layers", "access_law", "cells", "statistics", "summarize"]
 
-FRAMES = ("access_law", "access_layers", "access_dilution")
 #: Prop. 3 holds on a cell when its slack is at least -TRIANGLE_TOLERANCE (float rounding of three sums)
 TRIANGLE_TOLERANCE = 1e-12
 CELL = ["model", "corpus", "doc", "layer", "head"]
@@ -135,10 +137,21 @@ def access_dilution(records: pl.DataFrame, dilution_rows: int) -> pl.DataFrame:
 
 def summarize(records: pl.DataFrame, settings: StatisticsSettings, population: HeadlinePopulation,
               tail_rows: Sequence[int], dilution_rows: int) -> dict[str, pl.DataFrame]:  # fmt: skip
-    """Every frame of :data:`FRAMES`."""
+    """``access_law``, ``access_layers`` and ``access_dilution``."""
     frame = with_document_columns(cells(records, tail_rows), settings.primary_docs)
     return {
         "access_law": access_law(frame, settings),
         "access_layers": access_layers(records, tail_rows, population),
         "access_dilution": access_dilution(records, dilution_rows),
     }
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``access_statistics``: the access records of every captured document (``access``) -> the access-law frames."""
+    settings, population = StatisticsSettings.from_config(config), HeadlinePopulation.from_config(config)
+    access = config["access_law"]
+    files = list(inputs["access"])
+    records = read_parquets(files)
+    frames = summarize(records, settings, population, access["tail_rows"], access["dilution_rows"])
+    return Frames(frames, summary={"access_records": records.height, "documents": len(files)}, seeds=bootstrap_seeds(settings),
+                  notes=[f"{records.height} access records from {len(files)} documents; {settings}; headline {population.describe()}"])

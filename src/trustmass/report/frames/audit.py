@@ -13,21 +13,25 @@ Input: the audit records of :mod:`trustmass.audit.records` (every shard, concate
 * ``fig3_roc``: ROC points per (model, rule) at the ROC budget (first model only is plotted).
 * ``headline_audit``: the audit claims' rows in the one headline schema (:mod:`trustmass.report.headline`).
 
-Records are restricted to the headline population (the audit stage only scores its documents);
+:func:`statistics` is the rule ``audit_statistics``.  Records are restricted to the headline population (the audit stage only scores its documents);
 intervals are document-cluster bootstraps of the statistics engine (:mod:`trustmass.report.engine`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from trustmass.core.selectors.registry import AUDITED, FIG3_RULES, REGISTRY
 from trustmass.core.selectors.run_contract import contrast
 from trustmass.core.stats import roc_curve
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import (
     GroupStatistics,
     HeadlinePopulation,
@@ -38,11 +42,19 @@ from trustmass.report.engine import (
     with_document_columns,
 )
 from trustmass.report.headline import HeadlineValue, headline_frame, rows_from_frame
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["FRAMES", "AuditStatisticsSettings", "audit_table", "fig3_roc", "first_budget_clearing", "headline", "prepare", "summarize"]
+__all__ = [
+    "AuditStatisticsSettings",
+    "audit_table",
+    "fig3_roc",
+    "first_budget_clearing",
+    "headline",
+    "prepare",
+    "statistics",
+    "summarize",
+]
 
-#: the statistics frames of the audit, in the order the rule writes them
-FRAMES = ("audit_table", "fig3_roc", "headline_audit")
 CERTIFICATE = "certificate"
 #: the budget of Figure 3's ROC panel and claim 48
 ROC_BUDGET = 8
@@ -247,7 +259,20 @@ def summarize(
     qk_norm: Mapping[str, bool | None] | None = None,
     population: HeadlinePopulation = HeadlinePopulation(),
 ) -> dict[str, pl.DataFrame]:
-    """Every audit frame (:data:`FRAMES`) on the headline population."""
+    """Every audit frame on the headline population."""
     f = prepare(population.select(records), settings)
     table = audit_table(f, settings)
     return {"audit_table": table, "fig3_roc": fig3_roc(f, settings), "headline_audit": headline(table, f, settings, qk_norm)}
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``audit_statistics``: the audit records of the headline population (``audit``) and the models'
+    source records (``sources``: QK-norm per model, from the shapes the model preparation recorded)."""
+    settings, population = AuditStatisticsSettings.from_config(config), HeadlinePopulation.from_config(config)
+    files = list(inputs["audit"])
+    records = read_parquets(files)
+    qk_norm = {Path(p).parent.name: json.loads(Path(p).read_text(encoding="utf-8")).get("shapes", {}).get("qk_norm")
+               for p in inputs["sources"]}  # fmt: skip
+    return Frames(summarize(records, settings, qk_norm, population), summary={"records": records.height},
+                  seeds=bootstrap_seeds(settings.summary),
+                  notes=[f"{records.height} audit records from {len(files)} files; {settings}", f"qk_norm per model: {qk_norm}"])

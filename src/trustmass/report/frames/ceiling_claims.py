@@ -9,6 +9,9 @@ the headline families; ``group_vote``: per group size; ``bounds``/``bounds_model
 ``pi_by_mass``; ``family_order``).  Symbolic ``where`` values resolve here: ``"map"`` is the map
 budget, ``"enumerated"``/``"native"`` the budgets present, group size ``"shared"`` means > 1; so does
 an ``at`` budget ``"map"`` (a frame computed at the map budget alone says which budget that is).
+
+:func:`statistics` is the rule ``ceiling_statistics``: the ceiling records in, the frames of
+:mod:`trustmass.report.frames.ceiling` and the headline out.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core.stats import kendall_tau_b, median, spearman
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import (
     POOLED,
     GroupStatistics,
@@ -35,8 +39,9 @@ from trustmass.report.engine import (
 )
 from trustmass.report.frames.ceiling import COVERAGE, TABLE8_SCHEMA, prepare, profile, summarize
 from trustmass.report.headline import HeadlineValue, headline_frame, rows_from_frame
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "headline"]
+__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "headline", "statistics"]
 
 _NATIVE = {"budget": "native"}
 _MODEL_BUDGET = ("model", "budget")
@@ -339,3 +344,17 @@ def headline(
                 source = source.filter(pl.col(col).is_in(list(allowed)))
         rows += rows_from_frame(_resolve_at(spec, settings), source)
     return headline_frame(rows)
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``ceiling_statistics``: every ceiling record of the study (``records``) -> the frames of
+    Figures 1-2, Tables 1, 2, 6, 8 and ``headline_ceiling``; ``config["content"]``: the corpora's content kinds."""
+    settings, population = StatisticsSettings.from_config(config), HeadlinePopulation.from_config(config)
+    files = list(inputs["records"])
+    records = read_parquets(files)
+    frames = summarize(records, settings, population)
+    frames["headline_ceiling"] = headline(records, settings, population, frames, config["content"])
+    values = frames["headline_ceiling"].select("claim_id", "value_name").n_unique()
+    return Frames(frames, summary={"records": records.height, "headline_values": values}, seeds=bootstrap_seeds(settings),
+                  population=population.describe(),
+                  notes=[f"{records.height} records from {len(files)} files; headline population: {population.describe()}; {settings}"])

@@ -7,7 +7,8 @@ certified optima, Table 7, the cap-widening sweep's table, and the claims they r
   paired manifest medians before/after substitution, the optimum-beats-balancing shares and the
   kappa_hat_bal = 1 share with its worst (model, budget) margin;
 * :func:`sweep_table` -- per extra-key setting: subsets, label rate, median c_hat and its shift;
-* :func:`headline` -- claims 18-21, 84, 90-95 and 101 in the one headline schema.
+* :func:`headline` -- claims 18-21, 84, 90-95 and 101 in the one headline schema;
+* :func:`statistics` / :func:`sweep_statistics` -- the rules ``certification_statistics`` / ``sweep_statistics``.
 
 The records and the manifest are the study's headline population (headline families on the
 headline corpus); ``n_docs`` counts documents (corpus, doc), as the paper's "20 docs".
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -26,14 +28,23 @@ from trustmass.certification.manifest import IDENTITY
 from trustmass.core import operator as op
 from trustmass.core import stats
 from trustmass.core.operator import REL_TOL
-from trustmass.report.engine import GroupStatistics, StatisticsSettings, with_document_columns
+from trustmass.plumbing.errors import CleanError
+from trustmass.plumbing.rule_io import read_parquets
+from trustmass.report.engine import GroupStatistics, HeadlinePopulation, StatisticsSettings, with_document_columns
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, one
 
-__all__ = ["FRAMES_SWEEP", "FRAMES_TABLE7", "SWEEP_SCHEMA", "TABLE7_SCHEMA", "headline", "substitute", "sweep_table", "table7"]
+__all__ = [
+    "SWEEP_SCHEMA",
+    "TABLE7_SCHEMA",
+    "headline",
+    "statistics",
+    "substitute",
+    "sweep_statistics",
+    "sweep_table",
+    "table7",
+]
 
-#: the statistics frames of Table 7 and of the sweep, in the order their rules write them
-FRAMES_TABLE7 = ("table7", "headline_certification")
-FRAMES_SWEEP = ("sweep", "headline_sweep")
 #: "materially better" / "beats by more than 1 %"
 MATERIAL = 0.01
 
@@ -269,3 +280,31 @@ def headline(
         add(19, "extra_keys", last["extra"], last["n"], **sweep_kw)
         add(19, "enumeration_cap_widened", last["subsets"], **sweep_kw)
     return headline_frame(out)
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``certification_statistics``: the manifest, its certified rows and the headline records ->
+    ``joined`` (the manifest with its certification), ``table7`` and ``headline_certification``."""
+    population = HeadlinePopulation.from_config(config)
+    man = pl.read_parquet(one(inputs, "manifest"))
+    certified = read_parquets(inputs["certified"])
+    missing = set(man["instance"].to_list()) - set(certified["instance"].to_list())
+    if missing:
+        raise CleanError(f"certification rows missing for instances {sorted(missing)[:10]}...: the manifest and the "
+                         "certify_shard outputs disagree; fix: snakemake --forcerun certify_manifest")
+    columns = ["model", "corpus", "doc", "budget", "c_hat", "kappa_hat_bal"]
+    records = read_parquets(inputs["records"], columns)
+    records = population.select(records).filter(pl.col("budget").is_in(config["budgets"]["enumerated"]))
+    joined = substitute(man, certified)
+    t7 = table7(records, man, certified)
+    head = headline(t7, joined, None, ",".join(population.models), StatisticsSettings.from_config(config))
+    return Frames({"joined": joined, "table7": t7, "headline_certification": head},
+                  summary={"instances": man.height, "records": records.height}, population=population.describe())
+
+
+def sweep_statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``sweep_statistics``: the cap-widening sweep's rows -> ``sweep`` and ``headline_sweep``."""
+    rows = pl.read_parquet(one(inputs, "rows"))
+    table = sweep_table(rows, config["labels"]["kappa_threshold"], int(config["certification"]["sweep"]["budget"]))
+    models = ",".join(HeadlinePopulation.from_config(config).models)
+    return Frames({"sweep": table, "headline_sweep": headline(pl.DataFrame(schema=TABLE7_SCHEMA), None, table, models)})

@@ -13,23 +13,30 @@ replay (:mod:`trustmass.report.frames.deploy`), as rows of the one headline sche
   row are all 0 or all 100 (a margin, a W/T/L count or a hit-rate change is then 0 by construction), where
   the unmodified run of a decomposition finds nothing (nothing to decompose), and where the two costs a
   difference compares are both 0.
+
+:func:`statistics` is the rule ``deploy_statistics``: the tables and the claims from the rows and the replay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
 from trustmass.deploy import wtl as wtl_mod
+from trustmass.plumbing.errors import CleanError
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames.deploy import (
     EFFECT_RECON, EFFECT_WINDOW, ENFORCED, PER_HEAD_KINDS, POPULATION, REALLOCATION, UNIFORM_KINDS, VS_COMPACTOR,
-    VS_KVZIP_ENFORCED, VS_KVZIP_UNENFORCED, by_setting, main_rows,
+    VS_KVZIP_ENFORCED, VS_KVZIP_UNENFORCED, by_setting, bytes_rows, decomposition_table, main_rows, table3, table4,
+    timing_table,
 )  # fmt: skip
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["headline"]
+__all__ = ["headline", "statistics"]
 
 UNENFORCED = ("contourkv_unenforced", "contourkv_recon_unenforced")
 #: the storage unenforced ContourKV's bytes are read in (claims 60, 64, 114): a ragged cache holds exactly the
@@ -404,3 +411,20 @@ def headline(rows: pl.DataFrame, t3: pl.DataFrame, t4: pl.DataFrame, t5: pl.Data
     out += _timing_claims(timing)
     models = _models(rows)
     return headline_frame([{**r, "models": r["models"] or models} for r in out])
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``deploy_statistics``: the deployment rows (``rows``) and the byte replay (``replay``) -> Tables 3-5,
+    the bytes table, timing and ``headline_deploy``."""
+    settings = StatisticsSettings.from_config(config)
+    files, replays = list(inputs["rows"]), list(inputs["replay"])
+    if not files:  # only asked for by name: `all` and the claims leave the stage out when deploy.enabled is false
+        raise CleanError("deploy_statistics: no deployment rows: deploy.enabled is false; fix: set it true")
+    rows = read_parquets(files, how="diagonal_relaxed")
+    replay = read_parquets(replays, how="diagonal_relaxed") if replays else pl.DataFrame()
+    frames = {"table3": table3(rows, settings), "table4": table4(rows, settings), "table5": decomposition_table(rows, settings),
+              "deploy_bytes": bytes_rows(rows, replay), "deploy_timing": timing_table(rows, replay)}
+    frames["headline_deploy"] = headline(rows, frames["table3"], frames["table4"], frames["table5"], frames["deploy_bytes"],
+                                         frames["deploy_timing"], settings, replay=replay)
+    return Frames(frames, seeds=bootstrap_seeds(settings),
+                  notes=[f"{rows.height} rows from {len(files)} conditions, {replay.height} replay measurements; {settings}"])

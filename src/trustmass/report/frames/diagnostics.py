@@ -40,6 +40,7 @@ corpus's ``content``: ``margin = CE(host) - CE(dense)`` (positive: room to help)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -47,12 +48,13 @@ import polars as pl
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.selectors.run_contract import contrast
 from trustmass.core.stats import ClusterIndex, percentile_interval
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import GroupStatistics, StatisticsSettings, frame_from_rows, interval_columns
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["FRAMES", "margin_cells", "margin_split", "pooled", "projection_frame", "summarize", "swap_boundaries", "swap_curves",
-           "swap_units"]
+__all__ = ["margin_cells", "margin_split", "pooled", "projection_frame", "statistics", "summarize", "swap_boundaries",
+           "swap_curves", "swap_units"]  # fmt: skip
 
-FRAMES = ("swap_curves", "swap_boundaries", "projection", "margin_cells", "margin_split")
 BOUNDARY = "boundary"
 #: relative margin below which two errors are equal (a swap that changes nothing does not "improve")
 REL_TOL = 1e-12
@@ -347,7 +349,7 @@ def _leave_one_content_out(g: pl.DataFrame, tie: float) -> dict:
 
 def summarize(rows: pl.DataFrame, tokens: pl.DataFrame, content: Mapping[str, str | None], diagnostics: Mapping,
               settings: StatisticsSettings, projection: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
-    """Every frame of :data:`FRAMES` from the swap rows, the projection rows and the diagnostics forward's tokens."""
+    """Every diagnostics frame from the swap rows, the projection rows and the diagnostics forward's tokens."""
     units = swap_units(rows, tokens)
     margin = diagnostics["margin"]
     cells = margin_cells(tokens, content, margin["host"], margin["rules"], float(margin["tie_nats"]))
@@ -358,3 +360,16 @@ def summarize(rows: pl.DataFrame, tokens: pl.DataFrame, content: Mapping[str, st
         "margin_cells": cells,
         "margin_split": margin_split(cells, float(margin["tie_nats"]), int(margin["permutations"]), settings.seed),
     }
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``diagnostics_statistics``: the swap rows (``rows``: es), the projection rows and the diagnostics
+    forward (``forward``: CE, KL) -> the swap curves, boundaries, projection and the margin split;
+    ``config["content"]``: the corpora's content kinds."""
+    settings = StatisticsSettings.from_config(config)
+    row_files, forward_files, projection_files = list(inputs["rows"]), list(inputs["forward"]), list(inputs["projection"])
+    rows, tokens, projection = read_parquets(row_files), read_parquets(forward_files), read_parquets(projection_files)
+    frames = summarize(rows, tokens, config["content"], config["diagnostics"], settings, projection)
+    return Frames(frames, summary={name: frame.height for name, frame in frames.items()}, seeds=bootstrap_seeds(settings),
+                  notes=[f"{rows.height} swap rows from {len(row_files)} files, {tokens.height} token outcomes from "
+                         f"{len(forward_files)}; {settings}"])  # fmt: skip

@@ -9,17 +9,19 @@ the file names (``device.name``: the row's ``models``).  Only a measurement coun
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from trustmass.report.catalog import GPU_CHECK
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, one
 
-__all__ = ["GPU_CHECK", "MEASURED_MODE", "headline"]
+__all__ = ["GPU_CHECK", "MEASURED_MODE", "headline", "statistics"]
 
-#: where the GPU check's result is committed (relative to the repository)
-GPU_CHECK = "benchmarks/gpu/gpu-check.json"
 #: the only mode whose timings are a measurement of a GPU
 MEASURED_MODE = "gpu"
 POPULATION = "all"
@@ -67,3 +69,12 @@ def headline(check: Mapping[str, Any]) -> pl.DataFrame:
             by = {"length": length} if isinstance(length, int) else None
             out.append(row(claim, value, got * scale, POPULATION, by=by, models=device, source=source))
     return headline_frame(out)
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``gpu_statistics``: the committed GPU check (``check``) -> ``headline_gpu``."""
+    check = json.loads(Path(one(inputs, "check")).read_text(encoding="utf-8"))
+    frame = headline(check)
+    device = (check.get("device") or {}).get("name")
+    return Frames({"headline_gpu": frame}, summary={"rows": frame.height, "device": device, "mode": check.get("mode")},
+                  notes=[f"{check.get('mode')} check on {device}: {frame.height} claim rows"])

@@ -12,18 +12,24 @@ resamples (the paired document-cluster bootstrap, spec §7.5):
 * ``keep_all``: ``max_abs_vs_dense`` is the largest token NLL difference from the dense model and
   ``max_ce_vs_dense`` the largest per-document CE difference (the operator's unit test at model
   scale: float32 roundings of two attention paths, compounded over the layers).
+
+:func:`statistics` is the rule ``loss_statistics``: the loss table, the allocation panel, the probe,
+curvature and their claims; a panel the config switches off (no input files) is an empty frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from trustmass.core.stats import ClusterIndex, percentile_interval
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import StatisticsSettings, frame_from_rows, interval_columns
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
 RANDOM = "random"
 ALL_CELL = "all_cell"
@@ -387,3 +393,27 @@ def allocation_headline(panel: pl.DataFrame) -> pl.DataFrame:
 
 def _neg(x: float | None) -> float | None:
     return None if x is None else -x
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``loss_statistics``: the held-out token NLLs (``tokens``), the allocation panels, the probe's
+    recalls, the curvature rows and the per-cell frames (``cells``) -> the loss frames and ``headline_loss``."""
+    settings = StatisticsSettings.from_config(config)
+    files = list(inputs["tokens"])
+    tokens = read_parquets(files)
+    table = loss_table(tokens, settings)
+    panels = list(inputs["allocation"])
+    allocation = read_parquets(panels) if panels else pl.DataFrame()
+    claims = [headline(table, tuple(config["loss"]["rules"]))] + ([allocation_headline(allocation)] if panels else [])
+    recalls = list(inputs["probe"])
+    probe = probe_table(tokens, read_parquets(recalls), settings) if recalls else pl.DataFrame()
+    if recalls:
+        claims.append(probe_headline(probe))
+    curvature_files = list(inputs["curvature"])
+    curvature = (curvature_table(read_parquets(curvature_files), table, read_parquets(list(inputs["cells"])), settings)
+                 if curvature_files else pl.DataFrame())  # fmt: skip
+    if curvature_files:
+        claims.append(curvature_headline(curvature))
+    frames = {"loss_table": table, "allocation": allocation, "probe": probe, "curvature": curvature, "headline_loss": pl.concat(claims)}
+    return Frames(frames, seeds=bootstrap_seeds(settings),
+                  notes=[f"{tokens.height} token NLLs from {len(files)} held-out documents; {settings}"])

@@ -9,17 +9,20 @@ computed values against ``data/claims.yaml`` (exact fractions: identities).  The
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from trustmass.report.engine import POPULATIONS
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, one
 
-__all__ = ["FRAMES", "EXAMPLE_2_2", "headline"]
+__all__ = ["EXAMPLE_2_2", "headline", "statistics"]
 
-FRAMES = ("headline_selfcheck",)
 #: claim 9's values <- the quantities of the Example 2.2 section
 EXAMPLE_2_2 = {"ef_2": "EF(2) = ef({1,3})", "es_2": "ES(2)", "es_top_mass": "es(A*_2)", "kappa": "kappa"}
 _SET = re.compile(r"^es\(\[([0-9, ]*)\]\)$")
@@ -55,3 +58,9 @@ def headline(worked: Mapping) -> pl.DataFrame:
                 rows.append(row(claim_id, value, gap["es"], population, n_instances=1, context={"N": gap["N"]},
                                 source=f"{source}: ES(N/2) for u={gap['u']}"))  # fmt: skip
     return headline_frame(rows)
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``selfcheck_statistics``: the self-check's computed values (``worked``) -> ``headline_selfcheck``."""
+    frame = headline(json.loads(Path(one(inputs, "worked")).read_text(encoding="utf-8")))
+    return Frames({"headline_selfcheck": frame}, summary={"rows": frame.height, "claims": sorted(set(frame["claim_id"].to_list()))})

@@ -20,14 +20,19 @@ Conventions: degenerate records are excluded as everywhere (:mod:`trustmass.repo
 90th percentiles of ``kappa_hat`` on retrieval and on background rows [R]; label agreement is the
 share of cells whose flat flag is the same on both maps and order correlation Spearman's rho of the
 cells' median dropped mass [R].  Every statistic here uses every task document (population ``all``).
+:func:`statistics` is the rule ``task_statistics``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import (
     COUNT_COLUMNS,
     POOLED,
@@ -40,10 +45,10 @@ from trustmass.report.engine import (
 )
 from trustmass.report.frames.ceiling import fig2, prepare
 from trustmass.report.headline import headline_frame, row
+from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["FRAMES", "POPULATION", "headline", "role_frame", "summarize", "task_contexts", "task_map"]
+__all__ = ["POPULATION", "headline", "role_frame", "statistics", "summarize", "task_contexts", "task_map"]
 
-FRAMES = ("task_contexts", "task_map")
 POPULATION = "all"
 ROLES = ("all", "retrieval", "background")
 HEADROOM_QUANTILE = 0.9
@@ -122,7 +127,7 @@ def task_map(task_records: pl.DataFrame, prose_records: pl.DataFrame, settings: 
 
 def summarize(task_records: pl.DataFrame, prose_records: pl.DataFrame, manifests: Sequence[Mapping],
               settings: StatisticsSettings) -> dict[str, pl.DataFrame]:  # fmt: skip
-    """Every frame of :data:`FRAMES` and the headline."""
+    """``task_contexts``, ``task_map`` and the headline."""
     frame = with_roles(task_records, manifests, settings)
     out = {"task_contexts": task_contexts(frame, settings), "task_map": task_map(task_records, prose_records, settings)}
     out["headline_tasks"] = headline(out["task_contexts"], out["task_map"], settings)
@@ -184,3 +189,16 @@ def headline(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSetti
         rows.append(row(47, "map_order_correlation", st.rank_correlation(g, "task_dropped_mass", "prose_dropped_mass"), POPULATION,
                         by=key, **common))  # fmt: skip
     return headline_frame(rows)
+
+
+def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
+    """Rule ``task_statistics``: the task contexts' ceiling records (``records``), their manifests and the headline
+    corpus's records (``prose``, for the map comparison) -> the frames of claims 42-47."""
+    settings = StatisticsSettings.from_config(config)
+    task_files, prose_files = list(inputs["records"]), list(inputs["prose"])
+    manifests = [json.loads(Path(p).read_text(encoding="utf-8")) for p in inputs["manifests"]]
+    records, prose = read_parquets(task_files), read_parquets(prose_files)
+    frames = summarize(records, prose, manifests, settings)
+    values = frames["headline_tasks"].select("claim_id", "value_name").n_unique()
+    return Frames(frames, summary={"task_records": records.height, "headline_values": values}, seeds=bootstrap_seeds(settings),
+                  notes=[f"{records.height} task records from {len(task_files)} files, {prose.height} headline-corpus records; {settings}"])

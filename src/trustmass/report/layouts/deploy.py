@@ -1,13 +1,13 @@
-"""The layouts of the deployment tables (Tables 3, 4, 5, the bytes table, timing); part of
-:data:`trustmass.report.table_layouts.LAYOUTS`.  Margins are points on the 0-100 scale, hit rates fractions."""
+"""The layouts of the deployment tables (Tables 3, 4, 5, the bytes table, timing).
+Margins are points on the 0-100 scale, hit rates fractions."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from trustmass.report.tables import Column, TableLayout, check_columns, value_columns
+from trustmass.report.tables import Column, TableLayout, check_columns, value_columns, write
 
-__all__ = ["DEPLOY_LAYOUTS"]
+__all__ = ["LAYOUTS", "write"]
 
 WTL_COLUMNS = (
     Column("conditions", "n_conditions", None), Column("W", "wins", None), Column("T", "ties", None),
@@ -61,7 +61,7 @@ def _table5_rename(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.rename({"hit_change_lo": "hit_change_points_low", "hit_change_hi": "hit_change_points_high"})
 
 
-DEPLOY_LAYOUTS = {
+LAYOUTS: dict[str, TableLayout] = {
     "table3": TableLayout(
         "Table 3 — ContourKV's W/T/L against KVzip, Compactor and SnapKV, unenforced and enforced",
         _shaped(("setting", "comparison", "variant", "opponent"), TABLE3_COLUMNS, "table 3",

@@ -1,13 +1,13 @@
 """The layouts of the fixed-contract diagnostics' tables (boundary swaps, swap-improving boundaries, the
-margin split and its cells); part of :data:`trustmass.report.table_layouts.LAYOUTS`."""
+margin split and its cells)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from trustmass.report.tables import Column, TableLayout, check_columns, value_columns
+from trustmass.report.tables import Column, TableLayout, check_columns, value_columns, write
 
-__all__ = ["DIAGNOSTIC_LAYOUTS"]
+__all__ = ["LAYOUTS", "write"]
 
 SWAP_COLUMNS = (
     Column("units", "n", None), Column("docs", "n_docs", None), Column("seeds", "n_seeds", None),
@@ -60,7 +60,7 @@ _SWAPS = ("Units: captured rows of the headline documents whose kept sets differ
           "random_restricted = drawn inside the disagreement (averaged over seeds per unit).",
           "gap recovered = (mean err(X) − mean err) / (mean err(X) − mean err(Y)), large and unstable where Y errs "
           "about as X does; err / err(X) = mean err / mean err(X); 95% document-cluster intervals.")
-DIAGNOSTIC_LAYOUTS = {
+LAYOUTS: dict[str, TableLayout] = {
     "swap_table": TableLayout(
         "Boundary swaps against random swaps: the share of X's gap to Y recovered",
         _shaped(("model", "outcome", "pair", "budget", "kind", "fraction"), SWAP_COLUMNS, "the swap table"),

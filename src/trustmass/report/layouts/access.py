@@ -1,14 +1,13 @@
-"""The layout of the access-law table (related-methods A.4 Stage I); part of
-:data:`trustmass.report.table_layouts.LAYOUTS`.  Its frame is ``access_law``
+"""The layout of the access-law table (related-methods A.4 Stage I).  Its frame is ``access_law``
 (:mod:`trustmass.report.frames.access`)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from trustmass.report.tables import Column, TableLayout, check_columns, order_rows, value_columns
+from trustmass.report.tables import Column, TableLayout, check_columns, order_rows, value_columns, write
 
-__all__ = ["ACCESS_LAYOUTS"]
+__all__ = ["LAYOUTS", "write"]
 
 ACCESS_COLUMNS = (
     Column("cells", "n", None), Column("docs", "n_docs", None),
@@ -28,7 +27,7 @@ def access_table(summary: pl.DataFrame) -> pl.DataFrame:
     return order_rows(summary, ["model", "corpus", "tail_rows"]).select(["population", "model", "corpus", "tail_rows", *cols])
 
 
-ACCESS_LAYOUTS = {
+LAYOUTS: dict[str, TableLayout] = {
     "access_table": TableLayout(
         "Access laws: the prefill's estimates of the first decode step's law p*", access_table, ("model", "corpus", "tail_rows"),
         ACCESS_COLUMNS,
