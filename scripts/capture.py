@@ -59,7 +59,7 @@ options = cap.CaptureOptions(
     max_abs_deviation=settings["max_abs_deviation"],
     emulate_logits_dtype=settings["emulate_logits_dtype"],
     block_rows=settings["block_rows"],
-    # a task context (trustmass.deploy.task_contexts) names the rows that must retrieve its planted content
+    # a task context (trustmass.sources.task_contexts) names the rows that must retrieve its planted content
     retrieval_positions=tuple(record.get("retrieval_positions", ())),
     retrieval_rows=int(record.get("retrieval_rows", 0)),
 )

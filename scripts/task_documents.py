@@ -1,6 +1,6 @@
 """Rule task_documents: task-structured contexts for one model (spec §2.7).
 
-Glue only: the contexts are built in trustmass.deploy.task_contexts.
+Glue only: the contexts are built in trustmass.sources.task_contexts.
 """
 
 from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
@@ -11,7 +11,7 @@ from pathlib import Path  # noqa: E402
 
 from trustmass.plumbing.rule_io import clean_exit_on  # noqa: E402
 from trustmass.sources import SourceError  # noqa: E402
-from trustmass.deploy.task_contexts import build_task_documents  # noqa: E402
+from trustmass.sources.task_contexts import build_task_documents  # noqa: E402
 from trustmass.sources.documents import finish_document_set  # noqa: E402
 
 model = snakemake.wildcards.model  # noqa: F821

@@ -16,7 +16,7 @@ from trustmass.capture import prefill as cap
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames import tasks as T
 from trustmass.sources.common import SourceError
-from trustmass.deploy.task_contexts import ANSWER_TOKENS, TYPES, build_context, build_task_documents
+from trustmass.sources.task_contexts import ANSWER_TOKENS, TYPES, build_context, build_task_documents
 from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 
 

@@ -14,7 +14,7 @@ rule task_documents:
     input:
         model=layout.MODEL_CONFIG,
         haystack=lambda wc: STUDY.task_haystack(),
-        code=library_code("trustmass.deploy.task_contexts", "trustmass.sources.documents", "trustmass.plumbing.rule_io"),
+        code=library_code("trustmass.sources.task_contexts", "trustmass.sources.documents", "trustmass.plumbing.rule_io"),
     output:
         ids=layout.fill(layout.DOCUMENTS, corpus=STUDY.task_corpus()),
         manifest=layout.fill(layout.DOCUMENTS_MANIFEST, corpus=STUDY.task_corpus()),

@@ -78,7 +78,7 @@ class CaptureOptions:
     max_abs_deviation: float = 4e-3  # abort threshold (spec §2.5)
     emulate_logits_dtype: bool = True  # round logits where eager rounds (bf16 models)
     block_rows: int = 128  # row block of the streamed column-mass pass (128 is fastest on CPU)
-    # task contexts (trustmass.deploy.task_contexts): retrieval_rows of the rows_per_head rows are
+    # task contexts (trustmass.sources.task_contexts): retrieval_rows of the rows_per_head rows are
     # drawn from these positions, the others from the remaining positions
     retrieval_positions: tuple[int, ...] = ()
     retrieval_rows: int = 0

@@ -4,6 +4,10 @@
   :func:`model_shapes` reads the attention geometry from a config, never from a per-model table.
 * :mod:`trustmass.sources.corpora` -- a corpus as one UTF-8 text with a record of its inputs.
 * :mod:`trustmass.sources.documents` -- a corpus tokenized per model and cut into documents.
+* :mod:`trustmass.sources.needles` -- RULER-style needles and variable chains planted in a haystack in
+  token space (the deployment stage's retrieval items are made of them).
+* :mod:`trustmass.sources.task_contexts` -- task-structured contexts (§2.7) as a document set whose
+  manifest names each document's retrieval rows.
 
 Imports here are light (no torch, no transformers); the submodules import what they need.
 """

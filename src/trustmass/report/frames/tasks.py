@@ -2,7 +2,7 @@
 
 The task records are ordinary ceiling records (:mod:`trustmass.ceiling.records`) of the task corpus;
 each row's role -- ``retrieval`` (its query position predicts a token of the planted answer) or
-``background`` -- comes from the task manifest (:mod:`trustmass.deploy.task_contexts`).  Frames:
+``background`` -- comes from the task manifest (:mod:`trustmass.sources.task_contexts`).  Frames:
 
 ``task_contexts``  per (model, budget, rows in {all, retrieval, background}) and pooled over models
                    (``model = "(pooled)"``): instances, median ``c_hat`` with its document-cluster

@@ -39,7 +39,7 @@ LAYOUTS: dict[str, TableLayout] = {
     "task_table": TableLayout(
         "Task-structured contexts: retrieval rows against background rows", task_table, ("model", "budget", "rows"),
         TASK_COLUMNS,
-        ("Planted needles, variable chains and quote QA (trustmass.deploy.task_contexts); retrieval rows predict the "
+        ("Planted needles, variable chains and quote QA (trustmass.sources.task_contexts); retrieval rows predict the "
          "planted answer's tokens, background rows are the other sampled rows. ĉ = 1 − ES_pool/es(A*_s); p90 κ̂: the "
          "90th percentile of κ̂ = es(A*_s)/ES_pool; AUC of the dropped mass for κ̂ > threshold; intervals: "
          "document-cluster bootstrap. Registered bounds (claims 42-46): pooled ĉ ≤ 0.09, p90 ratio ≤ 2, the κ̂ rate on "

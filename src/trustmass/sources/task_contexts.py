@@ -4,8 +4,8 @@ Each context is assembled in token space from a haystack corpus, so every plante
 retrieval row is exact, and is written as an ordinary document set (the format of
 :mod:`trustmass.sources.documents`) that the capture, ceiling, map and audit stages read unchanged.
 
-Types (the spec's three kinds; the first three reuse the deployment stage's RULER-style items,
-:mod:`trustmass.deploy.tasks`):
+Types (the spec's three kinds; the first three reuse the RULER-style planted items of
+:mod:`trustmass.sources.needles`, which the deployment stage's retrieval items are made of too):
 
 ``niah_single``, ``niah_multikey``  planted needles (passkey style): the context (continued with the
                                     haystack's next tokens to the document's length), the question,
@@ -24,8 +24,8 @@ for an answer of ``a`` tokens starting at ``P``.  Capture draws ``retrieval_rows
 checked at start-up (:func:`trustmass.plumbing.config.retrieval_design_problem`), here, and again on
 the records.
 
-The module lives in the deployment package beside the retrieval items it extends; the capture stage
-reads its output as an ordinary document set (stages hand data over by files).
+The module is a source: the capture, ceiling, map and audit stages read its output as an ordinary
+document set (stages hand data over by files).
 
 Context ``k`` of type ``t`` is cut from the haystack chunk ``first_chunk + j`` (``j`` its place in
 the list: types in order, ``per_type`` each), so contexts never share haystack text; by default the
@@ -47,10 +47,11 @@ import numpy as np
 
 from trustmass.plumbing.config import retrieval_design_problem
 from trustmass.sources.common import SourceError, sha256_bytes, sha256_file
+from trustmass.sources.needles import plant
 
 __all__ = ["TYPES", "TaskContext", "build_context", "build_task_documents"]
 
-#: the context types; the first three are trustmass.deploy.tasks items
+#: the context types; the first three are trustmass.sources.needles items
 TYPES = ("niah_single", "niah_multikey", "vt", "quote_qa")
 #: quote_qa: tokens quoted in the question, tokens of the answer (the quoted passage's continuation)
 QUOTE_TOKENS, ANSWER_TOKENS = 12, 8
@@ -86,11 +87,10 @@ def _encode(tokenizer, text: str) -> list[int]:
 
 
 def _needle_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, length: int, seed: int) -> TaskContext:
-    """A deploy.tasks item drawn at ``length - ANSWER_ROOM`` tokens, its context continued with the
-    haystack's next tokens until the gold answer, appended after the question, ends the document."""
-    from trustmass.deploy.tasks import make_item
-
-    item = make_item(task, length - ANSWER_ROOM, index, haystack_ids=haystack, tokenizer=tokenizer, seed=seed)
+    """A planted item (:func:`trustmass.sources.needles.plant`) drawn at ``length - ANSWER_ROOM`` tokens, its
+    context continued with the haystack's next tokens until the gold answer, appended after the question,
+    ends the document."""
+    item = plant(task, length - ANSWER_ROOM, index, haystack_ids=haystack, tokenizer=tokenizer, seed=seed)
     answer = np.asarray(_encode(tokenizer, " " + ", ".join(item.gold)), dtype=np.int64)
     extra = ANSWER_ROOM - answer.size
     if extra < 0:
@@ -140,7 +140,7 @@ def build_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, len
             ctx = _quote_context(index, haystack=haystack, tokenizer=tokenizer, length=length, seed=seed)
         else:
             ctx = _needle_context(task, index, haystack=haystack, tokenizer=tokenizer, length=length, seed=seed)
-    except ValueError as exc:  # deploy.tasks' own checks (length, sentence boundaries)
+    except ValueError as exc:  # the planted item's own checks (length, sentence boundaries)
         raise SourceError(f"task context {task}-{index}: {exc}") from None
     if ctx.ids.size != length:
         raise AssertionError(f"task context {task}-{index}: {ctx.ids.size} tokens, {length} intended")
