@@ -74,7 +74,7 @@ from trustmass.contracts.shards import read_layer, read_metadata
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.audit.records import AuditSettings, shard_audit
 from trustmass.certification.runner import load_instance
-from trustmass.bench.certify import shard_rows
+from trustmass.bench.certify_rows import shard_rows
 
 path = sys.argv[1]
 read_layer(path, 0)

@@ -5,6 +5,7 @@ import pytest
 
 from trustmass.certification import runner as R
 from trustmass.bench import certify as bench
+from trustmass.bench.certify_rows import shard_rows
 from trustmass.certification.misocp import STATUSES
 
 
@@ -16,13 +17,13 @@ def tiny_shard(tmp_path_factory):
 
 
 def test_shard_rows_respect_min_keys(tiny_shard):
-    every = bench.shard_rows(tiny_shard)
+    every = shard_rows(tiny_shard)
     assert every and all(r["n_keys"] <= r["query_pos"] + 1 for r in every)
     for r in every[:3]:  # n_keys is the N of the instance load_instance builds
         inst, _ = R.load_instance(tiny_shard, r["layer"], r["head"], r["kv_head"], r["query_pos"])
         assert inst.n_keys == r["n_keys"]
     cut = int(np.median([r["n_keys"] for r in every]))
-    some = bench.shard_rows(tiny_shard, min_keys=cut)
+    some = shard_rows(tiny_shard, min_keys=cut)
     assert 0 < len(some) <= len(every) and all(r["n_keys"] >= cut for r in some)
     with pytest.raises(ValueError, match="no sampled row"):
         bench.run(shard=tiny_shard, min_keys=10**6, budgets=(2,))

@@ -26,6 +26,8 @@ import time
 import numpy as np
 import polars as pl
 
+from trustmass.bench.certify_compare import compare_manifest, run_compare
+from trustmass.bench.certify_rows import shard_rows
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
 from trustmass.certification.misocp import certify
@@ -60,27 +62,6 @@ def _by_budget(out: list[dict], budgets) -> dict:
                 "statuses": sorted(r["status"] for r in rows),
             }
     return summary
-
-
-def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
-    """Every sampled (layer, head, kv_head, query_pos) row of a capture shard with >= min_keys keys.
-
-    ``n_keys`` counts the row's positive-mass keys, the N of the instance `load_instance` builds.
-    """
-    from trustmass.contracts.shards import read_layer, read_metadata
-
-    rows = []
-    for layer in sorted(int(k) for k in read_metadata(shard)["layers"]):
-        t = read_layer(shard, layer, ["positions", "p"])
-        n_q, n_kv = t["p"].shape[0], t["positions"].shape[0]
-        group = n_q // n_kv
-        for h in range(n_q):
-            kv = h // group
-            for r, i in enumerate(t["positions"][kv].tolist()):
-                n = int(np.count_nonzero(t["p"][h, r, : i + 1] > 0))
-                if n >= min_keys:
-                    rows.append({"layer": layer, "head": h, "kv_head": kv, "query_pos": int(i), "n_keys": n})
-    return rows
 
 
 def run_shard(
@@ -134,8 +115,6 @@ def run(
 ) -> dict:
     shards = [shard] if isinstance(shard, str) else list(shard or [])
     if compare and shards:
-        from trustmass.bench.certify_compare import run_compare
-
         return run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
                            max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
     if shards:
@@ -148,8 +127,6 @@ def run(
     records = pl.concat([pl.read_parquet(p, columns=cols) for p in paths])
     man = M.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
     if compare:  # both certifiers on every manifest row of the study (its N <= 2,048 rows)
-        from trustmass.bench.certify_compare import compare_manifest
-
         def path_of(it):
             return os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
 

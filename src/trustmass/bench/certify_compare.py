@@ -26,42 +26,15 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from trustmass.bench.certify_rows import shard_records
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
 from trustmass.certification.bnb import certify_bnb
 from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, WITHIN_1PCT, certify
-from trustmass.core.enumeration import extras_for_budget, pool_optimum
+from trustmass.core.enumeration import pool_optimum
 
 DECIDED = (CONFIRMED_OPTIMAL, WITHIN_1PCT, IMPROVED)
 CERTIFIERS = ("paper", "bnb")
-
-
-def shard_records(shard: str, min_keys: int, budgets) -> pl.DataFrame:
-    """Manifest input from a capture shard: one row per (sampled row with >= min_keys keys, budget)
-    with its dropped mass 1 - p(A*_s); the record columns the manifest does not stratify on are NaN."""
-    from trustmass.bench.certify import shard_rows
-    from trustmass.contracts.shards import read_layer, read_metadata
-
-    meta = read_metadata(shard)
-    rows = []
-    by_layer: dict[int, list] = {}
-    for it in shard_rows(shard, min_keys):
-        by_layer.setdefault(it["layer"], []).append(it)
-    for layer, items in sorted(by_layer.items()):
-        t = read_layer(shard, layer, ["positions", "p"])
-        for it in items:
-            r = t["positions"][it["kv_head"]].tolist().index(it["query_pos"])
-            p = np.sort(t["p"][it["head"], r, : it["query_pos"] + 1].astype(np.float64))[::-1]
-            p = p[p > 0] / p[p > 0].sum()
-            for s in budgets:
-                rows.append({
-                    "model": meta["model"], "corpus": os.path.basename(shard), "doc": meta["doc"], "layer": layer,
-                    "head": it["head"], "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": int(s),
-                    "dropped_mass": float(1.0 - p[: int(s)].sum()), "pool_extra": extras_for_budget(int(s)),
-                })  # fmt: skip
-    f = pl.DataFrame(rows)
-    nan = [c for c in M.RECORD_COLUMNS if c not in f.columns]
-    return f.with_columns([pl.lit(float("nan")).alias(c) for c in nan])
 
 
 def _gap(c) -> float:
