@@ -16,6 +16,17 @@ def tiny_shard(tmp_path_factory):
     return capture_tiny_shard(tmp_path_factory.mktemp("cap"))
 
 
+@pytest.fixture(scope="module")
+def same_named_shards(tmp_path_factory):
+    """Two captures whose files share a name (austen/s.safetensors, stdlib/s.safetensors), with different sampled rows."""
+    from capture.tiny_models import tiny_shard as capture_tiny_shard
+
+    root = tmp_path_factory.mktemp("capture")
+    (root / "austen").mkdir()
+    (root / "stdlib").mkdir()
+    return [capture_tiny_shard(root / "austen"), capture_tiny_shard(root / "stdlib", n_tokens=100, min_position=60, seed=2)]
+
+
 def test_shard_rows_respect_min_keys(tiny_shard):
     every = shard_rows(tiny_shard)
     assert every and all(r["n_keys"] <= r["query_pos"] + 1 for r in every)
@@ -108,3 +119,17 @@ def test_compare_mode_runs_both_certifiers_on_the_same_rows(tiny_shard):
     share = sum(r["bnb"]["status"] in DECIDED for r in rows) / 4
     assert lines["all"]["bnb_decided"] == share and "median ratio" in out["table"]
     assert summarise(rows, (2, 4)) == out["summary"]
+
+
+def test_compare_mode_reloads_each_row_from_its_own_shard(same_named_shards):
+    """`certify --compare --shard austen/0000.safetensors --shard stdlib/0000.safetensors` died after its first
+    row (KeyError: query position not captured): the rows were looked up by file name, which both shards share."""
+    shards = same_named_shards
+    own = {(sh, r["layer"], r["head"], r["query_pos"]): r["n_keys"] for sh in shards for r in shard_rows(sh)}
+    assert len({key[1:] for key in own}) == len(own)  # the two shards sampled different rows
+    out = bench.run(shard=shards, compare=True, min_keys=1, n_deciles=1, per_stratum=100, time_limit=5.0, budgets=(2,),
+                    certifiers=("bnb",))  # fmt: skip
+    rows = out["instances"]
+    assert len(rows) == len(own) and {r["shard"] for r in rows} == set(shards)  # every row of both shards, once
+    assert all(r["n_keys"] == own[(r["shard"], r["layer"], r["head"], r["query_pos"])] for r in rows)
+    assert all(r["bnb"]["status"] in STATUSES for r in rows)

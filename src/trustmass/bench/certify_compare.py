@@ -102,10 +102,11 @@ def run_compare(
     log=partial(print, file=sys.stderr, flush=True),
 ) -> dict:
     """Both certifiers on the manifest rows of the shards (module docstring)."""
+    shards = list(dict.fromkeys(shards))  # a shard given twice is read once
     records = pl.concat([shard_records(sh, min_keys, budgets) for sh in shards], how="diagonal_relaxed")
-    paths = {(os.path.basename(sh)): sh for sh in shards}
     man = M.manifest(records, per_stratum=per_stratum, seed=seed, budgets=budgets, primary_docs=None, n_deciles=n_deciles)
-    out = compare_manifest(man, lambda it: paths[it["corpus"]], time_limit, paper_time_limit, memory_limit_mb, budgets,
+    # each row is reloaded from the shard it was drawn from: shard_records' corpus is that shard's path
+    out = compare_manifest(man, lambda it: it["corpus"], time_limit, paper_time_limit, memory_limit_mb, budgets,
                            certifiers, seed, log)  # fmt: skip
     return {"shards": list(shards), "per_stratum": per_stratum, "n_deciles": n_deciles, "min_keys": min_keys, **out}
 
@@ -116,11 +117,12 @@ def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_l
     load = os.getloadavg()
     rows = []
     for it in man.iter_rows(named=True):
-        inst, _ = R.load_instance(path_of(it), it["layer"], it["head"], it["kv_head"], it["query_pos"])
+        shard = path_of(it)
+        inst, _ = R.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
         po = pool_optimum(inst, s, int(it["pool_extra"]))
         row = {k: it[k] for k in ("instance", "model", "layer", "head", "query_pos", "budget", "decile", "dropped_mass")}
-        row["n_keys"] = inst.n_keys
+        row["shard"], row["n_keys"] = shard, inst.n_keys
         for which in CERTIFIERS:
             if which in certifiers:
                 row[which] = _one(inst, s, which, po, time_limit, paper_time_limit, memory_limit_mb, seed)

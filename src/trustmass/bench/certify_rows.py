@@ -11,8 +11,6 @@ this module, so their imports point one way: certify -> certify_compare -> certi
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import polars as pl
 
@@ -44,7 +42,11 @@ def shard_rows(shard: str, min_keys: int = 0) -> list[dict]:
 
 def shard_records(shard: str, min_keys: int, budgets) -> pl.DataFrame:
     """Manifest input from a capture shard: one row per (sampled row with >= min_keys keys, budget)
-    with its dropped mass 1 - p(A*_s); the record columns the manifest does not stratify on are NaN."""
+    with its dropped mass 1 - p(A*_s); the record columns the manifest does not stratify on are NaN.
+
+    ``corpus`` is the shard's path as given: the key its rows are reloaded by, unique where file names
+    are not (``austen/0000.safetensors`` and ``stdlib/0000.safetensors``).
+    """
     meta = read_metadata(shard)
     rows = []
     by_layer: dict[int, list] = {}
@@ -58,7 +60,7 @@ def shard_records(shard: str, min_keys: int, budgets) -> pl.DataFrame:
             p = p[p > 0] / p[p > 0].sum()
             for s in budgets:
                 rows.append({
-                    "model": meta["model"], "corpus": os.path.basename(shard), "doc": meta["doc"], "layer": layer,
+                    "model": meta["model"], "corpus": shard, "doc": meta["doc"], "layer": layer,
                     "head": it["head"], "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": int(s),
                     "dropped_mass": float(1.0 - p[: int(s)].sum()), "pool_extra": extras_for_budget(int(s)),
                 })  # fmt: skip
