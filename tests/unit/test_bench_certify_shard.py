@@ -133,3 +133,25 @@ def test_compare_mode_reloads_each_row_from_its_own_shard(same_named_shards):
     assert len(rows) == len(own) and {r["shard"] for r in rows} == set(shards)  # every row of both shards, once
     assert all(r["n_keys"] == own[(r["shard"], r["layer"], r["head"], r["query_pos"])] for r in rows)
     assert all(r["bnb"]["status"] in STATUSES for r in rows)
+
+
+def test_a_certifier_left_out_is_not_run_in_every_column(tiny_shard):
+    """`--certifiers bnb` printed the paper's columns as 0 % (decided none) and nan: they were not run."""
+    import json
+
+    from trustmass.bench.certify_compare import COLUMNS, NOT_RUN
+
+    out = bench.run(shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, budgets=(2, 4), certifiers=("bnb",))
+    assert out["certifiers"] == ["bnb"] and all(r["paper"]["status"] == NOT_RUN for r in out["instances"])
+    for line in out["summary"]:
+        assert all(line[f"paper_{c}"] is None for c in COLUMNS) and line["median_ratio"] is None
+        assert line["bnb_decided"] is not None and line["bnb_median_s"] >= 0
+    json.dumps(out, allow_nan=False)  # nothing in it is NaN
+    body = out["table"].splitlines()[2:]
+    assert len(body) == len(out["summary"])
+    for text in body:
+        cells = [c.strip() for c in text.strip("|").split("|")]
+        assert cells[2:5] == [NOT_RUN] * 3 and cells[8] == NOT_RUN  # the paper's columns and the ratio
+        assert NOT_RUN not in cells[5:8] and "nan" not in text
+    with pytest.raises(ValueError, match="unknown scip; fix: --certifiers"):
+        bench.run(shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, budgets=(2,), certifiers=("scip",))

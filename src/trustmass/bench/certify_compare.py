@@ -11,8 +11,10 @@ Reported per (budget) and overall, for each certifier: the rows, the *decided* s
 Table 7 asks -- is ES_pool within 1 % of the optimum over all keys? -- answered: confirmed_optimal,
 within_1pct, or improved by a set more than 1 % better), the share whose gap is closed to 1 %
 ((hi - lo) <= 0.01 hi: a proved optimum to 1 %, improved or not), median and p90 seconds per
-instance, and the ratio of the medians (paper / bnb).  Only ``dropped_mass`` of the shard rows enters
-the manifest (the other record columns are not computed: NaN); ES_pool is computed for the drawn rows.
+instance, and the ratio of the medians (paper / bnb).  A certifier left out (``certifiers``) is
+"not run" in every column it would have filled: its statuses, its summary values (``None``) and its
+table cells, and the ratio's.  Only ``dropped_mass`` of the shard rows enters the manifest (the other
+record columns are not computed: NaN); ES_pool is computed for the drawn rows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from trustmass.core.enumeration import pool_optimum
 
 DECIDED = (CONFIRMED_OPTIMAL, WITHIN_1PCT, IMPROVED)
 CERTIFIERS = ("paper", "bnb")
+#: the status, and every table cell, of a certifier that was left out
+NOT_RUN = "not run"
+#: a certifier's summary columns (``{certifier}_{column}``)
+COLUMNS = ("decided", "gap_1pct", "median_s", "p90_s")
 
 
 def _gap(c) -> float:
@@ -64,14 +70,27 @@ def summarise(rows: list[dict], budgets) -> list[dict]:
             continue
         line = {"budget": s, "rows": len(part)}
         for which in CERTIFIERS:
-            sec = np.array([r[which]["seconds"] for r in part])
-            line[f"{which}_decided"] = float(np.mean([r[which]["status"] in DECIDED for r in part]))
-            line[f"{which}_gap_1pct"] = float(np.mean([r[which]["gap"] <= 0.01 + 1e-12 for r in part]))
+            ran = [r for r in part if r[which]["status"] != NOT_RUN]
+            if not ran:  # not run: no value, rather than a 0 % that reads as "decided none"
+                line.update({f"{which}_{c}": None for c in COLUMNS})
+                continue
+            sec = np.array([r[which]["seconds"] for r in ran])
+            line[f"{which}_decided"] = float(np.mean([r[which]["status"] in DECIDED for r in ran]))
+            line[f"{which}_gap_1pct"] = float(np.mean([r[which]["gap"] <= 0.01 + 1e-12 for r in ran]))
             line[f"{which}_median_s"] = float(np.median(sec))
             line[f"{which}_p90_s"] = float(np.quantile(sec, 0.9))
-        line["median_ratio"] = line["paper_median_s"] / line["bnb_median_s"] if line["bnb_median_s"] > 0 else None
+        paper, bnb = line["paper_median_s"], line["bnb_median_s"]
+        line["median_ratio"] = paper / bnb if paper is not None and bnb else None
         out.append(line)
     return out
+
+
+def _cells(r: dict, which: str, digits: int) -> list[str]:
+    """One certifier's three cells: decided, gap <= 1 %, median / p90 s ("not run" in each when left out)."""
+    if r[f"{which}_decided"] is None:
+        return [NOT_RUN] * 3
+    return [f"{r[f'{which}_decided']:.0%}", f"{r[f'{which}_gap_1pct']:.0%}",
+            f"{r[f'{which}_median_s']:.{digits}f} / {r[f'{which}_p90_s']:.{digits}f}"]  # fmt: skip
 
 
 def table(summary: list[dict]) -> str:
@@ -80,11 +99,12 @@ def table(summary: list[dict]) -> str:
             "bnb median / p90 s | median ratio |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     lines = [head]
     for r in summary:
-        lines.append(
-            f"| {r['budget']} | {r['rows']} | {r['paper_decided']:.0%} | {r['paper_gap_1pct']:.0%} | "
-            f"{r['paper_median_s']:.1f} / {r['paper_p90_s']:.1f} | {r['bnb_decided']:.0%} | {r['bnb_gap_1pct']:.0%} | "
-            f"{r['bnb_median_s']:.2f} / {r['bnb_p90_s']:.2f} | {r['median_ratio']:.0f}x |"
-        )
+        if r["median_ratio"] is not None:
+            ratio = f"{r['median_ratio']:.0f}x"
+        else:  # a certifier left out, or bnb's median of 0 s
+            ratio = NOT_RUN if None in (r["paper_decided"], r["bnb_decided"]) else "n/a"
+        cells = [str(r["budget"]), str(r["rows"]), *_cells(r, "paper", 1), *_cells(r, "bnb", 2), ratio]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -114,6 +134,10 @@ def run_compare(
 def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_limit: float, memory_limit_mb: float,
                      budgets, certifiers=CERTIFIERS, seed: int = 0, log=partial(print, file=sys.stderr, flush=True)) -> dict:  # fmt: skip
     """Both certifiers on every row of a manifest; ``path_of(row)`` -> its capture shard."""
+    unknown = [c for c in certifiers if c not in CERTIFIERS]
+    if unknown or not certifiers:
+        raise ValueError(f"certifiers = {list(certifiers)}: {'unknown ' + ', '.join(unknown) if unknown else 'none'}; "
+                         f"fix: --certifiers with a comma-separated subset of {','.join(CERTIFIERS)}")  # fmt: skip
     load = os.getloadavg()
     rows = []
     for it in man.iter_rows(named=True):
@@ -127,13 +151,14 @@ def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_l
             if which in certifiers:
                 row[which] = _one(inst, s, which, po, time_limit, paper_time_limit, memory_limit_mb, seed)
             else:
-                row[which] = {"status": "not run", "seconds": float("nan"), "gap": float("nan")}
+                row[which] = {"status": NOT_RUN, "seconds": None, "gap": None}
         rows.append(row)
         log(f"{row['instance']:3d} {row['model']} L{row['layer']}/H{row['head']} s={s} dec={row['decile']} N={inst.n_keys}: "
-            + "; ".join(f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}" for w in CERTIFIERS))  # fmt: skip
+            + "; ".join(f"{w} {NOT_RUN}" if row[w]["status"] == NOT_RUN else
+                        f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}" for w in CERTIFIERS))  # fmt: skip
     summary = summarise(rows, budgets)
     return {
-        "benchmark": "certify", "mode": "compare", "seed": seed, "time_limit": time_limit, "paper_time_limit": paper_time_limit,
-        "memory_limit_mb": memory_limit_mb, "python": platform.python_version(), "loadavg_start": load,
+        "benchmark": "certify", "mode": "compare", "certifiers": [c for c in CERTIFIERS if c in certifiers], "seed": seed,
+        "time_limit": time_limit, "paper_time_limit": paper_time_limit, "memory_limit_mb": memory_limit_mb, "python": platform.python_version(), "loadavg_start": load,
         "loadavg_end": os.getloadavg(), "instances": rows, "summary": summary, "table": table(summary),
     }  # fmt: skip
