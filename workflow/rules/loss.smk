@@ -42,7 +42,7 @@ rule tokenize_heldout:
 
 
 rule loss_map:
-    """The map the switch uses: median least dropped mass at the loss budget per (layer, query head),
+    """The map the switch uses: median least dropped mass at the map budget per (layer, query head),
     from the capture shards of the map documents (Figure 2's primary slice)."""
     input:
         shards=lambda wc: map_shards(wc.model),
@@ -51,7 +51,7 @@ rule loss_map:
         map="results/loss/{model}/map.parquet",
         prov=prov("results/loss/{model}/map.parquet"),
     params:
-        config=params_from_config("loss/budget", "statistics/flat_mass"),
+        config=params_from_config("statistics/map_budget", "statistics/flat_mass"),
     log:
         "logs/loss/map/{model}.log",
     threads: 1
@@ -135,7 +135,7 @@ rule allocation_panel:
         panel="results/loss/{model}/allocation.parquet",
         prov=prov("results/loss/{model}/allocation.parquet"),
     params:
-        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap"),
+        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap", "statistics/map_budget"),
     log:
         "logs/loss/allocation/{model}.log",
     threads: 1
