@@ -33,6 +33,10 @@ except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()
 config.update(_resolved_config)
+# deploy.methods: null is the roster's default list (trustmass.deploy.roster): spelled out, so params name the methods
+from trustmass.deploy.roster import configured_methods
+
+config["deploy"]["methods"] = configured_methods(config["deploy"])
 
 # the paper roles study models take (models.<name>.roles) are the claims file's: check them here,
 # where the claims data may be loaded (trustmass.plumbing.config stays import-light)
