@@ -26,7 +26,7 @@ REPO = Path(workflow.basedir)  # the directory of the top-level Snakefile
 CONFIG_SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
-# ---- config: validate the merged configuration once, fill in the schema defaults ----------------
+# ---- config: validate the merged configuration once (defaults: config.yaml alone) ---------------
 try:
     _resolved_config = validate_config(config, CONFIG_SCHEMA)
 except ConfigError as exc:

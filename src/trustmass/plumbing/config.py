@@ -78,8 +78,8 @@ def validate_config(config: Mapping[str, Any], schema_path: Path | str, defaults
     """Check ``config`` against the schema and return a resolved copy with every default filled in.
 
     The defaults are the embedded default config (``defaults``: a mapping or a YAML file; None:
-    :data:`DEFAULT_CONFIG`, the repository's ``config.yaml``); ``config`` is merged over them as snakemake merges ``--configfile``.  Raises :class:`ConfigError` listing every
-    problem (unknown keys, wrong types, out-of-range values, overrides for budgets that are not
+    :data:`DEFAULT_CONFIG`, the repository's ``config.yaml``); ``config`` is merged over them as
+    snakemake merges ``--configfile``.  Raises :class:`ConfigError` listing every problem (unknown keys, wrong types, out-of-range values, overrides for budgets that are not
     enumerated) with the field and the fix.  ``config`` itself is not modified.
     """
     schema = load_schema(schema_path)
@@ -168,13 +168,14 @@ def _where(path: Iterable[Any]) -> str:
 _NO_DEFAULT = object()
 
 
-def _default_at(defaults: Mapping[str, Any], path: Iterable[Any]) -> Any:
-    """The embedded default's value at a config path (``_NO_DEFAULT`` where it sets none)."""
+def _default_at(defaults: Mapping[str, Any], schema: Mapping[str, Any], path: Iterable[Any]) -> Any:
+    """The embedded default's value of a setting (``_NO_DEFAULT`` where it sets none, or where the path
+    runs through a user-named entry such as ``models.<name>``, whose settings have no default)."""
     node: Any = defaults
     for part in path:
-        if not isinstance(node, Mapping) or part not in node:
+        if part not in (schema.get("properties") or {}) or not isinstance(node, Mapping) or part not in node:
             return _NO_DEFAULT
-        node = node[part]
+        schema, node = schema["properties"][part], node[part]
     return node
 
 
@@ -216,7 +217,7 @@ def _schema_at(schema: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, A
 
 def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[str]:
     where = _where(error.absolute_path)
-    default = _default_at(defaults, error.absolute_path)
+    default = _default_at(defaults, root, error.absolute_path)
     kind = error.validator
     instance = error.instance
 
