@@ -16,7 +16,7 @@ settings = cfg["loss"]["allocation"]
 shards = checked_shards(smk.input.shards)
 frame, data = shard_panel(
     shards, tuple(settings["units"]), tuple(settings["selectors"]), model=smk.wildcards.model,
-    B=max(1, int(cfg["statistics"]["bootstrap"])), seed=int(cfg["seed"]),
+    B=max(1, int(cfg["statistics"]["bootstrap"])), seed=int(cfg["seed"]), map_budget=int(cfg["statistics"]["map_budget"]),
 )  # fmt: skip
 frame = frame.with_columns(n_docs=pl.lit(len(shards)))
 write_parquet(frame, smk.output.panel)

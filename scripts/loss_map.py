@@ -10,7 +10,7 @@ from trustmass.plumbing.rule_io import checked_shards, finish, write_parquet  # 
 
 cfg = snakemake.params.config  # noqa: F821
 shards = checked_shards(snakemake.input.shards)  # noqa: F821
-frame = cell_map(shards, int(cfg["loss"]["budget"]), float(cfg["statistics"]["flat_mass"]))
+frame = cell_map(shards, int(cfg["statistics"]["map_budget"]), float(cfg["statistics"]["flat_mass"]))
 write_parquet(frame, snakemake.output.map)  # noqa: F821
 n_flat = int(frame["flat"].sum())
 print(f"map of {snakemake.wildcards.model}: {n_flat} of {frame.height} cells flat, from {len(shards)} shards")  # noqa: F821

@@ -7,6 +7,7 @@ import yaml
 from conftest import REPO
 
 from trustmass.deploy.names import config_problems
+from trustmass.deploy.roster import default_methods
 from trustmass.plumbing.config import validate_config
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -48,7 +49,7 @@ def test_deploy_settings_are_checked_at_start_up(change, message):
 
 def test_deploy_hub_methods_pass_with_hub_access_and_a_disabled_stage_is_not_checked():
     config = copy.deepcopy(DEFAULT)
-    config["deploy"].update({"hub": True, "methods": [*DEFAULT["deploy"]["methods"], "kvzap", "duo_attention"]})
+    config["deploy"].update({"hub": True, "methods": [*default_methods(), "kvzap", "duo_attention"]})
     assert config_problems(validate_config(config, SCHEMA)) == []
     config["deploy"].update({"hub": False, "enabled": False})
     assert config_problems(validate_config(config, SCHEMA)) == []

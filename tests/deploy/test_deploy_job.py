@@ -7,7 +7,7 @@ import torch
 from test_runner import BUDGET, char_tok, item, kvzip_ready, llama  # noqa: F401 (fixtures)
 from test_tasks import PROSE
 
-from trustmass.deploy import ledger, methods, names
+from trustmass.deploy import ledger
 from trustmass.deploy.job import build_items, check_runnable, condition_rows, haystack_ids, methods_of
 from trustmass.deploy.replay import replay_rows
 
@@ -17,12 +17,6 @@ DEPLOY = {
     "contour": {"floor": 8, "floor_readings": ["counts", "extra"], "scopes": ["global", "per_layer"]},
     "decomposition": {"methods": ["contourkv_enforced"]},
 }  # fmt: skip
-
-
-def test_the_roster_names_are_the_light_lists():
-    assert tuple(m for m, v in methods.METHODS.items() if v.status == "offline") == names.OFFLINE
-    assert tuple(m for m, v in methods.METHODS.items() if v.status == "needs_hub") == names.NEEDS_HUB
-    assert {m for m, v in methods.METHODS.items() if v.score == "reconstruction"} == set(names.RECONSTRUCTION)
 
 
 def test_contourkv_is_expanded_per_floor_reading_and_scope():

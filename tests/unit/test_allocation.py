@@ -15,6 +15,7 @@ from trustmass.core.stats import paired_bootstrap_difference
 from trustmass.loss import allocation as al
 
 FAST = settings(max_examples=80, deadline=None)
+MAP = 8  # the map budget (statistics.map_budget of the shipped configs)
 
 
 def _row(p, rng, d=4):
@@ -73,8 +74,8 @@ def synthetic():
 
 
 def test_allocators_match_total_and_are_deterministic(synthetic):
-    data = al.panel_data(synthetic, unit=(3, 8), selector="top_mass")
-    again = al.panel_data(synthetic, unit=(3, 8), selector="top_mass")
+    data = al.panel_data(synthetic, unit=(3, 8), selector="top_mass", map_budget=MAP)
+    again = al.panel_data(synthetic, unit=(3, 8), selector="top_mass", map_budget=MAP)
     for unit, grids in data.budgets.items():
         assert list(grids) == list(al.ALLOCATORS)
         for name, grid in grids.items():
@@ -86,7 +87,7 @@ def test_allocators_match_total_and_are_deterministic(synthetic):
 
 
 def test_map_proportional_gives_flatter_cells_more(synthetic):
-    data = al.panel_data(synthetic, unit=8, selector="top_mass")
+    data = al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=MAP)
     m8 = data.table.cell_m8()
     want = np.array([[np.median([least_dropped_mass(x.instance, 8) for x in synthetic[(ly, hd)]]) for hd in range(4)] for ly in range(3)])
     np.testing.assert_allclose(m8, want, rtol=1e-12)
@@ -110,19 +111,28 @@ def test_pyramid_decreases_over_layers():
     np.testing.assert_array_equal(al.pyramid((1, 3), 5), [[5, 5, 5]])
 
 
+def test_map_budget_is_the_callers(synthetic):
+    """m̄ is read at the map budget given (statistics.map_budget), not at a constant of the module."""
+    assert not hasattr(al, "MAP_BUDGET")
+    m4 = al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=4).table.cell_m8()
+    want = np.array([[np.median([least_dropped_mass(x.instance, 4) for x in synthetic[(ly, hd)]]) for hd in range(4)] for ly in range(3)])
+    np.testing.assert_allclose(m4, want, rtol=1e-12)
+    assert not np.allclose(m4, al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=MAP).table.cell_m8())
+
+
 def test_mass_greedy_hand_example():
     """Two cells, one slice, unit 2 (total 4): masses (0.5, 0.3, 0.2) and (0.4, 0.35, 0.25); the
     global top 4 are 0.5, 0.4, 0.35, 0.3 -> counts 2 and 2; a peaked cell against a flat one."""
-    table = al.MassTable(shape=(1, 2))
+    table = al.MassTable(shape=(1, 2), map_budget=2)
     table.add(0, 0, SelectorInput(p=np.array([0.2, 0.5, 0.3])), keep=4)
     table.add(1, 0, SelectorInput(p=np.array([0.4, 0.25, 0.35])), keep=4)
     np.testing.assert_array_equal(al.mass_greedy(table.freeze(), 2), [[2, 2]])
-    table = al.MassTable(shape=(1, 2))
+    table = al.MassTable(shape=(1, 2), map_budget=2)
     table.add(0, 0, SelectorInput(p=np.array([0.9, 0.05, 0.05])), keep=4)
     table.add(1, 0, SelectorInput(p=np.array([0.3, 0.3, 0.4])), keep=4)
     np.testing.assert_array_equal(al.mass_greedy(table.freeze(), 2), [[1, 3]])
     # two slices: counts (1, 3) and (3, 1) average to (2, 2)
-    table = al.MassTable(shape=(1, 2))
+    table = al.MassTable(shape=(1, 2), map_budget=2)
     table.add(0, 0, SelectorInput(p=np.array([0.9, 0.05, 0.05])), keep=4)
     table.add(1, 0, SelectorInput(p=np.array([0.3, 0.3, 0.4])), keep=4)
     table.add(0, 1, SelectorInput(p=np.array([0.3, 0.3, 0.4])), keep=4)
@@ -131,7 +141,7 @@ def test_mass_greedy_hand_example():
 
 
 def test_table_needs_one_row_per_slice():
-    table = al.MassTable(shape=(1, 2))
+    table = al.MassTable(shape=(1, 2), map_budget=2)
     table.add(0, 0, SelectorInput(p=np.array([0.5, 0.5])), keep=2)
     table.add(0, 1, SelectorInput(p=np.array([0.5, 0.5])), keep=2)
     with pytest.raises(ValueError, match="one row per slice"):
@@ -142,7 +152,7 @@ def test_table_needs_one_row_per_slice():
 
 
 def test_uniform_against_uniform_is_exactly_zero(synthetic):
-    frame = al.panel(synthetic, unit=(4, 8), selector=al.SELECTORS, B=200, seed=1)
+    frame = al.panel(synthetic, unit=(4, 8), selector=al.SELECTORS, B=200, seed=1, map_budget=MAP)
     assert frame.columns == al.COLUMNS
     assert frame.height == 2 * 2 * len(al.ALLOCATORS)
     uni = frame.filter(pl.col("allocator") == "uniform")
@@ -151,7 +161,7 @@ def test_uniform_against_uniform_is_exactly_zero(synthetic):
     # identical cells: every allocator but the pyramid is uniform, so its Delta is exactly 0 too
     rng = np.random.default_rng(5)
     same = {(ly, hd): [_row(_peaked(40, np.random.default_rng(k), 2.0), rng) for k in range(2)] for ly in range(2) for hd in range(3)}
-    f = al.panel(same, unit=4, selector="top_mass", B=50)
+    f = al.panel(same, unit=4, selector="top_mass", B=50, map_budget=MAP)
     for name in ("map_proportional", "mass_greedy"):
         row = f.filter(pl.col("allocator") == name)
         assert row["budget_min"][0] == row["budget_max"][0] == 4
@@ -159,7 +169,7 @@ def test_uniform_against_uniform_is_exactly_zero(synthetic):
 
 
 def test_bootstrap_contains_estimate_and_matches_core(synthetic):
-    data = al.panel_data(synthetic, unit=8, selector="balancing")
+    data = al.panel_data(synthetic, unit=8, selector="balancing", map_budget=MAP)
     frame = al.summarize(data, B=300, seed=7)
     assert ((frame["delta_lo"] <= frame["delta_es"]) & (frame["delta_es"] <= frame["delta_hi"])).all()
     moved = frame.filter(pl.col("allocator") != "uniform")
@@ -174,14 +184,14 @@ def test_bootstrap_contains_estimate_and_matches_core(synthetic):
 
 
 def test_pool_rule_changes_balancing_only(synthetic):
-    a = al.panel(synthetic, unit=8, B=20, pool="subset_cap")
-    b = al.panel(synthetic, unit=8, B=20, pool="registry")
+    a = al.panel(synthetic, unit=8, B=20, pool="subset_cap", map_budget=MAP)
+    b = al.panel(synthetic, unit=8, B=20, pool="registry", map_budget=MAP)
     top = pl.col("selector") == "top_mass"
     assert a.filter(top)["pooled_es"].to_list() == b.filter(top)["pooled_es"].to_list()
     assert al.pool_extra("subset_cap")(9) == PoolRule().extra(9) == 11
     assert al.pool_extra("registry")(9) == 4 and al.pool_extra("registry")(8) == 12
     with pytest.raises(ValueError):
-        al.panel(synthetic, unit=8, B=20, pool="nope")
+        al.panel(synthetic, unit=8, B=20, pool="nope", map_budget=MAP)
 
 
 # ---------------------------------------------------------------------------- a captured shard
@@ -193,7 +203,7 @@ def tiny(tmp_path_factory):
     from capture.tiny_models import tiny_shard
 
     paths = [tiny_shard(tmp_path_factory.mktemp(f"alloc{k}"), n_tokens=100, rows_per_head=3, min_position=40, seed=k) for k in (1, 2)]
-    frame, data = al.shard_panel(paths, units=(4, 8), B=200, seed=0, model="tiny")
+    frame, data = al.shard_panel(paths, units=(4, 8), B=200, seed=0, model="tiny", map_budget=MAP)
     return paths, frame, data
 
 
@@ -238,7 +248,7 @@ def test_shard_panel_equals_panel_in_memory(tiny):
             t = read_layer(path, layer)
             for h in range(4):
                 rows_by_cell.setdefault((layer, h), []).extend(SelectorInput.from_layer(t, h, r) for r in range(3))
-    mem = al.panel(rows_by_cell, unit=(4, 8), B=200, seed=0, model="tiny")
+    mem = al.panel(rows_by_cell, unit=(4, 8), B=200, seed=0, model="tiny", map_budget=MAP)
     # the same rows in another order (cell-major here, document-major from shards): equal to rounding
     floats = ["pooled_es", "pooled_es_uniform", "delta_es", "delta_lo", "delta_hi"]
     assert mem.drop(floats).equals(frame.drop(floats))

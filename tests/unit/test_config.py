@@ -23,13 +23,21 @@ def test_embedded_default_is_valid_and_unchanged():
     assert validate_config(DEFAULT, SCHEMA) == DEFAULT
 
 
-#: what the default study captures: data, not settings; the schema defaults them to empty
-STUDY_BLOCKS = {"models": {}, "corpora": {}, "study": {"models": [], "corpora": [], "headline": {"models": [], "corpus": None}}}
+def test_the_defaults_are_the_embedded_default_alone():
+    # one copy of every default: config.yaml; the schema holds none, a partial config is merged over config.yaml
+    assert validate_config({}, SCHEMA) == DEFAULT
+    assert "default:" not in SCHEMA.read_text(encoding="utf-8").replace("(default:", "").replace("tokenizer-default:", "")
+    other = {**DEFAULT, "seed": 5}
+    assert validate_config({}, SCHEMA, defaults=other)["seed"] == 5  # read from the defaults given, nowhere else
 
 
-def test_schema_defaults_are_the_embedded_default():
-    # two copies of every default (config.yaml for people, the schema for partial configs): keep them equal
-    assert validate_config({}, SCHEMA) == {**DEFAULT, **STUDY_BLOCKS}
+def test_a_partial_config_merges_as_snakemake_merges_a_configfile():
+    from snakemake.utils import update_config
+
+    partial = yaml.safe_load((REPO / "config" / "paper.yaml").read_text(encoding="utf-8"))
+    snakemake_merged = copy.deepcopy(DEFAULT)
+    update_config(snakemake_merged, copy.deepcopy(partial))
+    assert validate_config(partial, SCHEMA) == validate_config(snakemake_merged, SCHEMA)
 
 
 def test_partial_config_gets_the_remaining_defaults():
@@ -52,10 +60,19 @@ def test_every_object_is_closed_and_every_setting_documented():
             for key, child in node["properties"].items():
                 walk(child, f"{where}.{key}")
         else:
-            assert "default" in node, f"{where}: needs a default (equal to config.yaml)"
+            assert "default" not in node, f"{where}: the default is config.yaml's value; remove it here"
             assert node.get("description"), f"{where}: needs a description (quoted in error messages)"
+            assert _has(DEFAULT, where.split(".")[1:]), f"{where}: set its default in config.yaml"
 
     walk(load_schema(SCHEMA), "config")
+
+
+def _has(config, keys) -> bool:
+    for key in keys:
+        if not isinstance(config, dict) or key not in config:
+            return False
+        config = config[key]
+    return True
 
 
 def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():

@@ -200,6 +200,7 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
         pytest.skip("the Snakefile does not include workflow/rules/report.smk yet")
     package = tmp_path / "src" / "trustmass"
     shutil.copytree(os.path.dirname(trustmass.__file__), package, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    shutil.copy(SNAKEFILE.parent / "config.yaml", tmp_path / "config.yaml")  # the copy's checkout root holds its defaults
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "src"), os.environ.get("PYTHONPATH")])))
     wf = Workflow(tmp_path)
     config = wf.write_config("tiny.yaml", TINY + tiny_study_config(tmp_path))

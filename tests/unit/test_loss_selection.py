@@ -193,9 +193,17 @@ def test_random_cells_are_deterministic_per_seed():
         random_cells((2, 2), 5, seed=0)
 
 
-def test_the_config_check_knows_exactly_the_batched_rules():
-    """configurations.BATCHED_RULES (torch-free, read at workflow start-up) names selection.RULES."""
-    assert set(BATCHED_RULES) == set(RULES)
+def test_every_rule_declaring_loss_batched_has_a_batched_version():
+    """A rule's contract says whether the loss forward batches it; the config check (BATCHED_RULES,
+    torch-free) and selection.RULES both read that declaration, and each declaring class has its mask."""
+    from trustmass.core.selectors.contract import contract
+    from trustmass.loss.selection import BATCHED
+
+    declared = tuple(name for name, rule in REGISTRY.items() if contract(rule).loss_batched)
+    assert BATCHED_RULES == declared == tuple(RULES)
+    assert {"tova", "geometric", "h2o_debiased", "block_select"}.isdisjoint(declared)
+    for name in declared:
+        assert type(REGISTRY[name]) in BATCHED, name
 
 
 def test_unknown_and_unbatched_names_are_refused():
@@ -205,7 +213,7 @@ def test_unknown_and_unbatched_names_are_refused():
             select(name, rows, 8)
     with pytest.raises(ValueError, match=">= 16"):
         select("quest_page16", rows, 8)
-    with pytest.raises(ValueError, match="count_debiased"):  # not silently ranked by the raw mass
+    with pytest.raises(ValueError, match="count_debiased.*raw accumulated mass"):  # not silently ranked by the raw mass
         select("h2o", rows, 8, rule=type(REGISTRY["h2o"])(exposure="count_debiased"))
     with pytest.raises(ValueError, match="strict"):  # only the greedy page fill is batched
         select("quest", rows, 8, rule=type(REGISTRY["quest"])(projection="strict"))

@@ -132,6 +132,20 @@ def test_registry_contracts_are_valid():
     assert all(name in REGISTRY for name in R.AUDITED)
 
 
+def test_a_rule_declares_whether_the_loss_forward_batches_it_as_configured():
+    """loss_batched is the rule's own declaration, and follows its configuration where the batched
+    version covers only one (H2O's raw exposure, Quest's greedy fill, SnapKV's odd max-pool kernel)."""
+    assert R.names_where(lambda c: c.loss_batched) == (
+        "top_mass", "balancing", "snapkv", "h2o", "quest", "quest_page16", "streaming_llm", "recency",
+        "value_aware_mass", "value_aware_nolev", "value_aware_mii",
+    )  # fmt: skip
+    h2o, quest, snapkv = (type(REGISTRY[n]) for n in ("h2o", "quest", "snapkv"))
+    assert not contract(h2o(exposure="count_debiased")).loss_batched and not contract(REGISTRY["h2o_debiased"]).loss_batched
+    assert not contract(quest(projection="strict")).loss_batched
+    assert not contract(snapkv(pooling="avg")).loss_batched and not contract(snapkv(kernel=4)).loss_batched
+    assert not contract(REGISTRY["tova"]).loss_batched and not contract(REGISTRY["block_select"]).loss_batched
+
+
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_matrix(name):
     """Every rule, every budget, every instance: sizes, determinism, and the declared contract."""

@@ -27,13 +27,17 @@ REPO = Path(workflow.basedir)  # the directory of the top-level Snakefile
 CONFIG_SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
-# ---- config: validate the merged configuration once, fill in the schema defaults ----------------
+# ---- config: validate the merged configuration once (defaults: config.yaml alone) ---------------
 try:
     _resolved_config = validate_config(config, CONFIG_SCHEMA)
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()
 config.update(_resolved_config)
+# deploy.methods: null is the roster's default list (trustmass.deploy.roster): spelled out, so params name the methods
+from trustmass.deploy.roster import configured_methods
+
+config["deploy"]["methods"] = configured_methods(config["deploy"])
 
 #: every file this configuration plans, stage by stage (rules take their inputs and target lists from it)
 STUDY = Study(config)

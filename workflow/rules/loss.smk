@@ -38,7 +38,7 @@ rule tokenize_heldout:
 
 
 rule loss_map:
-    """The map the switch uses: median least dropped mass at the loss budget per (layer, query head),
+    """The map the switch uses: median least dropped mass at the map budget per (layer, query head),
     from the capture shards of the map documents (Figure 2's primary slice)."""
     input:
         shards=lambda wc: STUDY.map_shards(wc.model),
@@ -47,7 +47,7 @@ rule loss_map:
         map=layout.LOSS_MAP,
         prov=prov(layout.LOSS_MAP),
     params:
-        config=params_from_config("loss/budget", "statistics/flat_mass"),
+        config=params_from_config("statistics/map_budget", "statistics/flat_mass"),
     log:
         layout.log("loss_map"),
     threads: 1
@@ -131,7 +131,7 @@ rule allocation_panel:
         panel=layout.ALLOCATION,
         prov=prov(layout.ALLOCATION),
     params:
-        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap"),
+        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap", "statistics/map_budget"),
     log:
         layout.log("allocation_panel"),
     threads: 1

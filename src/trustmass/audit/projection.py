@@ -23,7 +23,7 @@ from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.projection import FIT_THEN_FILL, STRICT, STRICT_THEN_FILL
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.selectors.selector_input import SelectorInput
-from trustmass.core.windows import SNAPKV_WINDOWS
+from trustmass.plumbing.config import embedded_default
 
 COLUMNS = [
     "model", "corpus", "doc", "layer", "head", "query_pos", "budget", "rule", "block",
@@ -32,12 +32,16 @@ COLUMNS = [
 PROJECTED = (STRICT, STRICT_THEN_FILL, FIT_THEN_FILL)
 
 
+_DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
+_PROJECTION = _DEFAULT["diagnostics"]["projection"]
+
+
 @dataclass(frozen=True)
 class ProjectionSettings:
-    rules: tuple[str, ...] = ("block_select", "value_aware_mass", "value_aware_nolev", "value_aware_mii")
-    budgets: tuple[int, ...] = (8, 32)
-    block: int = 5
-    windows: tuple[int, ...] = SNAPKV_WINDOWS
+    rules: tuple[str, ...] = tuple(_PROJECTION["rules"])
+    budgets: tuple[int, ...] = tuple(_PROJECTION["budgets"])
+    block: int = _PROJECTION["block"]
+    windows: tuple[int, ...] = tuple(_DEFAULT["capture"]["windows"])
 
     def __post_init__(self):
         for name in self.rules:

@@ -77,7 +77,7 @@ from trustmass.core.selectors.deployed import TovaIdentityError
 from trustmass.core.selectors.registry import REGISTRY, audit_rules
 from trustmass.core.selectors.run_contract import selector_run
 from trustmass.core.selectors.selector_input import SelectorInput
-from trustmass.core.windows import SNAPKV_WINDOWS
+from trustmass.plumbing.config import embedded_default
 
 # AUDITED and FIG3_RULES are derived in the registry from the contracts; report.audit_stats reads them here
 #: ceiling columns joined to every audit record
@@ -91,14 +91,17 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+_DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
+
+
 @dataclass(frozen=True)
 class AuditSettings:
-    enumerated: tuple[int, ...] = (4, 8, 16, 32)
-    native: tuple[int, ...] = (64, 128, 256)
-    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets (the ceiling's C_s)
-    kappa_threshold: float = 1.11
+    enumerated: tuple[int, ...] = tuple(_DEFAULT["budgets"]["enumerated"])
+    native: tuple[int, ...] = tuple(_DEFAULT["budgets"]["native"])
+    pool: PoolRule = PoolRule.from_config(_DEFAULT)  # e(s) at the enumerated budgets (the ceiling's C_s)
+    kappa_threshold: float = _DEFAULT["labels"]["kappa_threshold"]
     rules: tuple[str, ...] = field(default_factory=audit_rules)  # every rule with an audit role
-    windows: tuple[int, ...] = SNAPKV_WINDOWS
+    windows: tuple[int, ...] = tuple(_DEFAULT["capture"]["windows"])
 
     def __post_init__(self):
         for name in self.rules:

@@ -27,7 +27,7 @@ from trustmass.core.selectors.boundary_swaps import BOUNDARY, RANDOM, RANDOM_RES
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.selectors.selector_input import SelectorInput
-from trustmass.core.windows import SNAPKV_WINDOWS
+from trustmass.plumbing.config import embedded_default
 
 COLUMNS = [
     "model", "corpus", "doc", "layer", "head", "query_pos", "budget", "pair", "kind", "fraction", "seed",
@@ -39,14 +39,18 @@ def pair_name(x: str, y: str) -> str:
     return f"{x}>{y}"
 
 
+_DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
+_SWAPS = _DEFAULT["diagnostics"]["swaps"]
+
+
 @dataclass(frozen=True)
 class SwapSettings:
-    pairs: tuple[tuple[str, str], ...] = (("h2o", "snapkv"), ("top_mass", "balancing"))
-    budgets: tuple[int, ...] = (8,)
-    fractions: tuple[float, ...] = (0.5, 1.0)
-    seeds: int = 2
-    master_seed: int = 0
-    windows: tuple[int, ...] = SNAPKV_WINDOWS
+    pairs: tuple[tuple[str, str], ...] = tuple((str(x), str(y)) for x, y in _SWAPS["pairs"])
+    budgets: tuple[int, ...] = tuple(_SWAPS["row_budgets"])
+    fractions: tuple[float, ...] = tuple(float(f) for f in _SWAPS["fractions"])
+    seeds: int = _SWAPS["seeds"]
+    master_seed: int = _DEFAULT["seed"]
+    windows: tuple[int, ...] = tuple(_DEFAULT["capture"]["windows"])
 
     def __post_init__(self):
         for pair in self.pairs:

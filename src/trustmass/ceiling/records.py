@@ -24,6 +24,7 @@ from trustmass.core import operator as op
 from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool, pool_optimum
 from trustmass.core.operator import Instance
 from trustmass.core.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
+from trustmass.plumbing.config import embedded_default
 
 #: the record contract (issue 4); extra diagnostic columns follow it
 COLUMNS = [
@@ -37,14 +38,17 @@ DIAGNOSTICS = [
 ]  # fmt: skip
 
 
+_DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
+
+
 @dataclass(frozen=True)
 class CeilingSettings:
-    enumerated: tuple[int, ...] = (4, 8, 16, 32)
-    native: tuple[int, ...] = (64, 128, 256)
-    pool: PoolRule = PoolRule()  # e(s) at the enumerated budgets
-    verify_top: int = 2
-    native_extra: int = 4  # balancing's candidate extras at native budgets
-    ridge: float = 1e-3
+    enumerated: tuple[int, ...] = tuple(_DEFAULT["budgets"]["enumerated"])
+    native: tuple[int, ...] = tuple(_DEFAULT["budgets"]["native"])
+    pool: PoolRule = PoolRule.from_config(_DEFAULT)  # e(s) at the enumerated budgets
+    verify_top: int = _DEFAULT["enumeration"]["verify_top"]
+    native_extra: int = _DEFAULT["balancing"]["native_extra"]  # balancing's candidate extras at native budgets
+    ridge: float = _DEFAULT["leverage"]["ridge"]
 
     @classmethod
     def from_config(cls, cfg: dict) -> CeilingSettings:

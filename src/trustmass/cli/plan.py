@@ -80,6 +80,7 @@ def resolve_config(*configfiles: str | Path, base: str | Path | None = None, sch
     """
     from snakemake.utils import update_config
 
+    from trustmass.deploy.roster import configured_methods
     from trustmass.plumbing.config import validate_config
 
     base = Path(base) if base is not None else _REPO / "config.yaml"
@@ -87,7 +88,9 @@ def resolve_config(*configfiles: str | Path, base: str | Path | None = None, sch
     config = _read_yaml(base)
     for path in configfiles:
         update_config(config, _read_yaml(path))
-    return validate_config(config, schema)
+    resolved = validate_config(config, schema)
+    resolved["deploy"]["methods"] = configured_methods(resolved["deploy"])  # as workflow/rules/common.smk does
+    return resolved
 
 
 def _read_yaml(path: str | Path) -> dict:

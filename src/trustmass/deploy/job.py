@@ -19,6 +19,7 @@ import polars as pl
 
 from trustmass.deploy import external, tasks
 from trustmass.deploy.methods import method, refused_on, roster
+from trustmass.deploy.roster import configured_methods
 from trustmass.deploy.runner import run_item
 
 __all__ = ["benchmark_of", "build_items", "check_runnable", "deploy_for", "condition_rows", "haystack_ids", "items_for",
@@ -52,7 +53,7 @@ def methods_of(deploy: Mapping[str, Any]):
     """(the run's roster, the decomposition's) from the ``deploy`` config, ContourKV expanded per reading and scope."""
     contour = deploy["contour"]
     expand = dict(floor_readings=tuple(contour["floor_readings"]), scopes=tuple(contour["scopes"]), hub=bool(deploy["hub"]))
-    return roster(deploy["methods"], **expand), roster(deploy["decomposition"]["methods"], **expand)
+    return roster(configured_methods(deploy), **expand), roster(deploy["decomposition"]["methods"], **expand)
 
 
 def check_runnable(model, model_name: str, deploy: Mapping[str, Any]) -> None:

@@ -22,78 +22,25 @@ scores depend on it: StreamingLLM's pruned span, H2O's recency window, CriticalK
 Compactor's blending.  ``needs_hub`` methods download weights or masks (KVzap's scorer models, DuoAttention's
 head patterns, FastKVzip's gates); :func:`method` refuses them unless ``hub=True``.  KVzip's reconstruction pass
 is not a ``ScorerPress``: its methods have no factory, the runner runs the pass once per item.
+
+The entries themselves (name, kind, contract, press, hub status, default) are :data:`trustmass.deploy.roster.ROSTER`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import kvpress
 import numpy as np
 from kvpress.utils import compute_n_kept
 
-from trustmass.deploy.h2o_press import H2OPress
+from trustmass.deploy.roster import CONTOUR_WINDOW, KINDS, ROSTER, Method
 
-__all__ = ["FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "refused_on", "roster", "shipped_press"]
+__all__ = ["CONTOUR_WINDOW", "FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "refused_on",
+           "roster", "shipped_press"]  # fmt: skip
 
-KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv", "kvzip")
-CONTOUR_WINDOW = 32  # ContourKV's observation window: inside the 32-position recency floor
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str
-    kind: str
-    press_factory: Callable[[float], kvpress.ScorerPress] | None  # compression_ratio -> scorer (None: dense)
-    status: str = "offline"  # "offline" or "needs_hub"
-    mode: str | None = None  # contourkv: "enforced" or "unenforced"
-    score: str = "press"  # "press" (the factory's scorer) or "reconstruction" (KVzip's pass)
-    options: tuple = ()  # contourkv: (key, value) pairs of contour_kept options (a floor reading, a scope)
-
-
-def _uniform(name: str, press_class, **kw) -> Method:
-    return Method(name, "uniform", lambda ratio: press_class(compression_ratio=ratio, **kw))
-
-
-def _contour(mode: str) -> Method:
-    return Method(f"contourkv_{mode}", "contourkv",
-                  lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio, window_size=CONTOUR_WINDOW), mode=mode)
-
-
-def _contour_recon(mode: str) -> Method:
-    return Method(f"contourkv_recon_{mode}", "contourkv", None, mode=mode, score="reconstruction")
-
-
-def _hub(name: str, press_class) -> Method:
-    return Method(name, "uniform", lambda ratio: press_class(compression_ratio=ratio), status="needs_hub")
-
-
-_ROSTER = [
-    Method("dense", "dense", None),
-    _uniform("snapkv", kvpress.SnapKVPress),
-    _uniform("snapkv_w32", kvpress.SnapKVPress, window_size=CONTOUR_WINDOW),  # ContourKV's score, uniform allocation
-    Method("pyramidkv", "pyramid", lambda ratio: kvpress.PyramidKVPress(compression_ratio=ratio)),
-    _uniform("tova", kvpress.TOVAPress),
-    _uniform("streaming_llm", kvpress.StreamingLLMPress),
-    _uniform("knorm", kvpress.KnormPress),
-    _uniform("keydiff", kvpress.KeyDiffPress),
-    Method("criticalkv", "uniform", lambda ratio: kvpress.CriticalKVPress(kvpress.SnapKVPress(compression_ratio=ratio))),
-    _uniform("expected_attention", kvpress.ExpectedAttentionPress),
-    _uniform("compactor", kvpress.CompactorPress),
-    _uniform("h2o", H2OPress),
-    Method("adakv", "headwise", lambda ratio: kvpress.SnapKVPress(compression_ratio=ratio)),
-    Method("kvzip", "kvzip", None, score="reconstruction"),
-    _contour("enforced"),
-    _contour("unenforced"),
-    _contour_recon("enforced"),
-    _contour_recon("unenforced"),
-    _hub("kvzap", kvpress.KVzapPress),
-    Method("duo_attention", "headwise", lambda ratio: kvpress.DuoAttentionPress(head_compression_ratio=ratio),
-           status="needs_hub"),
-    Method("fastkvzip", "headwise", lambda ratio: kvpress.FastKVzipPress(compression_ratio=ratio), status="needs_hub"),
-]
-METHODS: dict[str, Method] = {m.name: m for m in _ROSTER}
+#: the roster (:mod:`trustmass.deploy.roster`, one entry per method) by name
+METHODS: dict[str, Method] = {m.name: m for m in ROSTER}
 
 
 def method(name: str, *, hub: bool = False) -> Method:

@@ -1,23 +1,21 @@
 """The method roster's names and statuses, import-light (no torch, no kvpress), and the start-up checks of the
 ``deploy`` config section (run by workflow/rules/common.smk, like the loss stage's rule check).
 
-``methods.METHODS`` is the roster itself and is tested to hold exactly these names.
+The names are derived from the roster's entries (:mod:`trustmass.deploy.roster`).
 """
 
 from __future__ import annotations
 
+from trustmass.deploy.roster import ROSTER, configured_methods
+
 #: methods that run offline, in roster order
-OFFLINE = (
-    "dense", "snapkv", "snapkv_w32", "pyramidkv", "tova", "streaming_llm", "knorm", "keydiff", "criticalkv",
-    "expected_attention", "compactor", "h2o", "adakv", "kvzip",
-    "contourkv_enforced", "contourkv_unenforced", "contourkv_recon_enforced", "contourkv_recon_unenforced",
-)  # fmt: skip
+OFFLINE = tuple(m.name for m in ROSTER if m.status == "offline")
 #: methods whose press downloads weights or masks from the hub
-NEEDS_HUB = ("kvzap", "duo_attention", "fastkvzip")
+NEEDS_HUB = tuple(m.name for m in ROSTER if m.status == "needs_hub")
 #: methods that need KVzip's context-reconstruction pass (a second prefill per item)
-RECONSTRUCTION = ("kvzip", "contourkv_recon_enforced", "contourkv_recon_unenforced")
+RECONSTRUCTION = tuple(m.name for m in ROSTER if m.score == "reconstruction")
 #: the methods whose variants ContourKV's W/T/L tables compare against the others
-CONTOURKV = ("contourkv_enforced", "contourkv_unenforced", "contourkv_recon_enforced", "contourkv_recon_unenforced")
+CONTOURKV = tuple(m.name for m in ROSTER if m.kind == "contourkv")
 
 
 def method_problems(methods, hub: bool, field: str = "deploy.methods") -> list[str]:
@@ -38,7 +36,7 @@ def config_problems(config: dict) -> list[str]:
     deploy = config.get("deploy") or {}
     if not deploy.get("enabled", False):
         return []
-    methods = list(deploy.get("methods") or [])
+    methods = configured_methods(deploy)
     problems = [
         f"config.deploy.models: {m!r} is not a model of config.models ({', '.join(config.get('models') or {})}); "
         "fix: define it there (a deployed model need not be captured) or remove it here"

@@ -16,8 +16,9 @@ every allocator on the same cells (``core.stats.bootstrap_replicates``).
 Allocators (all share :func:`apportion`: floor at 1, largest remainder, ties by cell order):
 
 * ``uniform``: b_c = unit.
-* ``map_proportional`` [C, spec §6]: b_c proportional to the cell's median m̄_8 (the dropped mass
-  of top-mass at s = 8, over the cell's rows of every document).
+* ``map_proportional`` [C, spec §6]: b_c proportional to the cell's median m̄_s (the dropped mass
+  of top-mass at the map budget s, ``statistics.map_budget``, 8 in the paper; over the cell's rows of
+  every document).
 * ``mass_greedy`` (Ada-KV style): a *slice* is one sampled row index of one document, i.e. the
   k-th row of every cell.  Per slice, the masses of all cells' rows are pooled and the global top
   unit * n_cells entries taken (ties: cell order, then the row's mass order); n_c(slice) counts
@@ -38,7 +39,7 @@ e(5) = 24, e(9) = 11, e(12) = 8, e(64) = 3), so a cell moved off the unit budget
 comparable reach; ``pool="registry"`` uses ``Balancing().extra`` (e(s) at 4/8/16/32, 4 elsewhere),
 the audit's convention, under which every budget off the enumerated ones gets a smaller pool.
 
-Two passes over the shards, each streaming by layer: the first reads the masses (m̄_8 and the
+Two passes over the shards, each streaming by layer: the first reads the masses (m̄_s and the
 sorted masses for mass-greedy), the allocators run, the second scores every row at the union of
 the budgets its cell needs (each (row, selector, budget) once, shared by allocators and units).
 """
@@ -81,8 +82,6 @@ __all__ = [
 
 ALLOCATORS = ("uniform", "map_proportional", "mass_greedy", "pyramid")
 SELECTORS = ("balancing", "top_mass")
-#: the budget whose dropped mass m̄_s is the map (spec §1.7)
-MAP_BUDGET = 8
 #: PyramidKV's default beta (min layer weight = unit / beta)
 PYRAMID_BETA = 20.0
 COLUMNS = [
@@ -184,7 +183,7 @@ def _masses(x: SelectorInput) -> np.ndarray:
     return p / p.sum()
 
 
-def row_masses(x: SelectorInput, keep: int, map_budget: int = MAP_BUDGET) -> tuple[float, np.ndarray]:
+def row_masses(x: SelectorInput, keep: int, map_budget: int) -> tuple[float, np.ndarray]:
     """(m̄_{map_budget}, the row's `keep` largest masses in descending order) from p alone."""
     p = _masses(x)
     mass_only = Instance(p=p, v=np.empty((p.shape[0], 0)))  # dropped_mass reads p only
@@ -221,17 +220,19 @@ def row_errors(inst: Instance, budgets: Iterable[int], selector: str, extra: Cal
 
 @dataclass
 class MassTable:
-    """Pass one: per row its cell (flat index into the (layers, heads) grid), slice, m̄_8 and
-    descending masses; rows appended in the order the scoring pass will visit them."""
+    """Pass one: per row its cell (flat index into the (layers, heads) grid), slice, m̄_s at the map
+    budget s (``statistics.map_budget``) and descending masses; rows appended in the order the scoring
+    pass will visit them."""
 
     shape: tuple[int, int]
+    map_budget: int
     cell: list | np.ndarray = field(default_factory=list)
     slice: list | np.ndarray = field(default_factory=list)
     m8: list | np.ndarray = field(default_factory=list)
     masses: list = field(default_factory=list)
 
-    def add(self, cell: int, slice_: int, x: SelectorInput, keep: int, map_budget: int = MAP_BUDGET) -> None:
-        m_bar, top = row_masses(x, keep, map_budget)
+    def add(self, cell: int, slice_: int, x: SelectorInput, keep: int) -> None:
+        m_bar, top = row_masses(x, keep, self.map_budget)
         self.cell.append(cell)
         self.slice.append(slice_)
         self.m8.append(m_bar)
@@ -358,15 +359,17 @@ def panel_data(
     beta: float = PYRAMID_BETA,
     pool: str = "subset_cap",
     model: str = "",
+    *,
+    map_budget: int,
 ) -> PanelData:
     """:class:`PanelData` from rows in memory: ``rows_by_cell[(layer, head)]`` lists the cell's rows
-    (with values); its k-th row of every cell forms slice k.  Layers and heads are taken as the
+    (with values); its k-th row of every cell forms slice k; ``map_budget`` is the s of the map's m̄_s.  Layers and heads are taken as the
     sorted distinct keys; every (layer, head) pair of that grid must be present."""
     layers = sorted({c[0] for c in rows_by_cell})
     heads = sorted({c[1] for c in rows_by_cell})
     units = _as_tuple(unit)
     keep = max(units) * len(layers) * len(heads)
-    table = MassTable(shape=(len(layers), len(heads)))
+    table = MassTable(shape=(len(layers), len(heads)), map_budget=int(map_budget))
     order = [(li * len(heads) + hi, rows_by_cell[(ly, hd)]) for li, ly in enumerate(layers) for hi, hd in enumerate(heads)]
     for cell, rows in order:
         for k, x in enumerate(rows):
@@ -422,8 +425,11 @@ def shard_panel(
     seed: int = 0,
     beta: float = PYRAMID_BETA,
     pool: str = "subset_cap",
+    *,
+    map_budget: int,
 ) -> tuple[pl.DataFrame, PanelData]:
-    """The panel of one model's capture shards (one per document): (frame, data).  Two passes,
+    """The panel of one model's capture shards (one per document): (frame, data); ``map_budget`` is the s
+    of the map's m̄_s (``statistics.map_budget``).  Two passes,
     each streaming one layer at a time (module docstring)."""
     from trustmass.contracts.shards import read_layer, read_metadata
 
@@ -431,7 +437,7 @@ def shard_panel(
     meta = read_metadata(paths[0])
     layers = sorted(int(k) for k in meta["layers"])
     n_heads = read_layer(paths[0], layers[0], ["p"])["p"].shape[0]
-    table = MassTable(shape=(len(layers), n_heads))
+    table = MassTable(shape=(len(layers), n_heads), map_budget=int(map_budget))
     keep = max(units) * table.n_cells
     for li, h, k, x in _shard_rows(paths, layers):
         table.add(li * n_heads + h, k, x, keep)

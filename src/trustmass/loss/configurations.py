@@ -27,20 +27,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustmass.core.selectors.registry import REGISTRY, names_where
+
 DENSE, KEEP_ALL, TOP_MASS, BALANCING = "dense", "keep_all", "top_mass", "balancing"
 PER_QUERY, CACHE_FAITHFUL = "per_query", "cache_faithful"  # the accountings (loss.policy)
 ALL_CELL, FLAT_SWITCH = "all_cell", "flat_switch"
 NO_CELLS, ALL_CELLS, FLAT_CELLS, RANDOM_CELLS = "none", "all", "flat", "random"
-#: the registry rules with a batched version in ``loss.selection.RULES`` (named here without torch,
-#: for the configuration check at workflow start-up; a test keeps the two equal)
-BATCHED_RULES = ("top_mass", "balancing", "snapkv", "h2o", "quest", "quest_page16", "streaming_llm", "recency",
-                 "value_aware_mass", "value_aware_nolev", "value_aware_mii")
+#: the registry rules the loss forward batches (each rule's contract says so: ``loss_batched``), named without
+#: torch for the configuration check at workflow start-up; ``loss.selection.RULES`` is derived the same way
+BATCHED_RULES = names_where(lambda c: c.loss_batched)
 
 
 def rule_problems(rules, field: str = "config.loss.rules") -> list[str]:
     """Entries of `field` that are not registry rules with a batched version, with the fix."""
-    from trustmass.core.selectors.registry import REGISTRY
-
     problems = []
     for rule in rules:
         if rule not in REGISTRY:

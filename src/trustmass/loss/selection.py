@@ -18,7 +18,9 @@ row keeps min(budget, i + 1) of its keys 0..i (a row seeing at most `budget` key
   while they fit, then token-fill by the same scalar (``block_rules``).
 
 Rules are read from the registry instance (or a configured instance passed as ``rule=``), so their
-parameters (windows, recency share, page size, sinks, pool rule) are the registry's.
+parameters (windows, recency share, page size, sinks, pool rule) are the registry's.  Whether a rule is
+batched is its own declaration (``loss_batched`` in its contract, ``core.selectors.contract``); ``BATCHED``
+holds the batched version of each class that declares it.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from trustmass.core.selectors.deployed import checked_budget
+from trustmass.core.selectors.ceiling_rules import Balancing, TopMass
+from trustmass.core.selectors.contract import contract
+from trustmass.core.selectors.deployed import H2O, Quest, Recency, SnapKV, StreamingLLM, checked_budget
 from trustmass.core.selectors.registry import REGISTRY
+from trustmass.core.selectors.value_aware import ValueAwareBlocks
 from trustmass.loss.balancing import balancing_mask
 from trustmass.loss.block_rules import greedy_units, unit_layout, value_aware_mask
+from trustmass.loss.configurations import BATCHED_RULES
 from trustmass.loss.batched import compress, numpy_sum, to_csr, top_k_mask
 from trustmass.loss.evidence import LayerRows
 
@@ -81,8 +87,6 @@ def balancing_rule_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tenso
 def snapkv_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     """The w newest keys plus the top s - w of the max-pooled window sum over the prefix j <= i - w."""
     s = checked_budget(budget)
-    if rule.pooling != "max" or rule.kernel < 1 or rule.kernel % 2 == 0:
-        raise ValueError(f"batched SnapKV pools by max with an odd kernel; got {rule.pooling!r}, kernel {rule.kernel}")
     w = rule.window(s)
     prefix = rows.visible & (torch.arange(rows.n_cache, device=rows.p.device) < (rows.n_visible - w)[:, None])
     vote = rows.window_sum(w).masked_fill(~prefix, float("-inf"))
@@ -94,8 +98,6 @@ def h2o_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     """The r = recency(s) newest keys plus the top s - r of the rest by accumulated mass."""
     if rows.acc_mass is None:
         raise ValueError("h2o needs the accumulated column mass (LayerRows.acc_mass)")
-    if rule.exposure != "cumulative":
-        raise ValueError(f"batched h2o ranks by the raw accumulated mass; got exposure {rule.exposure!r} (no batched count-debiased H2O)")
     s = checked_budget(budget)
     r = rule.recency(s)
     recent = newest(rows, r)
@@ -178,8 +180,6 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     token-filled by q.k among the keys not kept."""
     if rows.query is None:
         raise ValueError("quest needs the rows' queries (LayerRows.query)")
-    if rule.projection != "fit_then_fill":
-        raise ValueError(f"batched quest is the greedy page fill; got projection {rule.projection!r} (no batched version)")
     s = checked_budget(budget, rule.min_budget)
     page = rule.page_size(s)
     q, keys = rows.flat(rows.query).double(), rows.keys.double()
@@ -190,22 +190,22 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     return kept | top_k_mask(qk, s - kept.sum(dim=1), rows.visible & ~kept), None
 
 
-#: name -> batched rule; the rule instance is the registry's unless configured (``rule=``)
-RULES = {
-    "top_mass": top_mass_mask,
-    "balancing": balancing_rule_mask,
-    "snapkv": snapkv_mask,
-    "h2o": h2o_mask,
-    "quest": quest_mask,
-    "quest_page16": quest_mask,
-    "streaming_llm": streaming_llm_mask,
-    "recency": recency_mask,
-    "value_aware_mass": value_aware_mask,
-    "value_aware_nolev": value_aware_mask,
-    "value_aware_mii": value_aware_mask,
+#: the batched version of each rule class that declares ``loss_batched`` (its contract, core.selectors.contract)
+BATCHED = {
+    TopMass: top_mass_mask,
+    Balancing: balancing_rule_mask,
+    SnapKV: snapkv_mask,
+    H2O: h2o_mask,
+    Quest: quest_mask,
+    StreamingLLM: streaming_llm_mask,
+    Recency: recency_mask,
+    ValueAwareBlocks: value_aware_mask,
 }
+#: name -> batched rule, for the registry rules that declare it (``configurations.BATCHED_RULES``); the rule
+#: instance is the registry's unless configured (``rule=``)
+RULES = {name: BATCHED[type(REGISTRY[name])] for name in BATCHED_RULES}
 #: the registry names with a batched version
-SUPPORTED = tuple(name for name in REGISTRY if name in RULES)
+SUPPORTED = BATCHED_RULES
 
 
 def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
@@ -220,6 +220,10 @@ def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
     rule = REGISTRY[name] if rule is None else rule
     if not isinstance(rule, type(REGISTRY[name])):
         raise TypeError(f"rule for {name!r} must be a {type(REGISTRY[name]).__name__}; got {type(rule).__name__}")
+    if not contract(rule).loss_batched:
+        declared = getattr(type(rule), "loss_batched", None)
+        why = (declared.__doc__ or "").strip() if isinstance(declared, property) else ""
+        raise ValueError(f"selector {name!r} as configured ({rule!r}) has no batched version{': ' + why if why else ''}")
     mask, swaps = RULES[name](rows, int(budget), rule)
     short = rows.n_visible <= int(budget)
     if bool(short.any()):

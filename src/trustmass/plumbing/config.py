@@ -11,13 +11,15 @@ lines read like::
     config: unknown key 'enumeratoin' at top level; allowed: balancing, ...; did you mean 'enumeration'? fix: rename it
     config.enumeration.subset_cap: expected integer, got 'abc' (str); fix: set an integer, e.g. 200000 (the default)
 
-Defaults are filled in by ``snakemake.utils.validate(..., set_default=True)``, the same code path
-Snakemake workflows use, after our own check has passed.
+Defaults are set once, in ``config.yaml`` (the embedded default snakemake loads first; the schema holds
+none): :func:`validate_config` merges the config over it as snakemake merges ``--configfile`` (nested
+mappings merge, lists and scalars are replaced), so a partial config resolves as the workflow would.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import difflib
 import re
@@ -30,7 +32,11 @@ import yaml
 
 from trustmass.core import windows  # import-free: SnapKV's window, defined once
 
-__all__ = ["ConfigError", "config_slice", "load_schema", "validate_config"]
+__all__ = ["DEFAULT_CONFIG", "ConfigError", "config_slice", "embedded_default", "load_schema", "merged", "validate_config"]
+
+#: the embedded default config, the one place defaults are set: config.yaml at the repository root
+#: (the library is installed editable from its checkout: src/trustmass/plumbing/config.py -> the root)
+DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "config.yaml"
 
 _JSON_TYPE_NAMES = {
     "integer": "an integer",
@@ -68,26 +74,63 @@ def load_schema(schema_path: Path | str) -> dict:
     return schema
 
 
-def validate_config(config: Mapping[str, Any], schema_path: Path | str) -> dict:
+def validate_config(config: Mapping[str, Any], schema_path: Path | str, defaults: Mapping[str, Any] | Path | str | None = None) -> dict:
     """Check ``config`` against the schema and return a resolved copy with every default filled in.
 
-    Raises :class:`ConfigError` listing every problem (unknown keys, wrong types, out-of-range
-    values, overrides for budgets that are not enumerated) with the field and the fix.
-    ``config`` itself is not modified.
+    The defaults are the embedded default config (``defaults``: a mapping or a YAML file; None:
+    :data:`DEFAULT_CONFIG`, the repository's ``config.yaml``); ``config`` is merged over them as
+    snakemake merges ``--configfile``.  Raises :class:`ConfigError` listing every problem (unknown keys, wrong types, out-of-range values, overrides for budgets that are not
+    enumerated) with the field and the fix.  ``config`` itself is not modified.
     """
     schema = load_schema(schema_path)
+    if defaults is None or not isinstance(defaults, Mapping):
+        defaults = embedded_default() if defaults is None else _read_defaults(defaults)
+    resolved = merged(defaults, config)
     validator = jsonschema.validators.validator_for(schema)(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    problems = [line for error in errors for line in _describe(error, schema)]
+    errors = sorted(validator.iter_errors(resolved), key=lambda e: [str(p) for p in e.absolute_path])
+    problems = [line for error in errors for line in _describe(error, schema, defaults)]
     if problems:
         raise ConfigError(problems, schema_path)
 
-    resolved = copy.deepcopy(dict(config))
-    _fill_defaults(resolved, schema_path)
     problems = _cross_field_problems(resolved)
     if problems:
         raise ConfigError(problems, schema_path)
     return resolved
+
+
+def embedded_default(path: str | None = None) -> Any:
+    """A copy of the embedded default config (:data:`DEFAULT_CONFIG`), or of its value at a slash path
+    (``"statistics/map_budget"``): where library defaults (settings dataclasses) read theirs, so each
+    default is written once, in config.yaml."""
+    node: Any = _embedded_default()
+    for key in (path.split("/") if path else ()):
+        node = node[key]
+    return copy.deepcopy(node)
+
+
+@functools.cache
+def _embedded_default() -> dict:
+    return _read_defaults(DEFAULT_CONFIG)
+
+
+def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict:
+    """A copy of ``base`` with ``update`` merged over it, as snakemake merges ``--configfile``: nested
+    mappings merge, anything else (lists, scalars, null) replaces."""
+    out = copy.deepcopy(dict(base))
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_defaults(path: Path | str) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the default config must be a mapping, got {type(data).__name__}")
+    return data
 
 
 def config_slice(config: Mapping[str, Any], *paths: str) -> dict:
@@ -122,12 +165,25 @@ def _where(path: Iterable[Any]) -> str:
     return out
 
 
-def _fix_hint(schema: Mapping[str, Any], expected: str | None = None) -> str:
+_NO_DEFAULT = object()
+
+
+def _default_at(defaults: Mapping[str, Any], schema: Mapping[str, Any], path: Iterable[Any]) -> Any:
+    """The embedded default's value of a setting (``_NO_DEFAULT`` where it sets none, or where the path
+    runs through a user-named entry such as ``models.<name>``, whose settings have no default)."""
+    node: Any = defaults
+    for part in path:
+        if part not in (schema.get("properties") or {}) or not isinstance(node, Mapping) or part not in node:
+            return _NO_DEFAULT
+        schema, node = schema["properties"][part], node[part]
+    return node
+
+
+def _fix_hint(schema: Mapping[str, Any], expected: str | None = None, default: Any = _NO_DEFAULT) -> str:
     parts = []
     if expected:
         parts.append(f"set {_JSON_TYPE_NAMES.get(expected, expected)}")
-    if "default" in schema:
-        default = schema["default"]
+    if default is not _NO_DEFAULT:
         if default not in ({}, []) or not parts:
             parts.append(f"e.g. {_yaml_inline(default)} (the default)")
     hint = ", ".join(parts)
@@ -159,8 +215,9 @@ def _schema_at(schema: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, A
     return schema
 
 
-def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> list[str]:
+def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[str]:
     where = _where(error.absolute_path)
+    default = _default_at(defaults, root, error.absolute_path)
     kind = error.validator
     instance = error.instance
 
@@ -193,7 +250,7 @@ def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> lis
                 )
         elif isinstance(instance, bool) and expected_name in ("number", "integer"):
             line += "; true/false are not numbers"
-        return [line + _fix_hint(error.schema, expected_name if isinstance(expected, str) else None)]
+        return [line + _fix_hint(error.schema, expected_name if isinstance(expected, str) else None, default)]
 
     if "propertyNames" in error.relative_schema_path:
         owner = _schema_at(root, error.absolute_path)
@@ -202,24 +259,13 @@ def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> lis
 
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
-        return [f"{where}: got {instance!r}, must be {bound} {error.validator_value}{_fix_hint(error.schema)}"]
+        return [f"{where}: got {instance!r}, must be {bound} {error.validator_value}{_fix_hint(error.schema, default=default)}"]
 
-    return [f"{where}: {error.message}{_fix_hint(error.schema)}"]
+    return [f"{where}: {error.message}{_fix_hint(error.schema, default=default)}"]
 
 
 # --------------------------------------------------------------------------------------------------
 # defaults and checks the schema cannot express
-
-
-def _fill_defaults(config: dict, schema_path: Path | str) -> None:
-    """Fill schema defaults in place through Snakemake's own validator (``set_default=True``)."""
-    from snakemake.exceptions import WorkflowError
-    from snakemake.utils import validate
-
-    try:
-        validate(config, str(Path(schema_path).resolve()), set_default=True)
-    except WorkflowError as exc:  # cannot happen after our check passed; keep the message if it does
-        raise ConfigError([str(exc)], schema_path) from exc
 
 
 def _cross_field_problems(config: dict) -> list[str]:

@@ -39,6 +39,7 @@ from trustmass.core.stats import (
     spearman,
 )
 from trustmass.plan.headline import Headline
+from trustmass.plumbing.config import embedded_default
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -65,18 +66,21 @@ POOLED = "(pooled)"
 COUNT_COLUMNS = {"n": pl.Int64, "n_docs": pl.Int64, "n_degenerate": pl.Int64}
 
 
+_DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
+
+
 @dataclass(frozen=True)
 class StatisticsSettings:
-    """Everything the statistics read from the config (defaults: the paper's protocol)."""
+    """Everything the statistics read from the config (defaults: config.yaml's, the paper's protocol)."""
 
-    kappa_threshold: float = 1.11  # labels.kappa_threshold
-    bootstrap: int = 1000  # statistics.bootstrap (B; 0 = no intervals)
-    level: float = 0.95  # statistics.level
-    seed: int = 0  # seed
-    primary_docs: int = 3  # statistics.primary_docs
-    map_budget: int = 8  # statistics.map_budget
-    flat_mass: float = 0.25  # statistics.flat_mass
-    edge_layers: int = 2  # statistics.edge_layers
+    kappa_threshold: float = _DEFAULT["labels"]["kappa_threshold"]
+    bootstrap: int = _DEFAULT["statistics"]["bootstrap"]  # B; 0 = no intervals
+    level: float = _DEFAULT["statistics"]["level"]
+    seed: int = _DEFAULT["seed"]
+    primary_docs: int = _DEFAULT["statistics"]["primary_docs"]
+    map_budget: int = _DEFAULT["statistics"]["map_budget"]
+    flat_mass: float = _DEFAULT["statistics"]["flat_mass"]
+    edge_layers: int = _DEFAULT["statistics"]["edge_layers"]
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> StatisticsSettings:
@@ -86,7 +90,8 @@ class StatisticsSettings:
         unknown = sorted(set(stats) - known - {"figure_population"})
         if unknown:
             raise ValueError(f"config.statistics: unknown keys {unknown}; known: {sorted(known)}")
-        base = cls(kappa_threshold=float(config.get("labels", {}).get("kappa_threshold", 1.11)), seed=int(config.get("seed", 0)))
+        base = cls(kappa_threshold=float(config.get("labels", {}).get("kappa_threshold", cls.kappa_threshold)),
+                   seed=int(config.get("seed", cls.seed)))
         return replace(base, **{k: v for k, v in stats.items() if k in known})
 
 

@@ -30,6 +30,7 @@ class TopMass(TokenRule):
     evidence: ClassVar[frozenset] = frozenset({"mass"})
     audit_role: ClassVar[str] = "scored"  # the audit's reference: its excess is kappa_hat
     cache_faithful: ClassVar[str] = "frozen_prefill"
+    loss_batched: ClassVar[bool] = True
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return np.sort(descending_order(np.asarray(x.p, dtype=np.float64))[: int(budget)])
@@ -47,6 +48,7 @@ class Balancing(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
     reads_dense_output: ClassVar[bool] = True
+    loss_batched: ClassVar[bool] = True
 
     def extra(self, budget: int) -> int:
         return self.pool.extra(budget) if budget in self.enumerated else self.native_extra

@@ -23,6 +23,11 @@ its part in the selector audit (``trustmass.audit``; not declaring them keeps a 
   ``no_eviction`` (it keeps the full cache and selects per query, so its cache-faithful reading is
   the per-query one); required with an audit role;
 
+whether the loss stage's restricted forward has a batched version of it (``trustmass.loss.selection``):
+
+* ``loss_batched``: True where the rule, as configured, is one the batched selectors reproduce exactly
+  (a property where that depends on the configuration, e.g. H2O's exposure); False by default;
+
 optionally ``run_terms(budget) -> dict``: what its configuration sets in the fixed selector contract
 record of a run (ranking scalar, observation window, pooling, projection; ``selectors.run_contract``);
 
@@ -59,6 +64,7 @@ class TokenRule:
     min_budget: ClassVar[int] = 1
     audit_role: ClassVar[str | None] = None
     cache_faithful: ClassVar[str | None] = None
+    loss_batched: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class Contract:
     min_budget: int
     audit_role: str | None
     cache_faithful: str | None
+    loss_batched: bool = False
 
     @property
     def in_audit(self) -> bool:
@@ -93,6 +100,7 @@ def contract(rule) -> Contract:
         min_budget=int(getattr(rule, "min_budget", 1)),
         audit_role=getattr(rule, "audit_role", None),
         cache_faithful=getattr(rule, "cache_faithful", None),
+        loss_batched=bool(getattr(rule, "loss_batched", False)),
     )
     for attr, value, allowed in (
         ("unit", c.unit, UNITS),

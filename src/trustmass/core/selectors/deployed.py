@@ -183,6 +183,11 @@ class SnapKV(TokenRule):
     audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
 
+    @property
+    def loss_batched(self) -> bool:
+        """The batched version max-pools with an odd kernel."""
+        return self.pooling == "max" and self.kernel >= 1 and self.kernel % 2 == 1
+
     def window(self, budget: int) -> int:
         return windows.snapkv_window(budget, self.max_window)
 
@@ -235,6 +240,11 @@ class H2O(TokenRule):
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
     cache_faithful: ClassVar[str] = "frozen_prefill"
 
+    @property
+    def loss_batched(self) -> bool:
+        """The batched version ranks by the raw accumulated mass (no count-debiased one)."""
+        return self.exposure == "cumulative"
+
     def __post_init__(self):
         if self.exposure not in H2O_EXPOSURES:
             raise ValueError(f"H2O.exposure = {self.exposure!r}; fix: one of {H2O_EXPOSURES}")
@@ -280,6 +290,11 @@ class Quest(ProjectedBlocks):
     cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects pages per query
 
     @property
+    def loss_batched(self) -> bool:
+        """The batched version is the greedy page fill."""
+        return self.projection == FIT_THEN_FILL
+
+    @property
     def min_budget(self) -> int:
         return 1 if self.page is None else self.page
 
@@ -319,6 +334,7 @@ class StreamingLLM(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+    loss_batched: ClassVar[bool] = True
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
@@ -373,6 +389,7 @@ class Recency(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "control"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+    loss_batched: ClassVar[bool] = True
 
     def run_terms(self, budget: int) -> dict[str, str]:
         return {"projection": "recent", "ranking": "position"}

@@ -99,6 +99,7 @@ class ValueAwareBlocks(ProjectedBlocks):
     scope: ClassVar[str] = "per_row"
     audit_role: ClassVar[str] = "scored"
     cache_faithful: ClassVar[str] = "frozen_prefill"  # evicts to its blocks at the eviction time
+    loss_batched: ClassVar[bool] = True  # every score and projection (loss.block_rules)
 
     @property
     def evidence(self) -> frozenset:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustmass.certification.manifest import N_DECILES
+from trustmass.deploy.roster import configured_methods
 
 __all__ = ["IMPLIED", "Implied", "implied"]
 
@@ -234,7 +235,7 @@ def replay_measurements(config: Mapping) -> Implied:
 
 
 def method_roster(config: Mapping) -> Implied:
-    methods = [m for m in _deploy(config).get("methods") or [] if m != "dense"]
+    methods = [m for m in configured_methods(_deploy(config)) if m != "dense"]
     return Implied(None, f"a count of deploy.methods ({len(methods)} methods besides dense): which baselines a run "
                          "deploys is its configuration")  # fmt: skip
 
