@@ -61,13 +61,13 @@ def _headline(config) -> tuple[list[str], str | None]:
 
 
 def _documents(config, model):
-    from trustmass.cli.plan import documents_for_model
+    from trustmass.cli.instances import documents_for_model
 
     return documents_for_model(config, model)
 
 
 def _per_doc_instances(config, model) -> int:
-    from trustmass.cli.plan import model_shape
+    from trustmass.cli.instances import model_shape
 
     shape = model_shape(config, model)
     return shape["layers"] * shape["heads"] * int(config["capture"]["rows_per_head"]) * len(config["budgets"]["enumerated"])
@@ -215,7 +215,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
                  "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, x tokens / {c['at_doc_tokens']:,} ({c['measured']})"})  # fmt: skip
 
     # certification (CPU)
-    from trustmass.cli.plan import planned_manifest
+    from trustmass.cli.instances import planned_manifest
 
     cert = planned_manifest(config)
     rule = cpu["certification"]["per_certifier"].get(cert["certifier"])
