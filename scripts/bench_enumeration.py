@@ -3,37 +3,40 @@
 Glue only: the benchmark lives in trustmass.bench.enumeration (also `make bench`).
 """
 
-from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
 
-started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-import os  # noqa: E402
+def main(snakemake, started):
+    import os
 
-# Snakemake sets OMP/OpenBLAS/MKL threads to the rule's threads; numba reads its own variable.
-os.environ.setdefault("NUMBA_NUM_THREADS", str(snakemake.threads))  # noqa: F821
+    # Snakemake sets OMP/OpenBLAS/MKL threads to the rule's threads; numba reads its own variable.
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(snakemake.threads))
 
-from trustmass.bench.enumeration import run  # noqa: E402
-from trustmass.plumbing.provenance import write_json  # noqa: E402
-from trustmass.plumbing.rule_io import finish  # noqa: E402
+    from trustmass.bench.enumeration import run
+    from trustmass.plumbing.provenance import write_json
+    from trustmass.plumbing.rule_io import finish
 
-cfg = snakemake.params.config  # noqa: F821
-print(f"benchmark settings: {cfg}")
-result = run(
-    n_keys=cfg["benchmark"]["n_keys"],
-    head_dim=cfg["benchmark"]["head_dim"],
-    instances=cfg["benchmark"]["instances"],
-    budgets=cfg["budgets"]["enumerated"],
-    seed=cfg["seed"],
-    subset_cap=cfg["enumeration"]["subset_cap"],
-    max_extra=cfg["enumeration"]["max_extra"],
-)
-write_json(snakemake.output.json, result)  # noqa: F821
-finish(
-    snakemake,  # noqa: F821
-    [snakemake.output.json],  # noqa: F821
-    snakemake.input.code,  # noqa: F821
-    cfg,
-    started,
-    seeds={"seed": cfg["seed"]},
-    threads=snakemake.threads,  # noqa: F821
-)
+    cfg = snakemake.params.config
+    print(f"benchmark settings: {cfg}")
+    result = run(
+        n_keys=cfg["benchmark"]["n_keys"],
+        head_dim=cfg["benchmark"]["head_dim"],
+        instances=cfg["benchmark"]["instances"],
+        budgets=cfg["budgets"]["enumerated"],
+        seed=cfg["seed"],
+        subset_cap=cfg["enumeration"]["subset_cap"],
+        max_extra=cfg["enumeration"]["max_extra"],
+    )
+    write_json(snakemake.output.json, result)
+    finish(
+        snakemake,
+        [snakemake.output.json],
+        snakemake.input.code,
+        cfg,
+        started,
+        seeds={"seed": cfg["seed"]},
+        threads=snakemake.threads,
+    )
+
+
+run_rule(snakemake, main)

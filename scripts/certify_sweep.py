@@ -3,28 +3,31 @@ and claims are sweep_statistics).  Glue only: trustmass.certification.manifest /
 
 import sys
 
-from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
 
-started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances  # noqa: E402
-from trustmass.certification.runner import sweep_rows  # noqa: E402
-from trustmass.plumbing.rule_io import checked_capture_path, finish, read_parquets, write_parquet  # noqa: E402
+def main(snakemake, started):
+    from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances
+    from trustmass.certification.runner import sweep_rows
+    from trustmass.plumbing.rule_io import checked_capture_path, finish, read_parquets, write_parquet
 
-cfg = snakemake.params.config  # noqa: F821
-sw = cfg["certification"]["sweep"]
-if int(sw["budget"]) not in cfg["budgets"]["enumerated"]:
-    sys.exit(
-        f"certification.sweep.budget={sw['budget']} is not in budgets.enumerated={cfg['budgets']['enumerated']}: "
-        "the sweep widens the enumerated pool of that budget; add it to budgets.enumerated or change the sweep budget"
-    )
-records = read_parquets(snakemake.input.records, RECORD_COLUMNS)  # noqa: F821
-heads = sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
-inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
-print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
-if inst.height == 0:
-    sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
-rows = sweep_rows(inst, sw["extras"], checked_capture_path, workers=snakemake.threads)  # noqa: F821
-write_parquet(rows, snakemake.output.rows)  # noqa: F821
-finish(snakemake, [snakemake.output.rows], [*snakemake.input.records, *snakemake.input.code], cfg, started,  # noqa: F821
-       {"heads": heads.height, "instances": inst.height, "rows": rows.height}, heads=heads.to_dicts())  # fmt: skip
+    cfg = snakemake.params.config
+    sw = cfg["certification"]["sweep"]
+    if int(sw["budget"]) not in cfg["budgets"]["enumerated"]:
+        sys.exit(
+            f"certification.sweep.budget={sw['budget']} is not in budgets.enumerated={cfg['budgets']['enumerated']}: "
+            "the sweep widens the enumerated pool of that budget; add it to budgets.enumerated or change the sweep budget"
+        )
+    records = read_parquets(snakemake.input.records, RECORD_COLUMNS)
+    heads = sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
+    inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
+    print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
+    if inst.height == 0:
+        sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
+    rows = sweep_rows(inst, sw["extras"], checked_capture_path, workers=snakemake.threads)
+    write_parquet(rows, snakemake.output.rows)
+    finish(snakemake, [snakemake.output.rows], [*snakemake.input.records, *snakemake.input.code], cfg, started,
+           {"heads": heads.height, "instances": inst.height, "rows": rows.height}, heads=heads.to_dicts())  # fmt: skip
+
+
+run_rule(snakemake, main)

@@ -3,31 +3,34 @@
 Glue only: fetching and reading live in trustmass.sources.corpora.
 """
 
-from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
 
-started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-from pathlib import Path  # noqa: E402
+def main(snakemake, started):
+    from pathlib import Path
 
-from trustmass.plumbing.rule_io import clean_exit_on, finish  # noqa: E402
-from trustmass.sources import SourceError  # noqa: E402
-from trustmass.sources.corpora import prepare_corpus  # noqa: E402
+    from trustmass.plumbing.rule_io import clean_exit_on, finish
+    from trustmass.sources import SourceError
+    from trustmass.sources.corpora import prepare_corpus
 
-name = snakemake.wildcards.corpus  # noqa: F821
-spec = dict(snakemake.params.spec)  # noqa: F821
-out_dir = Path(snakemake.output.txt).parent  # noqa: F821
-print(f"prepare_corpus {name}: {spec}")
-with clean_exit_on(SourceError, job=f"prepare_corpus {name}"):
-    record = prepare_corpus(name, spec, out_dir, cache_dir=snakemake.params.cache, log=print)  # noqa: F821
-finish(
-    snakemake,  # noqa: F821
-    [snakemake.output.txt],  # noqa: F821
-    [*snakemake.input.code, snakemake.output.json],  # noqa: F821
-    {"corpora": {name: spec}, "cache_dir": snakemake.params.cache},  # noqa: F821
-    started,
-    source=record["source"],
-    package=record.get("package"),
-    chars=record["chars"],
-    text_sha256=record["sha256"],
-    documents=len(record["documents"]),
-)
+    name = snakemake.wildcards.corpus
+    spec = dict(snakemake.params.spec)
+    out_dir = Path(snakemake.output.txt).parent
+    print(f"prepare_corpus {name}: {spec}")
+    with clean_exit_on(SourceError, job=f"prepare_corpus {name}"):
+        record = prepare_corpus(name, spec, out_dir, cache_dir=snakemake.params.cache, log=print)
+    finish(
+        snakemake,
+        [snakemake.output.txt],
+        [*snakemake.input.code, snakemake.output.json],
+        {"corpora": {name: spec}, "cache_dir": snakemake.params.cache},
+        started,
+        source=record["source"],
+        package=record.get("package"),
+        chars=record["chars"],
+        text_sha256=record["sha256"],
+        documents=len(record["documents"]),
+    )
+
+
+run_rule(snakemake, main)

@@ -2,24 +2,27 @@
 like the rule -> its statistics function (inputs, config) -> the frames and their provenance sidecars.
 Glue only: trustmass.report.statistics."""
 
-from trustmass.plumbing.rule_io import start_log  # first: what follows logs to the job's log
+from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
 
-started = start_log(snakemake)  # noqa: F821 (snakemake is injected by the script directive)
 
-from trustmass.plumbing.rule_io import finish, write_parquet  # noqa: E402
-from trustmass.report.catalog import statistics_rule  # noqa: E402
-from trustmass.report.statistics import compute  # noqa: E402
+def main(snakemake, started):
+    from trustmass.plumbing.rule_io import finish, write_parquet
+    from trustmass.report.catalog import statistics_rule
+    from trustmass.report.statistics import compute
 
-smk = snakemake  # noqa: F821
-entry = statistics_rule(smk.rule)
-inputs = {name: [paths] if isinstance(paths, str) else list(paths) for name, paths in smk.input.items() if name != "code"}
-config = smk.params.config
-frames = compute(entry, inputs, {**config, **{name: smk.params[name] for name in entry.params}})
-for note in frames.notes:
-    print(note)
-for name, frame in frames.items():
-    write_parquet(frame, smk.output[name])
-    print(f"{name}: {frame.height} rows")
-    print(frame)
-finish(smk, [smk.output[name] for name in frames], list(smk.input), config, started,
-       summary=frames.summary, seeds=frames.seeds, **frames.extra)  # fmt: skip
+    smk = snakemake
+    entry = statistics_rule(smk.rule)
+    inputs = {name: [paths] if isinstance(paths, str) else list(paths) for name, paths in smk.input.items() if name != "code"}
+    config = smk.params.config
+    frames = compute(entry, inputs, {**config, **{name: smk.params[name] for name in entry.params}})
+    for note in frames.notes:
+        print(note)
+    for name, frame in frames.items():
+        write_parquet(frame, smk.output[name])
+        print(f"{name}: {frame.height} rows")
+        print(frame)
+    finish(smk, [smk.output[name] for name in frames], list(smk.input), config, started,
+           summary=frames.summary, seeds=frames.seeds, **frames.extra)  # fmt: skip
+
+
+run_rule(snakemake, main)

@@ -55,7 +55,8 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
 
 
 def _flat(items) -> Iterator[str]:
-    for item in items:
+    """The paths of a job's inputs (Snakemake's Namedlist is a flat list; a mapping's values are its paths)."""
+    for item in items.values() if isinstance(items, Mapping) else items:
         if isinstance(item, (str, os.PathLike)):
             yield os.fspath(item)
         else:
