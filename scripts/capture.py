@@ -81,7 +81,7 @@ def main(snakemake, started):
 
     digest = shards.write_shard(result, snakemake.output.shard)
     summary = shards.write_validation_report(result, snakemake.output.report)
-    outputs, extra = [snakemake.output.shard], {}
+    outputs, extra = [snakemake.output.shard, snakemake.output.report], {}
     if access is not None:
         write_parquet(access.frame(model=model_name, corpus=corpus, doc=doc, doc_id=doc_id, task=record.get("task")),
                       snakemake.output.access)

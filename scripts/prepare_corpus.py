@@ -21,7 +21,7 @@ def main(snakemake, started):
         record = prepare_corpus(name, spec, out_dir, cache_dir=snakemake.params.cache, log=print)
     finish(
         snakemake,
-        [snakemake.output.txt],
+        [snakemake.output.txt, snakemake.output.json],
         [*snakemake.input.code, snakemake.output.json],
         {"corpora": {name: spec}, "cache_dir": snakemake.params.cache},
         started,

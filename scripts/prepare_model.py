@@ -24,7 +24,7 @@ def main(snakemake, started):
         record = prepare_model(name, spec, out_dir, cache_dir=snakemake.params.cache, log=print)
     finish(
         snakemake,
-        [snakemake.output.config],
+        [snakemake.output.config, snakemake.output.source],
         [*snakemake.input.code, snakemake.output.source],
         {"models": {name: spec}, "cache_dir": snakemake.params.cache},
         started,

@@ -26,7 +26,7 @@ rule capture:
     output:
         shard=layout.CAPTURE_SHARD,
         report=layout.CAPTURE_VALIDATION,
-        prov=prov(layout.CAPTURE_SHARD),
+        prov=[prov(layout.CAPTURE_SHARD), prov(layout.CAPTURE_VALIDATION)],
         **({"access": layout.ACCESS_RECORDS, "access_prov": prov(layout.ACCESS_RECORDS)} if STUDY.access_enabled() else {}),
     params:
         capture=params_from_config("capture"),

@@ -21,7 +21,7 @@ rule tokenize_heldout:
     output:
         ids=layout.HELDOUT,
         manifest=layout.HELDOUT_MANIFEST,
-        prov=prov(layout.HELDOUT),
+        prov=[prov(layout.HELDOUT), prov(layout.HELDOUT_MANIFEST)],
     params:
         documents=lambda wc: STUDY.heldout_settings(wc.model),
         first_doc=lambda wc: STUDY.heldout_first_doc(wc.model),

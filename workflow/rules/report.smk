@@ -32,7 +32,7 @@ for _stat in STATISTICS:
             code=library_code(_stat.module, "trustmass.report.statistics", "trustmass.plumbing.rule_io"),
         output:
             **_stat.outputs,
-            prov=[prov(stats_path(f)) for f in _stat.frames],
+            prov=[prov(p) for p in _stat.outputs.values()],
         params:
             config=params_from_config(*_stat.config),
             **statistics_params(_stat),

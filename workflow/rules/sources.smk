@@ -24,7 +24,7 @@ rule prepare_model:
     output:
         config=layout.MODEL_CONFIG,
         source=layout.MODEL_SOURCE,
-        prov=prov(layout.MODEL_CONFIG),
+        prov=[prov(layout.MODEL_CONFIG), prov(layout.MODEL_SOURCE)],
     params:
         spec=lambda wc: STUDY.model_params(wc.model),
         cache=config.get("cache_dir", layout.CACHE_DIR),
@@ -52,7 +52,7 @@ rule prepare_corpus:
     output:
         txt=layout.CORPUS_TEXT,
         json=layout.CORPUS_RECORD,
-        prov=prov(layout.CORPUS_TEXT),
+        prov=[prov(layout.CORPUS_TEXT), prov(layout.CORPUS_RECORD)],
     params:
         spec=lambda wc: STUDY.entry("corpora", wc.corpus, "corpus"),
         cache=config.get("cache_dir", layout.CACHE_DIR),
@@ -79,7 +79,7 @@ rule tokenize_documents:
     output:
         ids=layout.DOCUMENTS,
         manifest=layout.DOCUMENTS_MANIFEST,
-        prov=prov(layout.DOCUMENTS),
+        prov=[prov(layout.DOCUMENTS), prov(layout.DOCUMENTS_MANIFEST)],
     params:
         documents=lambda wc: STUDY.documents_for_model(wc.model),
     wildcard_constraints:

@@ -18,7 +18,7 @@ rule task_documents:
     output:
         ids=layout.fill(layout.DOCUMENTS, corpus=STUDY.task_corpus()),
         manifest=layout.fill(layout.DOCUMENTS_MANIFEST, corpus=STUDY.task_corpus()),
-        prov=prov(layout.fill(layout.DOCUMENTS, corpus=STUDY.task_corpus())),
+        prov=[prov(layout.fill(p, corpus=STUDY.task_corpus())) for p in (layout.DOCUMENTS, layout.DOCUMENTS_MANIFEST)],
     params:
         settings=lambda wc: STUDY.task_settings(wc.model),
     wildcard_constraints:

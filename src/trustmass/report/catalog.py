@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from trustmass.plan.layout import STATS_DIR, stats_path  # re-exported: where the catalog's frames live
+from trustmass.plan.layout import CERTIFIED, STATS_DIR, stats_path  # re-exported: where the catalog's frames live
 
 __all__ = [
     "GPU_CHECK",
@@ -138,7 +138,7 @@ STATISTICS: tuple[StatisticsRule, ...] = (
         name="certification_statistics", module=f"{_FRAMES}.certification", frames=("table7", "headline_certification"),
         doc="Substitution, Table 7 and the certification claims, from the manifest, its certification and the records",
         inputs={"manifest": "certify_manifest", "certified": "certify_shards", "records": "headline_records"},
-        config=(*STATISTICS_CONFIG, "budgets/enumerated"), extra={"joined": "results/certify/certified.parquet"},
+        config=(*STATISTICS_CONFIG, "budgets/enumerated"), extra={"joined": CERTIFIED},
         mem_mb=4000,
     ),
     StatisticsRule(

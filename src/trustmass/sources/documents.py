@@ -241,14 +241,15 @@ def tokenizer_fingerprint(tokenizer, model_dir: Path) -> dict[str, Any]:
 
 def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float,
                         **extra: Any) -> None:  # fmt: skip
-    """The sidecar of a rule that wrote a document set (``smk.output.ids`` + ``smk.output.manifest``):
-    its inputs are the source text, the tokenizer files the manifest fingerprints, the library code
-    and the manifest; ``extra`` adds the rule's own summary fields."""
+    """The sidecars of a rule that wrote a document set (``smk.output.ids`` + ``smk.output.manifest``, one each):
+    their inputs are the source text, the tokenizer files the manifest fingerprints, the library code
+    and the manifest (so the ids' sidecar also vouches for the manifest beside them); ``extra`` adds the rule's
+    own summary fields."""
     from trustmass.plumbing.rule_io import finish
 
     model_dir = Path(smk.input.model).parent
     tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
-    finish(smk, [smk.output.ids], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
+    finish(smk, [smk.output.ids, smk.output.manifest], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
            input_ids_sha256=manifest["input_ids_sha256"], **extra)  # fmt: skip
 
 
