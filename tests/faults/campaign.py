@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -24,6 +25,12 @@ SHARDS = ["results/capture/tiny/words/0000.safetensors", "results/capture/tiny/w
 VALIDATION = [s.replace(".safetensors", ".validation.parquet") for s in SHARDS]
 RECORDS = ["results/ceiling/tiny/words/0000.parquet", "results/ceiling/tiny/words/0001.parquet"]
 CERTIFIED = "results/certify/shards/000.parquet"
+MANIFEST = "results/certify/manifest.parquet"
+#: the loss stage of the tiny study: its held-out chunking, the one held-out document, the probe
+HELDOUT = "resources/heldout/tiny/words.safetensors"
+LOSS_TOKENS = ["results/loss/tiny/words/0002.parquet", "results/loss/tiny/words/0002.cells.parquet"]
+PROBE = ["results/loss/tiny/probe.safetensors", "results/loss/tiny/probe_recall.parquet"]
+LOSS = [*LOSS_TOKENS, *PROBE]
 TARGETS = ["captures", "records", CERTIFIED]  # the stages of `all` the campaign covers
 #: columns of a certified shard that do not depend on SCIP's time limits
 CERT_COLUMNS = ["instance", "es_pool", "es_pool_record", "n_keys", "mass_floor"]
@@ -80,6 +87,15 @@ def make_baseline(folder: Path) -> Run:
     return run
 
 
+def extend_baseline(baseline: Run, folder: Path, *targets: str) -> Run:
+    """A copy of the uninterrupted run taken further, to ``targets`` (the loss stage: held-out documents,
+    loss map, probe, the per-document loss): the baseline of the cases that damage what those read."""
+    run = copy_run(baseline, folder)
+    done = run.snakemake(*targets)
+    assert done.returncode == 0, done.output
+    return run
+
+
 def copy_run(baseline: Run, folder: Path) -> Run:
     """A copy of the finished run (mtimes kept: snakemake sees it as finished), models and corpus shared."""
     shutil.copytree(baseline.workdir, folder, symlinks=True, ignore=shutil.ignore_patterns("started-*.log"))
@@ -91,6 +107,61 @@ def remove(run: Run, *outputs: str) -> None:
     for rel in outputs:
         for path in (run.workdir / rel).parent.glob(Path(rel).name + "*"):
             path.unlink()
+
+
+def change_token(path: Path, vocabulary: int) -> tuple[int, int]:
+    """One token id of a safetensors id file changed in place to another valid id (the middle of its last
+    row): the file still reads, every shape is right, only the text differs.  Returns (old, new)."""
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] in ("I64", "I32"))
+    width = 8 if info["dtype"] == "I64" else 4
+    row = info["shape"][-1] if len(info["shape"]) > 1 else 1
+    begin, end = info["data_offsets"]
+    at = 8 + size + end - (row // 2 + 1) * width  # the middle of the last row
+    old = int.from_bytes(data[at : at + width], "little", signed=True)
+    new = 3 + (old - 3 + 1) % (vocabulary - 3)  # another word id (ids below 3 are <unk>, <s>, </s>)
+    data[at : at + width] = new.to_bytes(width, "little", signed=True)
+    path.write_bytes(bytes(data))
+    return old, new
+
+
+def flip_bytes(path: Path, count: int = 64) -> None:
+    """``count`` bytes in the middle of ``path`` flipped in place, its modification time kept (a disk or
+    a copy that damages content without touching the mtime: snakemake sees nothing changed)."""
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    for i in range(middle, middle + count):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def fix_named_in(line: str, run: Run) -> list[str]:
+    """Apply the fix an error line names, as a user would: the files in its ``(rm ...)``, deleted."""
+    match = re.search(r"fix: delete it \(rm ([^)]*)\)", line)
+    assert match, f"the error names no files to delete: {line}"
+    files = match.group(1).split()
+    for rel in files:
+        (run.workdir / rel).unlink()
+    return files
+
+
+def checkout_copy(folder: Path) -> Path:
+    """The checkout's tracked files (as the working tree has them) copied to ``folder``, modification
+    times kept, as `cp -a` or `mv` would (the venv stays where it is)."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        import pytest
+
+        pytest.skip(f"not a git checkout ({listed.stderr.strip()}): the moved-checkout case copies its tracked files")
+    for rel in filter(None, listed.stdout.split("\0")):
+        if (REPO / rel).is_file():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, folder / rel)
+    return folder
 
 
 def kill_tree(proc: subprocess.Popen) -> list[str]:

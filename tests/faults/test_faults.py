@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 import time
 
 import pytest
 from campaign import (
-    CERTIFIED, RECORDS, SHARDS, assert_same_as, copy_run, fill, first_error, kill_tree, log_says, make_baseline,
-    remount, remove, tmpfs, wait_for,
+    CERTIFIED, HELDOUT, LOSS, LOSS_TOKENS, MANIFEST, PROBE, RECORDS, SHARDS, Run, assert_same_as, change_token,
+    checkout_copy, copy_run, extend_baseline, fill, first_error, fix_named_in, flip_bytes, kill_tree, log_says,
+    make_baseline, remount, remove, tmpfs, wait_for,
 )  # fmt: skip
+from conftest import snakemake_command
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
@@ -32,6 +36,18 @@ def baseline(tmp_path_factory):
 @pytest.fixture
 def run(baseline, tmp_path):
     return copy_run(baseline, tmp_path / "run")
+
+
+@pytest.fixture(scope="module")
+def loss_baseline(baseline, tmp_path_factory):
+    """The uninterrupted run taken through the loss stage (held-out documents, map, probe, the loss of the
+    held-out document): what the held-out and probe cases damage and compare with."""
+    return extend_baseline(baseline, tmp_path_factory.mktemp("loss-baseline") / "run", *LOSS)
+
+
+@pytest.fixture
+def loss_run(loss_baseline, tmp_path):
+    return copy_run(loss_baseline, tmp_path / "run")
 
 
 # ---- kill -9, then rerun --------------------------------------------------------------------------
@@ -153,6 +169,100 @@ def test_a_corrupt_document_tokenisation_is_refused(run, baseline):
     )
     assert "resources/documents/tiny/words.safetensors has changed since it was written" in line
     assert "fix: delete it (rm resources/documents/tiny/words.*) and rerun" in line
+
+
+# ---- the rule boundary: every declared input checked against its sidecar, paths relative ---------
+
+
+def _refused_at_the_boundary(run, targets, job, damaged, kept, forcerun=()):
+    """Run ``targets`` (forcing ``forcerun``): the job ``job`` stops on the damaged input in one line that
+    names it, both hashes and the rule that writes it again, with no traceback; ``kept`` unchanged and
+    nothing half-written.  Then the fix the line names, applied: the rerun completes."""
+    before = {rel: run.sha(rel) for rel in kept}
+    done = run.snakemake(*targets, *(["--forcerun", *forcerun] if forcerun else []))
+    assert done.returncode != 0, done.output
+    line = first_error(done.output, f"{job}: {damaged} has changed since it was written")
+    assert "fix: delete it (rm " in line and "writes it again" in line, line
+    assert "Traceback" not in done.output, done.output
+    assert {rel: run.sha(rel) for rel in kept} == before, "nothing already finished is lost"
+    assert run.temporaries() == [], "nothing half-written is left"
+    assert fix_named_in(line, run) == [damaged, f"{damaged}.prov.json"]
+    done = run.snakemake(*targets)
+    assert done.returncode == 0, done.output
+    return line
+
+
+def _same_files(run, baseline, *rels):
+    for rel in rels:
+        assert run.sha(rel) == baseline.sha(rel), rel
+
+
+def test_a_changed_heldout_token_is_refused(loss_run, loss_baseline):
+    # one id of the held-out document changed to another word: the file reads, the shapes are right,
+    # the loss would be computed on a different text (before the rule boundary: loss_document exited 0)
+    change_token(loss_run.workdir / HELDOUT, vocabulary=64)
+    line = _refused_at_the_boundary(
+        loss_run, LOSS_TOKENS[:1], "loss_document tiny/words/0002", HELDOUT,
+        kept=[*SHARDS, "results/loss/tiny/map.parquet", *PROBE, "resources/heldout/tiny/words.json"],
+    )  # fmt: skip
+    assert "rule tokenize_heldout writes it again" in line
+    _same_files(loss_run, loss_baseline, HELDOUT, *LOSS_TOKENS)
+
+
+def test_a_flipped_shard_is_refused_by_the_probe(loss_run, loss_baseline):
+    # 64 bytes of the probe's training shard flipped, its mtime kept: snakemake sees no change, and the
+    # probe reruns alone when forced (as a loss.probe change would rerun it); before the rule boundary
+    # it exited 0 and its sidecar recorded the damaged hash as its input
+    flip_bytes(loss_run.workdir / SHARDS[0])
+    line = _refused_at_the_boundary(
+        loss_run, PROBE, "probe_train tiny", SHARDS[0], kept=[SHARDS[1], *RECORDS, *LOSS_TOKENS], forcerun=["probe_train"],
+    )  # fmt: skip
+    assert "rule capture writes it again" in line
+    _same_files(loss_run, loss_baseline, SHARDS[0], *PROBE)
+    assert_same_as(loss_run, loss_baseline, shards=SHARDS[:1], records=[], certified=False)
+
+
+def test_a_truncated_ceiling_record_is_refused(run, baseline):
+    # before the rule boundary: polars' "parquet: File out of specification", naming no file and no fix
+    record = run.workdir / RECORDS[0]
+    record.write_bytes(record.read_bytes()[: record.stat().st_size // 2])
+    line = _refused_at_the_boundary(run, [MANIFEST], "certify_manifest", RECORDS[0], kept=[*SHARDS, RECORDS[1]])
+    assert "truncated" in line and "rule ceiling writes it again" in line
+    _same_files(run, baseline, MANIFEST)
+    assert_same_as(run, baseline, records=RECORDS, certified=False)
+
+
+def _snakemake_in(checkout, *args):
+    """Snakemake run in a checkout, as a user runs it there: its Snakefile, its library first on the path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([*snakemake_command(), *args], cwd=checkout, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    done.output = done.stdout + done.stderr
+    return done
+
+
+def test_a_moved_checkout_reruns_nothing(baseline, tmp_path):
+    # a checkout with a finished run in it (to the claims report, whose inputs include the claims file),
+    # moved and then copied elsewhere: every declared input is relative to the working directory, so
+    # nothing reruns (before the rule boundary claims.yaml was declared by absolute path: claims_report reran)
+    checkout = checkout_copy(tmp_path / "here" / "checkout")
+    (checkout / "tiny.yaml").write_text(baseline.config.read_text(), encoding="utf-8")  # models stay outside
+    (checkout / "lean.yaml").write_text("deploy: {enabled: false}\ntask_contexts: {enabled: false}\n", encoding="utf-8")
+    args = ["results/claims.md", "--configfile", "tiny.yaml", "lean.yaml"]
+    done = _snakemake_in(checkout, "--cores", "2", *args)
+    assert done.returncode == 0, done.output
+    finished = Run(checkout).files()
+    (tmp_path / "there").mkdir()
+    moved = checkout.rename(tmp_path / "there" / "checkout")
+    copied = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(moved, copied, symlinks=True)  # copy2: modification times kept
+    for place in (moved, copied):
+        planned = _snakemake_in(place, "-n", *args)
+        assert planned.returncode == 0, planned.output
+        assert "Nothing to be done" in planned.output, f"{place}: jobs rerun after the move:\n{planned.output[-4000:]}"
+        done = _snakemake_in(place, "--cores", "2", *args)
+        assert done.returncode == 0 and "Nothing to be done" in done.output, done.output
+        assert Run(place).files() == finished, "nothing rewritten"
 
 
 # ---- the disk -------------------------------------------------------------------------------------
