@@ -115,11 +115,10 @@ def change_token(path: Path, vocabulary: int) -> tuple[int, int]:
     data = bytearray(path.read_bytes())
     size = int.from_bytes(data[:8], "little")
     header = json.loads(data[8 : 8 + size])
-    name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] in ("I64", "I32"))
+    info = next(v for k, v in header.items() if k != "__metadata__" and v["dtype"] in ("I64", "I32"))
     width = 8 if info["dtype"] == "I64" else 4
     row = info["shape"][-1] if len(info["shape"]) > 1 else 1
-    begin, end = info["data_offsets"]
-    at = 8 + size + end - (row // 2 + 1) * width  # the middle of the last row
+    at = 8 + size + info["data_offsets"][1] - (row // 2 + 1) * width  # the middle of the last row
     old = int.from_bytes(data[at : at + width], "little", signed=True)
     new = 3 + (old - 3 + 1) % (vocabulary - 3)  # another word id (ids below 3 are <unk>, <s>, </s>)
     data[at : at + width] = new.to_bytes(width, "little", signed=True)
