@@ -50,7 +50,7 @@ class StatisticsRule:
 
     The workflow generates the rule from the entry (``workflow/rules/report.smk``): its inputs are the
     workflow's path lists named in ``inputs`` (resolved by ``statistics_inputs`` in
-    ``report_common.smk``), its outputs the frames (and ``extra`` files), its params the config slice
+    ``workflow/rules/report.smk``), its outputs the frames (and ``extra`` files), its params the config slice
     ``config`` (and the workflow values named in ``params``); ``scripts/statistics.py`` calls
     ``<module>.<function>(inputs, config)`` (:mod:`trustmass.report.statistics`).
     """

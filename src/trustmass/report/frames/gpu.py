@@ -4,7 +4,7 @@
 lent GPU; this module turns its ``claims`` object into headline rows, judged as analogues on the GPU
 the file names (``device.name``: the row's ``models``).  Only a measurement counts: a file written in
 ``cpu`` or ``dry-run`` mode, or a claim section that did not finish, gives no row (its values stay
-"needs a GPU").  Without the file the statistics rule is off (workflow/rules/report_common.smk).
+"needs a GPU").  Without the file the statistics rule is off (trustmass.plan.Study.statistics_enabled).
 """
 
 from __future__ import annotations
