@@ -9,11 +9,13 @@ order.  Measured on the CPU panel's records (docs/reliability.md, "The reference
 * The BLAS kernel: numpy's and scipy's OpenBLAS (and numba's ``@`` and ``lstsq``, through scipy) pick
   their kernels by CPU at start-up (DYNAMIC_ARCH).  An AVX-512 EPYC takes the SkylakeX kernels, an
   AVX2 one the Zen kernels; their dot products round differently (1e-16 relative), and the
-  Frank-Wolfe geometric selector, whose argmin has near-ties, then takes another path (``es_geo``
-  moved by up to 50% on 4 of 3,024 records of one shard; Table 8's ``p99_pi_hat`` and
-  ``median_geo_ratio`` and the claims on them followed).  ``OPENBLAS_CORETYPE=Haswell`` gives every
-  AVX2 machine the same kernels (the Zen kernels gave bitwise the Haswell ones' records; so did numpy
-  with its AVX-512 loops disabled and numba compiled for Haswell).
+  path-following selectors, whose argmins have near-ties, then take other paths: of the panel's
+  102,060 SmolLM2 records recomputed with the Haswell kernels, ``es_geo`` moved beyond 1e-6 on 106
+  (up to 3x), ``ef_fw`` and ``pi_hat`` on 40 (up to 30%), ``es_bal`` on 4, and Table 8's
+  ``median_geo_ratio`` at s = 32 from 3.16254 to 3.16448 (the issue's ``p99_pi_hat`` and claims
+  moved the same way).  ``OPENBLAS_CORETYPE=Haswell`` gives every AVX2 machine the same kernels
+  (on 3,024 records the Zen kernels gave bitwise the Haswell ones' values; so did numpy with its
+  AVX-512 loops disabled and numba compiled for Haswell).
 * torch's kernels (the capture's float32 prefill): ATen dispatches its vectorised loops by CPU, and
   MKL its own paths; a capture with AVX-512 loops differed from one with AVX2 loops in 207 of 240
   tensors (1e-7 absolute), and MKL's path moved two more.  ``ATEN_CPU_CAPABILITY=avx2`` and
