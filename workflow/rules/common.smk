@@ -12,7 +12,8 @@ from snakemake.exceptions import WorkflowError
 try:
     from trustmass.plan import Study, layout
     from trustmass.plumbing.config import ConfigError, config_slice, validate_config
-    from trustmass.plumbing.provenance import BLAS_THREAD_VARIABLES, SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
+    from trustmass.plumbing.determinism import pin as pin_environment
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
     from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
 except ImportError as exc:
@@ -68,12 +69,12 @@ _refuse([*loss_rule_problems(config["loss"]["rules"]), *diagnostics_problems(con
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
 
-# One BLAS thread per process (jobs inherit it): a job's `threads` are worker processes or torch
-# threads it sets itself, and numpy's BLAS taking every core in every worker oversubscribes the
-# machine (a 2-worker ceiling job took 46 s with default BLAS threads, 21 s with one, on 2 cores).
+# One BLAS thread per process and the same kernels on every AVX2 machine (jobs inherit them): a job's
+# `threads` are worker processes or torch threads it sets itself, and the kernels OpenBLAS, torch and
+# MKL pick by CPU move the capture and the Frank-Wolfe selector's path (trustmass.plumbing.determinism
+# says what was measured).
 # A value the user exported is kept.
-for _blas in BLAS_THREAD_VARIABLES:
-    os.environ.setdefault(_blas, "1")
+pin_environment(os.environ)
 
 
 # ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone
