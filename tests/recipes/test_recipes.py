@@ -89,6 +89,21 @@ def _planned_wildcards(output: str, rule: str) -> list[str]:
     ]
 
 
+def test_the_readme_states_the_recipes_these_tests_follow():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = " ".join(readme[readme.index("\n## Extending\n") :].split("\n## ", 2)[1].split())
+    for step in (
+        'statistics="trustmass.report.frames.audit:fig_x", inputs={"audit": "audit_records"}',
+        'draw="trustmass.report.figures.audit:fig_x", path="results/figures/fig_x.png")',
+        "trustmass.report.catalog.OUTPUTS",
+        "entry in `registry.REGISTRY`",
+        "`trustmass.loss.selection.BATCHED`",
+        "one `Method` in `trustmass.deploy.roster.ROSTER`",
+        "its name in `study.models`",
+    ):
+        assert step in section, f"README's Extending no longer says {step!r}; fix the README or this test with it"
+
+
 # ---- a figure: one statistics function, one draw function, one catalog entry -------------------------
 
 STATISTICS_FUNCTION = '''
