@@ -6,9 +6,9 @@ The workflow's statistics rules, render rules and named targets are generated fr
 and :data:`OUTPUTS` (``workflow/rules/report.smk``); nothing about a figure is written twice.  The
 report is laid out by stage alike for the three kinds of code: ``trustmass.report.frames.<stage>``
 (statistics), ``trustmass.report.figures.<stage>`` (draw functions), ``trustmass.report.layouts.<stage>``
-(table layouts).  To add a figure: a statistics function that returns its frame (or a frame added to
-an existing one's, and to its :class:`StatisticsRule` here), a draw function, and one :class:`Output`
-here (README, "Extending"); a caption file is optional.
+(table layouts).  To add a figure: a statistics function that returns its frame, a draw function, and
+one :class:`Output` here naming both (``statistics=`` and ``inputs=``: the output's own statistics rule,
+``<name>_statistics``, is derived from it; README, "Extending"); a caption file is optional.
 
 This module is deliberately light (strings only, no plotting or statistics imports), so that every
 rule may read it without depending on the code that draws.
@@ -35,7 +35,6 @@ __all__ = [
     "stats_path",
     "statistics_rule",
 ]
-
 
 
 #: the config every statistics rule reads (an entry adds its own keys)
@@ -91,13 +90,25 @@ class Output:
     kind: str  # "figure" | "table"
     title: str
     frames: tuple[str, ...]  # statistics frames, in the order the draw function takes them
-    draw: str  # "module:name": figures, a function of trustmass.report.figures.<stage>; tables, a layout of trustmass.report.layouts.<stage>
+    draw: str  # "module:name": a draw function of trustmass.report.figures.<stage>, or a layout of ...layouts.<stage>
     path: str  # the PNG, or the CSV (the Markdown sits beside it)
     caption: str | None = None  # workflow/report/<caption>.rst; None: the generic caption (title and claims)
     claims: tuple[int, ...] = ()  # the paper's sentences quoted in the caption
     paper_file: str | None = None  # the paper's own figure file
     paper_values: Mapping[str, PaperValue] = field(default_factory=dict)  # extra keyword arguments of the draw function
     config: tuple[str, ...] = ("statistics/figure_population", "labels/kappa_threshold")
+    # an output of its own statistics: "module:function" returning exactly ``frames``, from the workflow's
+    # path lists ``inputs`` (as a StatisticsRule's), switched on by ``when``; None: a StatisticsRule writes them
+    statistics: str | None = None
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    when: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.statistics is None) != (not self.inputs) or (self.when is not None and self.statistics is None):
+            raise ValueError(
+                f"Output {self.name!r}: statistics= and inputs= go together (when= only with them); "
+                "fix: give both (the output's own statistics rule) or neither (a StatisticsRule's frames)"
+            )
 
     @property
     def module(self) -> str:
@@ -119,10 +130,19 @@ class Output:
     def category(self) -> str:
         return "Figures" if self.kind == "figure" else "Tables"
 
+    @property
+    def statistics_rule(self) -> StatisticsRule | None:
+        """The output's own statistics rule (``<name>_statistics``), when it names its statistics function."""
+        if self.statistics is None:
+            return None
+        module, function = self.statistics.split(":")
+        return StatisticsRule(name=f"{self.name}_statistics", module=module, function=function, frames=self.frames,
+                              doc=f"The frames of {self.title}", inputs=self.inputs, when=self.when)  # fmt: skip
+
 
 _FRAMES = "trustmass.report.frames"
 
-STATISTICS: tuple[StatisticsRule, ...] = (
+_STAGE_STATISTICS: tuple[StatisticsRule, ...] = (
     StatisticsRule(
         name="ceiling_statistics", module=f"{_FRAMES}.ceiling_claims",
         frames=("fig1", "fig2", "table1", "table2", "table6", "table8", "headline_ceiling"),
@@ -194,17 +214,6 @@ STATISTICS: tuple[StatisticsRule, ...] = (
     ),
 )  # fmt: skip
 
-
-def statistics_rule(name: str) -> StatisticsRule:
-    """The statistics rule named ``name``."""
-    for rule in STATISTICS:
-        if rule.name == name:
-            return rule
-    raise KeyError(f"no statistics rule {name!r}; known: {', '.join(r.name for r in STATISTICS)}")
-
-
-#: every headline frame the claims report reads
-HEADLINE_FRAMES = tuple(f for rule in STATISTICS for f in rule.frames if f.startswith("headline_"))
 
 _FIGURES = "results/figures"
 _TABLES = "results/tables"
@@ -309,6 +318,21 @@ OUTPUTS: tuple[Output, ...] = (
            title="Deployment timing per method (prefill, scoring, decode; replay cost)", frames=("deploy_timing",),
            draw=f"{_LAYOUTS}.deploy:timing_table", path=f"{_TABLES}/deploy_timing.csv", claims=(69, 115)),
 )  # fmt: skip
+
+#: every statistics rule: the stages' and those of outputs with their own statistics function
+STATISTICS: tuple[StatisticsRule, ...] = (*_STAGE_STATISTICS, *(o.statistics_rule for o in OUTPUTS if o.statistics))
+
+
+def statistics_rule(name: str) -> StatisticsRule:
+    """The statistics rule named ``name``."""
+    for rule in STATISTICS:
+        if rule.name == name:
+            return rule
+    raise KeyError(f"no statistics rule {name!r}; known: {', '.join(r.name for r in STATISTICS)}")
+
+
+#: every headline frame the claims report reads
+HEADLINE_FRAMES = tuple(f for rule in STATISTICS for f in rule.frames if f.startswith("headline_"))
 
 
 def output(name: str) -> Output:
