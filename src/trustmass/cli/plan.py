@@ -18,7 +18,7 @@ from trustmass.cli.costs import GPU_JSON, print_costs
 from trustmass.cli.instances import *  # noqa: F403 -- the planner's functions, importable from here as before
 from trustmass.cli.instances import PRIMARY_DOCS, paper_plan, planned_instances, planned_manifest, resolve_config, summed
 
-__all__ = [*instances.__all__, "main"]  # noqa: PLE0604 -- the re-exported names and the command line
+__all__ = [*instances.__all__, "main"]  # the re-exported names and the command line
 
 
 def _print_paper_plan(config: Mapping[str, Any]) -> int:
