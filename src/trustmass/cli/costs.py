@@ -2,7 +2,7 @@
 
 ``python -m trustmass.cli.plan --configfile config/paper.yaml --costs`` prints one line per stage --
 capture, ceiling/enumeration, certification, audit, held-out loss, deployment -- with its job count
-(from the configuration alone, as the workflow's ``*_common.smk`` helpers plan them) and its projected
+(from the configuration alone, through the target lists of :mod:`trustmass.plan` the workflow's rules take) and its projected
 hours from measured per-unit costs:
 
 * CPU stages (ceiling, certification, audit): ``benchmarks/unit_costs.json``, each constant with its
@@ -49,21 +49,7 @@ def load_gpu(path: str | Path | None = GPU_JSON) -> dict | None:
 
 
 # --------------------------------------------------------------------------------------------------
-# the jobs a configuration plans (as workflow/rules/*_common.smk plan them)
-
-
-def _headline(config) -> tuple[list[str], str | None]:
-    """(models, corpus) of study.headline."""
-    from trustmass.plan import Headline
-
-    headline = Headline.from_config(config)
-    return list(headline.models), headline.corpus
-
-
-def _documents(config, model):
-    from trustmass.cli.instances import documents_for_model
-
-    return documents_for_model(config, model)
+# the jobs a configuration plans (trustmass.plan: the target lists the workflow's rules take)
 
 
 def _per_doc_instances(config, model) -> int:
@@ -74,73 +60,52 @@ def _per_doc_instances(config, model) -> int:
 
 
 def captured_documents(config) -> list[dict]:
-    """One entry per capture job: the study's documents and the task contexts (one per headline
-    family and context), each with its tokens and instances."""
-    docs = []
-    for model in config["study"]["models"]:
-        settings = _documents(config, model)
-        for corpus in config["study"]["corpora"]:
-            docs += [{"model": model, "corpus": corpus, "doc": i, "tokens": int(settings["doc_tokens"])} for i in range(int(settings["n_docs"]))]
-    tasks = config.get("task_contexts") or {}
-    if tasks.get("enabled"):
-        n = len(tasks.get("types") or []) * int(tasks.get("per_type", 0))
-        for model in tasks.get("models") or _headline(config)[0]:
-            tokens = int(_documents(config, model)["doc_tokens"])
-            docs += [{"model": model, "corpus": tasks.get("corpus", "tasks"), "doc": i, "tokens": tokens} for i in range(n)]
+    """One entry per capture job: the study's documents and the task contexts, each with its tokens and instances."""
+    from trustmass.plan import Study
+
+    study = Study(config)
+    docs = [
+        {"model": m, "corpus": c, "doc": int(d), "tokens": int(study.documents_for_model(m)["doc_tokens"])}
+        for m, c, d in [*study.study_documents(), *study.task_documents()]
+    ]
     for d in docs:
         d["instances"] = _per_doc_instances(config, d["model"])
     return docs
 
 
-def _loss_documents(config) -> list[tuple[str, str, int]]:
-    loss = config.get("loss") or {}
-    models = list(loss.get("models") or _headline(config)[0])
-    corpora = list((loss.get("heldout") or {}).get("corpora") or config["study"]["corpora"])
-    return [(m, c, i) for m in models for c in corpora for i in range(int(loss["heldout"]["n_docs"]))]
-
-
 def job_counts(config: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """Jobs per stage and rule (the rules whose outputs the study's targets need)."""
+    from trustmass.plan import Study
+
+    study = Study(config)
     docs = captured_documents(config)
-    models, corpus = _headline(config)
-    headline = [d for d in docs if d["model"] in models and d["corpus"] == corpus]
-    diagnostics = bool((config.get("diagnostics") or {}).get("enabled"))
-    loss = config.get("loss") or {}
-    loss_docs = _loss_documents(config)
-    loss_models = sorted({m for m, _, _ in loss_docs}, key=[m for m, _, _ in loss_docs].index)
-    curvature = loss.get("curvature") or {}
-    cap = curvature.get("max_docs")
-    probe = loss.get("probe") or {}
-    deploy = config.get("deploy") or {}
-    deploy_models = list(deploy.get("models") or models) if deploy.get("enabled") else []
-    per_model = len(deploy.get("tasks") or []) * len(deploy.get("lengths") or []) + len(deploy.get("benchmarks") or [])
+    headline = study.headline_documents()
+    diagnostics = study.switch("diagnostics/enabled")
     return {
         "capture": {"capture": len(docs)},
         "ceiling": {"ceiling": len(docs)},
-        "certification": {"certify_manifest": 1, "certify_shard": int(config["certification"]["n_shards"]), "certify_sweep": 1},
+        "certification": {"certify_manifest": 1, "certify_shard": len(study.certify_shards()), "certify_sweep": 1},
         "audit": {"audit": len(headline), "row_diagnostics": len(headline) if diagnostics else 0},
         "loss": {
-            "loss_document": len(loss_docs),
-            "loss_curvature": sum(min(len([d for d in loss_docs if d[0] == m]), cap if cap is not None else 10**9) for m in loss_models)
-            if curvature.get("enabled", True) else 0,
-            "loss_map": len(loss_models),
-            "probe_train": len(list(probe.get("models") or loss_models)) if probe.get("enabled", True) else 0,
-            "allocation_panel": len(loss_models) if (loss.get("allocation") or {}).get("enabled", True) else 0,
-            "loss_diagnostics": len(loss_docs) if diagnostics else 0,
+            "loss_document": len(study.loss_documents()),
+            "loss_curvature": len(study.curvature_outputs()),
+            "loss_map": len(study.loss_models()),
+            "probe_train": len(study.probe_models()),
+            "allocation_panel": len(study.allocation_outputs()),
+            "loss_diagnostics": len(study.diagnostics_outputs()),
         },
-        "deployment": {"deploy_condition": len(deploy_models) * per_model,
-                       "deploy_replay": len(deploy_models) if (deploy.get("replay") or {}).get("methods") else 0},
-    }  # fmt: skip
+        "deployment": {"deploy_condition": len(study.deploy_outputs()), "deploy_replay": len(study.replay_outputs())},
+    }
 
 
 def loss_configurations(config, model: str) -> int:
     """Configurations of one held-out document of ``model`` (trustmass.loss.configurations.plan)."""
     from trustmass.loss.configurations import plan
+    from trustmass.plan import Study
 
     loss = config["loss"]
     probe = loss.get("probe") or {}
-    probe_models = list(probe.get("models") or sorted({m for m, _, _ in _loss_documents(config)})) if probe.get("enabled", True) else []
-    alphas = tuple(probe.get("alpha_grid") or ()) if model in probe_models else ()
+    alphas = tuple(probe.get("alpha_grid") or ()) if model in Study(config).probe_models() else ()
     return len(plan(tuple(loss["rules"]), int(loss["random_seeds"]), tuple(loss["accounting"]), alphas))
 
 
@@ -184,8 +149,10 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     -- see ``basis``), and the basis of the number."""
     units = load_units() if units is None else units
     jobs = job_counts(config)
+    from trustmass.plan import Study
+
+    study = Study(config)
     docs = captured_documents(config)
-    models, corpus = _headline(config)
     cpu = units["cpu"]
     rows = []
 
@@ -231,14 +198,14 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
 
     # audit (CPU)
     a = cpu["audit"]
-    headline = [d for d in docs if d["model"] in models and d["corpus"] == corpus]
+    headline = [d for d in docs if study.headline.contains(d["model"], d["corpus"])]
     core_s = sum(a["core_seconds_per_unit"] * d["instances"] * d["tokens"] / a["at_doc_tokens"] for d in headline)
     rows.append({"stage": "audit", "jobs": jobs["audit"], "units": {"instances": sum(d["instances"] for d in headline)}, "gpu_hours": None,
                  "cpu_hours": core_s / 3600,
                  "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at {a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})"})  # fmt: skip
 
     # held-out loss (GPU)
-    loss_docs = _loss_documents(config)
+    loss_docs = study.loss_documents()
     row = {"stage": "loss", "jobs": jobs["loss"], "units": {"heldout_documents": len(loss_docs)}, "gpu_hours": None, "cpu_hours": None}
     measured = (gpu or {}).get("loss_forward")
     if gpu is None:
@@ -251,7 +218,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
         try:
             seconds = 0.0
             for model, _, _ in loss_docs:
-                tokens = int(loss["heldout"].get("doc_tokens") or _documents(config, model)["doc_tokens"])
+                tokens = int(loss["heldout"].get("doc_tokens") or study.documents_for_model(model)["doc_tokens"])
                 seconds += loss_document_seconds(measured, _shape(config, model), tokens, int(loss["continuation"]),
                                                  loss_configurations(config, model))  # fmt: skip
             row["gpu_hours"] = seconds / 3600
