@@ -96,8 +96,8 @@ def test_the_readme_states_the_recipes_these_tests_follow():
         'statistics="trustmass.report.frames.audit:fig_x", inputs={"audit": "audit_records"}',
         'draw="trustmass.report.figures.audit:fig_x", path="results/figures/fig_x.png")',
         "trustmass.report.catalog.OUTPUTS",
-        "entry in `registry.REGISTRY`",
-        "`trustmass.loss.selection.BATCHED`",
+        'registered = {"deployed": {"name": {options}}}',
+        'batched = "module:function"',
         "one `Method` in `trustmass.deploy.roster.ROSTER`",
         "its name in `study.models`",
     ):
@@ -152,7 +152,7 @@ def test_a_figure_is_a_statistics_function_a_draw_function_and_a_catalog_entry(s
     assert done.returncode == 0 and "what_exists[fig_x] PASSED" in done.stdout, done.stdout[-3000:]
 
 
-# ---- a selector: its class (contract), its registry entry, and its batched mask if the loss batches it ---
+# ---- a selector: one class (its contract, its registry names, its batched mask if the loss batches it) ---
 
 SELECTOR_CLASS = '''
 
@@ -163,7 +163,8 @@ class Newest(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "scored"
     cache_faithful: ClassVar[str] = "frozen_prefill"
-    loss_batched: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"deployed": {"newest": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:recency_mask"  # the positional control's: exact for it
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return recent(x.n_keys, checked_budget(budget))
@@ -179,18 +180,11 @@ print(json.dumps(["newest" in REGISTRY, "newest" in audit_rules(), "newest" in B
 """
 
 
-def test_a_selector_is_a_class_a_registry_entry_and_its_batched_mask(scratch):
+def test_a_selector_is_one_class(scratch):
     from trustmass.loss.configurations import rule_problems
 
     assert rule_problems(["newest"]), "the unedited checkout must refuse the new selector"
-    _append(scratch / "src/trustmass/core/selectors/deployed.py", SELECTOR_CLASS)
-    registry = scratch / "src/trustmass/core/selectors/registry.py"
-    _insert_after(registry, "from trustmass.core.selectors.deployed import H2O,", " Newest,")
-    _insert_after(registry, '    "recency": Recency(),\n', '    "newest": Newest(),\n')
-    # the loss forward batches it: its batched mask (here the positional control's, exact for the same rule)
-    selection = scratch / "src/trustmass/loss/selection.py"
-    _insert_after(selection, "from trustmass.core.selectors.deployed import H2O,", " Newest,")
-    _insert_after(selection, "    Recency: recency_mask,\n", "    Newest: recency_mask,\n")
+    _append(scratch / "src/trustmass/core/selectors/deployed.py", SELECTOR_CLASS)  # the recipe's only edit
 
     assert _python(scratch, SELECTOR_CHECK) == [True, True, True, True, []]
     config = scratch / "newest.yaml"
