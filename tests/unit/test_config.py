@@ -41,13 +41,13 @@ def test_a_partial_config_merges_as_snakemake_merges_a_configfile():
 
 
 def test_partial_config_gets_the_remaining_defaults():
-    resolved = validate_config({"enumeration": {"subset_cap": 10}}, SCHEMA)
-    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 10}
+    resolved = validate_config({"enumeration": {"subset_cap": 1000}}, SCHEMA)
+    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 1000}
     assert resolved["benchmark"] == DEFAULT["benchmark"]
 
 
 def test_input_is_not_modified():
-    config = {"enumeration": {"subset_cap": 10}}
+    config = {"enumeration": {"subset_cap": 1000}}
     before = copy.deepcopy(config)
     validate_config(config, SCHEMA)
     assert config == before
