@@ -218,3 +218,11 @@ def test_other_raises_naming_config_keys_need_job_data():
             )
     stale = sorted(set(NEEDS_JOB_DATA) - flagged)
     assert not stale, f"NEEDS_JOB_DATA lists functions that no longer raise naming config keys: {stale}; fix: remove them"
+
+
+def test_kvzip_on_gemma3_is_refused_at_start_up_only_where_the_model_declares_it():
+    change = TWINS[("deploy.methods", "deploy.models")]
+    undeclared = {**change, "models": {"g3": {**_PACKAGED, "declared": {"layers": 18}}}}
+    assert startup_problems(undeclared) == ""  # the job checks the loaded model (trustmass.deploy.job.check_runnable)
+    other = {**change, "models": {"g3": {**_PACKAGED, "declared": {"model_type": "qwen2"}}}}
+    assert startup_problems(other) == ""
