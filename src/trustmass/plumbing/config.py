@@ -283,6 +283,7 @@ def _cross_field_problems(config: dict) -> list[str]:
         )
     cap = int(enumeration.get("subset_cap", 1))
     problems += [p for s in enumerated if int(s) not in normalised and (p := subset_cap_problem(int(s), cap))]
+    problems += [p for p in (_map_budget_problem(config),) if p]
     problems += _snapkv_window_problems(config)
     problems += _capture_budget_problems(config)
     problems += _headline_problems(config)
@@ -291,6 +292,16 @@ def _cross_field_problems(config: dict) -> list[str]:
     problems += _access_problems(config)
     problems += [p for name, entry in (config.get("models") or {}).items() if (p := gguf_problem(name, (entry or {}).get("gguf") or {}))]
     return problems
+
+
+def _map_budget_problem(config: Mapping[str, Any]) -> str | None:
+    """The map (Fig 2, the flat cells the loss switches) reads the enumerated records at statistics.map_budget."""
+    budget = (config.get("statistics") or {}).get("map_budget")
+    enumerated = (config.get("budgets") or {}).get("enumerated") or []
+    if budget is None or int(budget) in enumerated:
+        return None
+    return (f"config.statistics.map_budget: {budget} is not in budgets.enumerated {enumerated}, so the map has no "
+            f"records; fix: add {budget} to budgets.enumerated or set map_budget to one of them")
 
 
 def gguf_problem(model: str, gguf: Mapping[str, Any]) -> str | None:
