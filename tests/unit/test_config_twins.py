@@ -47,7 +47,7 @@ _PACKAGED = {"source": "packaged", "packages": [{"name": "p", "version": "1.0"}]
 
 #: field set of a job-time ConfigConflict -> a config (merged over config.yaml) that violates it
 TWINS: dict[tuple[str, ...], dict] = {
-    ("enumeration.subset_cap",): {"enumeration": {"subset_cap": 4}, "budgets": {"enumerated": [4]}},
+    ("enumeration.subset_cap",): {"enumeration": {"subset_cap": 4}, "budgets": {"enumerated": [4]}, "statistics": {"map_budget": 4}},
     ("access_law.tail_rows", "access_law.dilution_rows"): {
         "access_law": {"enabled": True, "tail_rows": [4096], "dilution_rows": 4096}},
     ("capture.min_position", "capture.rows_per_head"): {
