@@ -41,13 +41,13 @@ def test_a_partial_config_merges_as_snakemake_merges_a_configfile():
 
 
 def test_partial_config_gets_the_remaining_defaults():
-    resolved = validate_config({"enumeration": {"subset_cap": 10}}, SCHEMA)
-    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 10}
+    resolved = validate_config({"enumeration": {"subset_cap": 1000}}, SCHEMA)
+    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 1000}
     assert resolved["benchmark"] == DEFAULT["benchmark"]
 
 
 def test_input_is_not_modified():
-    config = {"enumeration": {"subset_cap": 10}}
+    config = {"enumeration": {"subset_cap": 1000}}
     before = copy.deepcopy(config)
     validate_config(config, SCHEMA)
     assert config == before
@@ -172,7 +172,8 @@ def test_stage_settings_from_the_default_config():
     config = validate_config({}, SCHEMA)
     assert CeilingSettings.from_config(config) == CeilingSettings()
     assert AuditSettings.from_config(config) == AuditSettings()
-    custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
+    custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}},
+                              "statistics": {"map_budget": 4}}, SCHEMA)  # fmt: skip
     ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
     assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.pool.extra(32) == audit.pool.extra(32) == 5
     assert ceiling.pool == audit.pool == PoolRule.from_config(custom)  # one pool rule, read by both stages
@@ -244,7 +245,8 @@ def test_a_budget_above_the_first_sampled_row_is_refused():
     [line] = problems({"budgets": {"native": [64, 300, 512]}})
     assert line.startswith("config.budgets.native: 300, 512 above capture.min_position 256")
     assert "fix: budgets of at most 256, or capture.min_position: 512 or more" in line
-    [line] = problems({"budgets": {"enumerated": [4, 40], "native": [32]}, "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]}})
+    [line] = problems({"budgets": {"enumerated": [4, 40], "native": [32]}, "statistics": {"map_budget": 4},
+                       "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]}})  # fmt: skip
     assert line.startswith("config.budgets.enumerated: 40 above capture.min_position 32")
     # at the first sampled row itself (s = min_position) one key is still evicted: allowed
     validate_config({"budgets": {"native": [256]}}, SCHEMA)
@@ -290,3 +292,9 @@ def test_access_law_tails_must_fit_in_the_documents():
     assert line.startswith("config.access_law.tail_rows[0]: got 0, must be >= 1")
     [line] = problems({"access_law": {"tail_rows": [8, 8]}})
     assert line.startswith("config.access_law.tail_rows:") and "non-unique" in line
+
+
+def test_the_map_budget_must_be_enumerated():
+    [line] = problems({"statistics": {"map_budget": 5}})
+    assert line.startswith("config.statistics.map_budget: 5 is not in budgets.enumerated [4, 8, 16, 32]")
+    assert "fix: add 5 to budgets.enumerated" in line

@@ -13,11 +13,12 @@ from unit.headline_dimensions import assert_dimensions
 from unit.test_ceiling_frames import frame, rec
 
 from trustmass.capture import prefill as cap
+from trustmass.core.config_conflict import ConfigConflict
+from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames import tasks as T
 from trustmass.sources.common import SourceError
 from trustmass.sources.task_contexts import ANSWER_TOKENS, TYPES, build_context, build_task_documents
-from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_contexts_are_seeded_by_their_index(task, tok, hay):  # noqa: F811
 
 
 def test_bad_context_requests_are_named(tok, hay):  # noqa: F811
-    with pytest.raises(SourceError, match="task_contexts.types: 'recall'"):
+    with pytest.raises(ConfigConflict, match="task_contexts.types: 'recall'"):
         build_context("recall", 0, haystack=hay, tokenizer=tok, length=900, seed=0)
     with pytest.raises(SourceError, match="haystack chunk has 100 tokens, 900 needed"):
         build_context("quote_qa", 0, haystack=hay[:100], tokenizer=tok, length=900, seed=0)
@@ -73,7 +74,7 @@ def test_the_retrieval_share_below_20_percent_is_refused(tmp_path):
         "makes retrieval rows 17% of the instances, below the pre-registered 20% (claim 46); fix: raise it to at least 2")
     assert "below capture.rows_per_head = 3" in retrieval_design_problem(3, 3)
     assert MIN_RETRIEVAL_SHARE == 0.20
-    with pytest.raises(SourceError, match="claim 46"):  # the builder refuses it too, before reading anything
+    with pytest.raises(ConfigConflict, match="claim 46"):  # the builder refuses it too, before reading anything
         build_task_documents(tmp_path, tmp_path / "none.txt", tmp_path / "t.safetensors", types=["quote_qa"], per_type=1,
                              doc_tokens=512, first_chunk=0, retrieval_rows=1, rows_per_head=6, min_position=0, seed=0)  # fmt: skip
 

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.projection import FIT_THEN_FILL, STRICT, STRICT_THEN_FILL
 from trustmass.core.selectors.registry import REGISTRY
@@ -46,8 +47,9 @@ class ProjectionSettings:
     def __post_init__(self):
         for name in self.rules:
             if name not in REGISTRY or not hasattr(REGISTRY[name], "projection"):
-                raise ValueError(f"diagnostics.projection.rules: {name!r} is not a block rule of the registry; "
-                                 "fix: block_select or value_aware_mass / _nolev / _mii")  # fmt: skip
+                raise ConfigConflict(f"diagnostics.projection.rules: {name!r} is not a block rule of the registry; "
+                                     "fix: block_select or value_aware_mass / _nolev / _mii",
+                                     fields=("diagnostics.projection.rules",))  # fmt: skip
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ProjectionSettings:

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.selectors.boundary_swaps import BOUNDARY, RANDOM, RANDOM_RESTRICTED, swap_at_fraction
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import REGISTRY
@@ -56,7 +57,8 @@ class SwapSettings:
         for pair in self.pairs:
             for name in pair:
                 if name not in REGISTRY:
-                    raise ValueError(f"diagnostics.swaps.pairs: no rule {name!r}; fix: registry names ({', '.join(REGISTRY)})")
+                    raise ConfigConflict(f"diagnostics.swaps.pairs: no rule {name!r}; fix: registry names ({', '.join(REGISTRY)})",
+                                         fields=("diagnostics.swaps.pairs",))
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> SwapSettings:

@@ -40,6 +40,7 @@ import torch
 from trustmass import kernels
 from trustmass.contracts.access import COLUMNS
 from trustmass.core.access_law import count_debiased, mean_position, normalised, total_variation
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import trailing_row_probs
 
 if TYPE_CHECKING:
@@ -66,8 +67,9 @@ class AccessOptions:
     def check(self, n_tokens: int, where: str) -> None:
         widest = max(self.windows)
         if widest > n_tokens:
-            raise ValueError(f"{where}: access_law tail of {widest} rows (tail_rows {list(self.tail_rows)}, dilution_rows "
-                             f"{self.dilution_rows}) is longer than the {n_tokens}-token document; fix: at most {n_tokens}")  # fmt: skip
+            raise ConfigConflict(f"{where}: access_law tail of {widest} rows (tail_rows {list(self.tail_rows)}, dilution_rows "
+                                 f"{self.dilution_rows}) is longer than the {n_tokens}-token document; fix: at most {n_tokens}",
+                                 fields=("access_law.tail_rows", "access_law.dilution_rows"))  # fmt: skip
         if self.target and (min(self.target) < 0 or max(self.target) >= n_tokens):
             raise ValueError(f"{where}: planted target {self.target[0]}..{self.target[-1]} outside the {n_tokens}-token document")
 

@@ -35,6 +35,7 @@ import torch
 from trustmass import kernels
 from trustmass.capture.access import AccessLaws
 from trustmass.contracts.shards import tensor_name
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import default_scaling, dense_attention, register_attention
 
 ATTENTION_NAME = "trustmass_capture"
@@ -97,9 +98,10 @@ def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, 
     lo = options.min_position
     hi = n_tokens - 1 if options.max_position is None else min(options.max_position, n_tokens - 1)
     if hi - lo + 1 < options.rows_per_head:
-        raise ValueError(
+        raise ConfigConflict(
             f"capture.min_position={lo} leaves {max(hi - lo + 1, 0)} positions in a {n_tokens}-token document, "
-            f"fewer than capture.rows_per_head={options.rows_per_head}; lower min_position or use longer documents"
+            f"fewer than capture.rows_per_head={options.rows_per_head}; lower min_position or use longer documents",
+            fields=("capture.min_position", "capture.rows_per_head"),
         )
     key = f"{options.seed}|{model}|{doc}|{layer}|{kv_head}".encode()
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))

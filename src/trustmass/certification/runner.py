@@ -27,6 +27,7 @@ from trustmass.certification.bnb import certify_bnb, warm_up
 from trustmass.certification.manifest import IDENTITY
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 
 __all__ = ["CERTIFIED_SCHEMA", "CertificationSettings", "certify_rows", "load_instance", "sweep_rows"]
 
@@ -56,7 +57,8 @@ class CertificationSettings:
 
     def __post_init__(self):
         if self.certifier not in CERTIFIERS:
-            raise ValueError(f"certification.certifier must be one of {CERTIFIERS}, got {self.certifier!r}")
+            raise ConfigConflict(f"certification.certifier must be one of {CERTIFIERS}, got {self.certifier!r}",
+                                 fields=("certification.certifier",))
 
     @property
     def guard_s(self) -> float:

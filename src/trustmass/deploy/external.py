@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy import metrics
 from trustmass.deploy.tasks import Item, prompt_ids
 
@@ -100,7 +101,8 @@ def load_benchmark(kind: str, path: str, tasks=()) -> pl.DataFrame:
     if "{task}" not in path:
         return load_external(kind, path)
     if not tasks:
-        raise ValueError(f"path {path!r} is stored per task but no tasks are named; fix: deploy.benchmarks[].tasks")
+        raise ConfigConflict(f"path {path!r} is stored per task but no tasks are named; fix: deploy.benchmarks[].tasks",
+                             fields=("deploy.benchmarks[*].tasks",))
     frames = [load_external(kind, path.format(task=t)).with_columns(task=pl.col("task").fill_null(t)) for t in tasks]
     return pl.concat(frames, how="diagonal_relaxed")
 

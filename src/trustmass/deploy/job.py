@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy import external, tasks
 from trustmass.deploy.methods import method, refused_on, roster
+from trustmass.deploy.names import gemma3_refusal
 from trustmass.deploy.roster import configured_methods
 from trustmass.deploy.runner import run_item
 
@@ -65,11 +67,8 @@ def check_runnable(model, model_name: str, deploy: Mapping[str, Any]) -> None:
                            ("deploy.replay.methods", replay)):  # fmt: skip
         refused = refused_on(model, methods)
         if refused:
-            raise ValueError(
-                f"{field}: {', '.join(refused)} cannot run on {model_name}: kvpress refuses KVzip's context-reconstruction "
-                f"pass on Gemma 3 models; fix: remove them from {field} in a config for this model, or remove "
-                f"{model_name} from deploy.models"
-            )
+            # decomposition and replay methods are among deploy.methods (checked at start-up): that list is at fault
+            raise ConfigConflict(gemma3_refusal(field, refused, model_name), fields=("deploy.methods", "deploy.models"))
 
 
 def condition_rows(model, tokenizer, items, deploy: Mapping[str, Any], seed: int,

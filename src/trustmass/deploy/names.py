@@ -30,6 +30,38 @@ def method_problems(methods, hub: bool, field: str = "deploy.methods") -> list[s
     return problems
 
 
+#: ``declared: {model_type: ...}`` of the Gemma 3 models, on which kvpress refuses KVzip's reconstruction pass
+GEMMA3_MODEL_TYPES = ("gemma3", "gemma3_text")
+
+
+def gemma3_refusal(field: str, refused, model_name: str) -> str:
+    """The problem of reconstruction methods (``refused``) listed in ``field`` for a Gemma 3 model: the
+    job's check (trustmass.deploy.job, on the loaded model) and the start-up one (on ``declared:``)."""
+    return (f"{field}: {', '.join(refused)} cannot run on {model_name}: kvpress refuses KVzip's context-reconstruction "
+            f"pass on Gemma 3 models; fix: remove them from {field} in a config for this model, or remove "
+            f"{model_name} from deploy.models")
+
+
+def _gemma3_problems(config: dict, methods) -> list[str]:
+    """Reconstruction methods on deployed models whose ``declared: model_type`` is Gemma 3's (a model that
+    declares no model_type is checked by the job, once it is loaded)."""
+    deploy = config.get("deploy") or {}
+    study = config.get("study") or {}
+    deployed = deploy.get("models") or (study.get("headline") or {}).get("models") or study.get("models") or []
+    fields = (("deploy.methods", methods), ("deploy.decomposition.methods", (deploy.get("decomposition") or {}).get("methods")),
+              ("deploy.replay.methods", (deploy.get("replay") or {}).get("methods")))  # fmt: skip
+    problems = []
+    for model in deployed:
+        declared = ((config.get("models") or {}).get(model) or {}).get("declared") or {}
+        if declared.get("model_type") not in GEMMA3_MODEL_TYPES:
+            continue
+        for field, names in fields:
+            refused = [n for n in names or () if n in RECONSTRUCTION]
+            if refused:
+                problems.append("config." + gemma3_refusal(field, refused, model))
+    return problems
+
+
 def config_problems(config: dict) -> list[str]:
     """deploy: defined models, a prose haystack corpus, known methods (hub ones only with deploy.hub), the
     required references, decomposition and replay methods among the run ones, budgets below every length."""
@@ -71,6 +103,7 @@ def config_problems(config: dict) -> list[str]:
         problems.append(f"config.deploy.budgets: {max(budgets)} is not below the shortest item length {min(lengths)} "
                         "(the budget must leave something to evict); fix: lower deploy.budgets or raise deploy.lengths")
     problems += benchmark_problems(deploy)
+    problems += _gemma3_problems(config, methods)
     contour = deploy.get("contour") or {}
     floor = int(contour.get("floor", 32))
     if any(m in CONTOURKV for m in methods) and "counts" in (contour.get("floor_readings") or []) and budgets \

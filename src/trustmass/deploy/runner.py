@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy import ledger, ragged, tasks
 from trustmass.deploy.contourkv import contour_kept, record_all
 from trustmass.deploy.contracts import contract_sha256
@@ -243,10 +244,13 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
     roster = [m if isinstance(m, Method) else method(m) for m in methods]
     extra = [m if isinstance(m, Method) else method(m) for m in decomposition]
     if extra and not query_aware:
-        raise ValueError("decomposition needs query_aware: it decomposes question-visible eviction; fix: set "
-                         "deploy.query_aware: true or deploy.decomposition.methods: []")
+        raise ConfigConflict("decomposition needs query_aware: it decomposes question-visible eviction; fix: set "
+                             "deploy.query_aware: true or deploy.decomposition.methods: []",
+                             fields=("deploy.decomposition.methods", "deploy.query_aware"))
     if any(m.score == "reconstruction" or m.kind == "dense" for m in extra):
-        raise ValueError("decomposition methods must rank with a press score (not dense, KVzip or its score)")
+        raise ConfigConflict("deploy.decomposition.methods must rank with a press score (not dense, KVzip or its "
+                             "score); fix: use window-scored methods (snapkv, contourkv_enforced, ...)",
+                             fields=("deploy.decomposition.methods",))
     prefix, block = layout(item, query_aware)
     for b in budgets:
         if not 1 <= b <= prefix.size:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.windows import SNAPKV_WINDOWS
 
 
@@ -118,7 +119,8 @@ class LayerRows:
             return self.flat(sums[w])
         if w == 1:
             return self.flat(self.p)
-        raise ValueError(f"no window sum for w={w}; LayerRows.window_sums holds {sorted(sums)} (capture.windows)")
+        raise ConfigConflict(f"no window sum for w={w}; LayerRows.window_sums holds {sorted(sums)}; fix: add {w} to "
+                             "capture.windows", fields=("capture.windows",))
 
     def grouped(self, x: torch.Tensor) -> torch.Tensor:
         """[R, ...] -> [Hkv, group * M, ...]: the flat rows by KV head (for batched products)."""

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from trustmass import kernels
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import default_scaling, dense_attention, register_attention, trailing_row_probs
 
 ATTENTION_NAME = "trustmass_restricted"
@@ -143,9 +144,10 @@ class RestrictedForward:
             raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.loss.forward.register())")
         ids = torch.as_tensor(token_ids).reshape(-1)
         if not 2 <= continuation < ids.shape[0]:
-            raise ValueError(
+            raise ConfigConflict(
                 f"loss.continuation = {continuation} must be at least 2 and below the document's {ids.shape[0]} tokens; "
-                "lower loss.continuation or use longer held-out documents"
+                "lower loss.continuation or use longer held-out documents",
+                fields=("loss.continuation",),
             )
         self.model = model
         self.device = next(model.parameters()).device

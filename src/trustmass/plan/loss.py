@@ -7,8 +7,9 @@ it was fitted on.
 
 from __future__ import annotations
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plan import layout
-from trustmass.plumbing.config import heldout_first_doc
+from trustmass.plumbing.config import heldout_first_doc, probe_train_docs_problem
 
 __all__ = ["LossTargets"]
 
@@ -99,10 +100,9 @@ class LossTargets:
         the primary documents of the other study corpora (else the headline corpus's remaining ones)."""
         corpus, docs = self.headline.corpus, self.doc_ids(model)
         n_train = int(self.config["loss"]["probe"]["train_docs"])
-        if n_train > len(docs):
-            raise ValueError(
-                f"config.loss.probe.train_docs: {n_train} exceeds the {len(docs)} capture documents of {model}; lower it"
-            )
+        problem = probe_train_docs_problem(n_train, len(docs), model)
+        if problem:
+            raise ConfigConflict(problem, fields=("loss.probe.train_docs",))
 
         def shard(c: str, d: str) -> str:
             return layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d)

@@ -19,9 +19,9 @@ mappings merge, lists and scalars are replaced), so a partial config resolves as
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import math
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -31,6 +31,7 @@ import jsonschema
 import yaml
 
 from trustmass.core import windows  # import-free: SnapKV's window, defined once
+from trustmass.core.subset_cap import subset_cap_problem
 
 __all__ = ["DEFAULT_CONFIG", "ConfigError", "config_slice", "embedded_default", "load_schema", "merged", "validate_config"]
 
@@ -280,13 +281,36 @@ def _cross_field_problems(config: dict) -> list[str]:
             f"config.enumeration.extra_override: budget {budget} is not in budgets.enumerated {enumerated}; "
             f"fix: add {budget} to budgets.enumerated or remove the override"
         )
+    cap = int(enumeration.get("subset_cap", 1))
+    problems += [p for s in enumerated if int(s) not in normalised and (p := subset_cap_problem(int(s), cap))]
+    problems += [p for p in (_map_budget_problem(config),) if p]
     problems += _snapkv_window_problems(config)
     problems += _capture_budget_problems(config)
     problems += _headline_problems(config)
     problems += _loss_problems(config)
     problems += _task_problems(config)
     problems += _access_problems(config)
+    problems += [p for name, entry in (config.get("models") or {}).items() if (p := gguf_problem(name, (entry or {}).get("gguf") or {}))]
     return problems
+
+
+def _map_budget_problem(config: Mapping[str, Any]) -> str | None:
+    """The map (Fig 2, the flat cells the loss switches) reads the enumerated records at statistics.map_budget."""
+    budget = (config.get("statistics") or {}).get("map_budget")
+    enumerated = (config.get("budgets") or {}).get("enumerated") or []
+    if budget is None or int(budget) in enumerated:
+        return None
+    return (f"config.statistics.map_budget: {budget} is not in budgets.enumerated {enumerated}, so the map has no "
+            f"records; fix: add {budget} to budgets.enumerated or set map_budget to one of them")
+
+
+def gguf_problem(model: str, gguf: Mapping[str, Any]) -> str | None:
+    """A packaged model's GGUF is named by gguf.path or by gguf.chunks, not both (None: nothing wrong);
+    read by the prepare job (trustmass.sources.models) and at start-up."""
+    if gguf.get("path") and gguf.get("chunks"):
+        return (f"config.models.{model}.gguf: sets both path and chunks; fix: set either gguf.path (one file) or "
+                "gguf.chunks (the ordered parts), not both")
+    return None
 
 
 def _access_problems(config: dict) -> list[str]:
@@ -411,6 +435,7 @@ def _loss_problems(config: dict) -> list[str]:
             f"(documents.n_docs {documents.get('n_docs')} x {documents.get('doc_tokens')} tokens), whose map the loss uses; "
             f"fix: loss.heldout.first_doc: {need} or more (or null: the first chunk after them)"
         )
+    problems += _probe_problems(config)
     continuation, budget = int(loss.get("continuation", 2)), int(loss.get("budget", 1))
     if continuation >= int(doc_tokens):
         problems.append(
@@ -423,6 +448,30 @@ def _loss_problems(config: dict) -> list[str]:
             f"sees (doc_tokens {doc_tokens} - continuation {continuation}), so nothing would be evicted; fix: a smaller "
             "loss.budget or a shorter loss.continuation"
         )
+    return problems
+
+
+def probe_train_docs_problem(train_docs: int, n_docs: int, model: str) -> str | None:
+    """What is wrong with training the probe on more documents than a model has captured (None: nothing):
+    the planner's check (trustmass.plan.loss) and the start-up one read it."""
+    if train_docs <= n_docs:
+        return None
+    return (f"config.loss.probe.train_docs: {train_docs} exceeds the {n_docs} capture documents of {model} "
+            f"(documents.n_docs); fix: loss.probe.train_docs: {n_docs} or fewer, or more documents")
+
+
+def _probe_problems(config: dict) -> list[str]:
+    """loss.probe.train_docs fits in each probe model's capture documents (its own documents: override applied)."""
+    probe, study = (config.get("loss") or {}).get("probe") or {}, config.get("study") or {}
+    if not probe.get("enabled"):
+        return []
+    headline = (study.get("headline") or {}).get("models") or study.get("models") or []
+    models = probe.get("models") or config["loss"].get("models") or headline  # as trustmass.plan.loss reads them
+    documents, entries, problems = config.get("documents") or {}, config.get("models") or {}, []
+    for model in models:
+        n_docs = int({**documents, **((entries.get(model) or {}).get("documents") or {})}.get("n_docs", 0))
+        problem = probe_train_docs_problem(int(probe.get("train_docs", 0)), n_docs, model)
+        problems += [problem] if problem else []
     return problems
 
 

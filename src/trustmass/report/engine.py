@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core.bootstrap_closed_form import cluster_bootstrap_auc, cluster_bootstrap_quantile
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.stats import (
     ClusterIndex,
     auc_from_codes,
@@ -89,7 +90,8 @@ class StatisticsSettings:
         known = {f for f in cls.__dataclass_fields__ if f not in ("kappa_threshold", "seed")}
         unknown = sorted(set(stats) - known - {"figure_population"})
         if unknown:
-            raise ValueError(f"config.statistics: unknown keys {unknown}; known: {sorted(known)}")
+            raise ConfigConflict(f"config.statistics: unknown keys {unknown}; known: {sorted(known)}; fix: remove or "
+                                 "rename them", fields=("statistics",))
         base = cls(kappa_threshold=float(config.get("labels", {}).get("kappa_threshold", cls.kappa_threshold)),
                    seed=int(config.get("seed", cls.seed)))
         return replace(base, **{k: v for k, v in stats.items() if k in known})

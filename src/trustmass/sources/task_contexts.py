@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plumbing.config import retrieval_design_problem
 from trustmass.sources.common import SourceError, sha256_bytes, sha256_file
 from trustmass.sources.needles import plant
@@ -131,7 +132,8 @@ def _quote_context(index: int, *, haystack: np.ndarray, tokenizer, length: int, 
 def build_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, length: int, seed: int) -> TaskContext:
     """Context ``index`` of ``task``, ``length`` tokens long, cut from ``haystack`` (>= ``length`` tokens)."""
     if task not in TYPES:
-        raise SourceError(f"task_contexts.types: {task!r} is not one of {', '.join(TYPES)}; fix: use those")
+        raise ConfigConflict(f"task_contexts.types: {task!r} is not one of {', '.join(TYPES)}; fix: use those",
+                             fields=("task_contexts.types",))
     haystack = np.asarray(haystack, dtype=np.int64).reshape(-1)
     if haystack.size < length:
         raise SourceError(f"task context {task}-{index}: the haystack chunk has {haystack.size} tokens, {length} needed")
@@ -176,7 +178,7 @@ def build_task_documents(
 
     problem = retrieval_design_problem(retrieval_rows, rows_per_head)
     if problem:
-        raise SourceError(problem)
+        raise ConfigConflict(problem, fields=("task_contexts.retrieval_rows", "capture.rows_per_head"))
     model_dir, haystack_txt = Path(model_dir), Path(haystack_txt)
     model = model or model_dir.name
     started = time.time()
