@@ -23,13 +23,9 @@ import pytest
 import yaml
 
 from conftest import REPO
+from trustmass.cli.startup import start
 from trustmass.core.config_conflict import ConfigConflict
-from trustmass.deploy.names import config_problems as deploy_problems
-from trustmass.deploy.roster import configured_methods
-from trustmass.loss.configurations import rule_problems as loss_rule_problems
-from trustmass.loss.diagnostic_config import config_problems as diagnostics_problems
-from trustmass.plumbing.config import ConfigError, validate_config
-from trustmass.report.claims.roles import role_problems
+from trustmass.plumbing.config import ConfigError
 
 SRC = REPO / "src" / "trustmass"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -151,14 +147,12 @@ def job_time_conflicts() -> dict[tuple[str, ...], list[str]]:
 
 
 def startup_problems(config: dict) -> str:
-    """Every problem the workflow's start-up finds (workflow/rules/common.smk's checks, in its order)."""
+    """Every problem the start-up finds (trustmass.cli.startup.start: the workflow's and the tools')."""
     try:
-        resolved = validate_config(config, SCHEMA)
+        start(config, SCHEMA)
     except ConfigError as exc:
         return "\n".join(exc.problems)
-    resolved["deploy"]["methods"] = configured_methods(resolved["deploy"])
-    return "\n".join([*role_problems(resolved), *loss_rule_problems(resolved["loss"]["rules"]),
-                      *diagnostics_problems(resolved), *deploy_problems(resolved)])  # fmt: skip
+    return ""
 
 
 def test_every_job_time_config_conflict_has_a_start_up_twin():
@@ -197,10 +191,11 @@ def test_start_up_refuses_each_violation_naming_the_fields(fields):
 
 
 def test_start_up_runs_the_checks_this_test_runs():
+    """The workflow and the command-line tools start through the same function this test calls."""
     smk = COMMON_SMK.read_text(encoding="utf-8")
-    for name in ("validate_config", "configured_methods", "role_problems", "loss_rule_problems",
-                 "diagnostics_problems", "deploy_problems"):  # fmt: skip
-        assert re.search(rf"\b{name}\(", smk), f"workflow/rules/common.smk no longer calls {name}: update startup_problems here"
+    assert re.search(r"\bstart\(config, CONFIG_SCHEMA\)", smk), "workflow/rules/common.smk no longer starts through trustmass.cli.startup.start"
+    instances = (COMMON_SMK.parents[2] / "src" / "trustmass" / "cli" / "instances.py").read_text(encoding="utf-8")
+    assert "return start(config, schema)" in instances, "cli.instances.resolve_config no longer starts through trustmass.cli.startup.start"
 
 
 def test_other_raises_naming_config_keys_need_job_data():

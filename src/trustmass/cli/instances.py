@@ -76,21 +76,19 @@ def resolve_config(*configfiles: str | Path, base: str | Path | None = None, sch
     """``config.yaml`` with ``configfiles`` merged on top, as ``snakemake --configfile`` does, validated.
 
     The merge is snakemake's own (:func:`snakemake.utils.update_config`: nested mappings merge, lists
-    and scalars are replaced); validation and defaults are :func:`trustmass.plumbing.config.validate_config`.
+    and scalars are replaced); validation, defaults and the cross-key checks are the workflow's start-up
+    (:func:`trustmass.cli.startup.start`).
     """
     from snakemake.utils import update_config
 
-    from trustmass.deploy.roster import configured_methods
-    from trustmass.plumbing.config import validate_config
+    from trustmass.cli.startup import start
 
     base = Path(base) if base is not None else _REPO / "config.yaml"
     schema = Path(schema) if schema is not None else _REPO / "workflow" / "schemas" / "config.schema.yaml"
     config = _read_yaml(base)
     for path in configfiles:
         update_config(config, _read_yaml(path))
-    resolved = validate_config(config, schema)
-    resolved["deploy"]["methods"] = configured_methods(resolved["deploy"])  # as workflow/rules/common.smk does
-    return resolved
+    return start(config, schema)  # as workflow/rules/common.smk starts
 
 
 def _read_yaml(path: str | Path) -> dict:
