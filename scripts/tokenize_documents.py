@@ -31,6 +31,8 @@ with clean_exit_on(SourceError, job=f"tokenize_documents {model}/{corpus}"):
         n_docs=int(settings["n_docs"]),
         bos=settings.get("bos", "tokenizer-default"),
         align=align,
+        # the corpus's token stream, shared by tokenize_documents and tokenize_heldout (read back, not re-encoded)
+        cache_dir=snakemake.config.get("cache_dir", "resources/cache"),  # noqa: F821
         model=model,
         corpus=corpus,
         log=print,

@@ -269,3 +269,25 @@ def test_reconstruction_scores_give_kvzips_own_allocation(tmp_path):
     assert as_sets(got) == as_sets(want)
     assert len({len(k) for heads in want for k in heads}) > 1  # KVzip's own allocation is head-wise too
     assert as_sets(recorder.kept_sets(model, 0.75)) == as_sets(want)  # the same pass, kvpress's allocation re-run
+
+
+def test_reconstruction_pass_on_a_prefill_equals_kvzips_own_run(tmp_path):
+    """KVzip's pass on the runner's dense prefill cache (no second prefill) gives kvpress's own run's scores
+    and kept sets bit for bit, and leaves that cache as it was."""
+    from capture.tiny_models import tiny_model
+    from test_kvpress_ledger import dense_prefill, press_prefill
+
+    from trustmass.deploy.shipped import KVzipScores, reconstruction_pass
+
+    model = tiny_model("llama", "sdpa")
+    model.config.name_or_path = char_tokenizer(tmp_path / "tok", model.config.vocab_size)
+    ids = random_ids(N, model.config.vocab_size, seed=25)
+    own = KVzipScores()
+    press_prefill(model, ids, own)
+    dense = dense_prefill(model, ids)
+    before = [(layer.keys.clone(), layer.values.clone()) for layer in dense.layers]
+    reused = KVzipScores()
+    assert reconstruction_pass(model, ids, reused, dense) >= 0.0
+    assert all(torch.equal(a, b) for a, b in zip(own.scores, reused.scores))
+    assert as_sets(own.kept_sets(model, 0.75)) == as_sets(reused.kept_sets(model, 0.75))
+    assert all(torch.equal(layer.keys, k) and torch.equal(layer.values, v) for layer, (k, v) in zip(dense.layers, before))

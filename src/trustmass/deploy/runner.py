@@ -27,7 +27,7 @@ from trustmass.deploy import ledger, ragged, tasks
 from trustmass.deploy.contourkv import contour_kept, record_all
 from trustmass.deploy.contracts import contract_sha256
 from trustmass.deploy.methods import Method, method, ratio_for
-from trustmass.deploy.shipped import KVzipScores, clear_masks, press_prefill
+from trustmass.deploy.shipped import KVzipScores, clear_masks, reconstruction_pass
 
 __all__ = ["VARIANTS", "Prefill", "greedy_answer", "kept_sets", "layout", "pyramid_budgets", "run_item", "score_all"]
 
@@ -191,8 +191,11 @@ def _score_prefix(model, prefix, roster, budgets, seed: int) -> _Scored:
     presses = {_key(m.name, b): m.press_factory(ratio_for(b, n)) for m in roster if m.press_factory for b in budgets}
     scored = _Scored(prefix, score_all(model, prefix, presses, seed), presses)
     if any(m.score == "reconstruction" for m in roster):
+        # KVzip's pass on the prefill above (not a second prefill of the same ids); its seconds count that
+        # prefill, as KVzip's own run would
         scored.recon = KVzipScores()
-        _, scored.recon_s = press_prefill(model, _ids(prefix, model.device), scored.recon)
+        pass_s = reconstruction_pass(model, _ids(prefix, model.device), scored.recon, scored.pre.cache)
+        scored.recon_s = scored.pre.prefill_s + pass_s
         clear_masks(model)
     return scored
 

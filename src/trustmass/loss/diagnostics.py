@@ -74,15 +74,19 @@ def run_diagnostics(
     seconds = {"prefix": time.time() - started}
     positions = forward.continuation_positions[1:]
     targets = forward.ids[forward.n_prefix + 1 :]
-    with torch.inference_mode():
-        dense_logp = torch.log_softmax(forward.logits(None)[:-1].double(), dim=-1)
+    started = time.time()
+    with torch.inference_mode():  # the dense continuation, run once: the reference of every KL and the dense row
+        dense_logits = forward.logits(None)[:-1]
+        dense_logp = torch.log_softmax(dense_logits.double(), dim=-1)
+    dense_s = time.time() - started
     frames = []
 
     def run(family: str, name: str, policy, recorder: CellRecorder | None, **labels) -> None:
         started = time.time()
         with torch.inference_mode():
-            nll, kl = token_outcomes(forward.logits(policy)[:-1], dense_logp, targets)
-        seconds[name] = time.time() - started
+            logits = dense_logits if policy is None else forward.logits(policy)[:-1]
+            nll, kl = token_outcomes(logits, dense_logp, targets)
+        seconds[name] = time.time() - started + (dense_s if policy is None else 0.0)
         mean_es = None if recorder is None else float(recorder.means()["mean_es"].mean())
         log(f"  {name:>40}: CE {nll.mean():.4f} nats, KL {kl.mean():.4f} ({seconds[name]:.1f} s)")
         n = len(nll)

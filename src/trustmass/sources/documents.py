@@ -132,6 +132,7 @@ def tokenize_documents(
     model: str | None = None,
     corpus: str | None = None,
     align: tuple[int, int] | None = None,
+    cache_dir: str | os.PathLike | None = None,
     log: Log = print,
 ) -> dict:
     """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest.
@@ -140,8 +141,13 @@ def tokenize_documents(
     chunking then starts ``lead_tokens = max(0, token - index * text_tokens_per_doc)`` tokens into the
     text.  The held-out documents use it to follow the capture documents' text whatever special
     tokens the tokenizer adds (a <bos> takes one text token from every chunk, more of them from
-    shorter ones)."""
+    shorter ones).
+
+    ``cache_dir``: where the corpus's token stream is kept for the next job cutting the same corpus
+    with the same tokenizer (:mod:`~trustmass.sources.token_streams`; None: encode, keep nothing)."""
     from transformers import AutoTokenizer
+
+    from trustmass.sources.token_streams import cached_stream, stream_key
 
     model_dir, corpus_txt, out_path = Path(model_dir), Path(corpus_txt), Path(out_path)
     model = model or model_dir.name
@@ -152,7 +158,13 @@ def tokenize_documents(
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     prefix, suffix = special_tokens_for(tokenizer, bos)
     text = corpus_txt.read_text(encoding="utf-8")
-    ids, offsets = encode_corpus(tokenizer, text)
+    corpus_sha, fingerprint = sha256_file(corpus_txt), tokenizer_fingerprint(tokenizer, model_dir)
+
+    def encode() -> tuple[np.ndarray, np.ndarray]:
+        ids, offsets = encode_corpus(tokenizer, text)
+        return ids, np.asarray(offsets, dtype=np.int64).reshape(len(ids), 2)
+
+    ids, offsets = cached_stream(encode, stream_key(fingerprint, corpus_sha), cache_dir, log)
     log(f"documents {model}/{corpus}: {len(text):,} characters -> {len(ids):,} tokens in {time.time() - started:.1f} s")
     content = doc_tokens - len(prefix) - len(suffix)
     lead = max(0, align[1] - align[0] * content) if align and content > 0 else 0
@@ -183,7 +195,6 @@ def tokenize_documents(
                 "chars": [int(offsets[first][0]), int(offsets[last][1])],
             }
         )
-    corpus_sha = sha256_file(corpus_txt)
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "model": model,
@@ -202,7 +213,7 @@ def tokenize_documents(
         "docs_available": int((len(ids) - lead) // content),
         "corpus_sha256": corpus_sha,
         "corpus_chars": len(text),
-        **tokenizer_fingerprint(tokenizer, model_dir),
+        **fingerprint,
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
         "documents": records,
     }
