@@ -25,8 +25,10 @@ def main(snakemake, started):
         model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
         check_runnable(model, model_name, deploy)
         items = items_for(cfg, model, tokenizer, smk.input.haystack, task, length, int(deploy["items"]))
-    print(f"{job}: {len(items)} items, budgets {deploy['budgets']}, {len(deploy['methods'])} methods, "
-          f"question-visible {deploy['query_aware']}, on {device}")
+    print(
+        f"{job}: {len(items)} items, budgets {deploy['budgets']}, {len(deploy['methods'])} methods, "
+        f"question-visible {deploy['query_aware']}, on {device}"
+    )
     start = time.perf_counter()
     with clean_exit_on(ValueError, job=job):
         rows = condition_rows(model, tokenizer, items, deploy, int(cfg["seed"]))
@@ -34,9 +36,17 @@ def main(snakemake, started):
     seconds = time.perf_counter() - start
     write_parquet(rows, smk.output.rows)
     n_valid = int(rows.filter(pl.col("method") == "dense").unique("item_id")["dense_valid"].sum())
-    finish(smk, [smk.output.rows], [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.data, *smk.input.code], cfg, started,
-           summary={"items": len(items), "dense_valid": n_valid, "rows": rows.height, "seconds": round(seconds, 1)},
-           seeds={"seed": cfg["seed"]}, model_source=source_record(Path(smk.input.model).parent), device=device)
+    finish(
+        smk,
+        [smk.output.rows],
+        [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.data, *smk.input.code],
+        cfg,
+        started,
+        summary={"items": len(items), "dense_valid": n_valid, "rows": rows.height, "seconds": round(seconds, 1)},
+        seeds={"seed": cfg["seed"]},
+        model_source=source_record(Path(smk.input.model).parent),
+        device=device,
+    )
 
 
 run_rule(snakemake, main)

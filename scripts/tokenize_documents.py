@@ -33,14 +33,18 @@ def main(snakemake, started):
             bos=settings.get("bos", "tokenizer-default"),
             align=align,
             # the corpus's token stream, shared by tokenize_documents and tokenize_heldout (read back, not re-encoded)
-            cache_dir=snakemake.config.get("cache_dir") or CACHE_DIR,  # read here, not a param: moving the cache reruns nothing
+            cache_dir=snakemake.config.get("cache_dir")
+            or CACHE_DIR,  # read here, not a param: moving the cache reruns nothing
             model=model,
             corpus=corpus,
             log=print,
         )
     finish_document_set(
         snakemake,
-        manifest, snakemake.input.corpus, {"documents": settings, "model": model, "corpus": corpus}, started,
+        manifest,
+        snakemake.input.corpus,
+        {"documents": settings, "model": model, "corpus": corpus},
+        started,
         corpus_tokens=manifest["corpus_tokens"],
         docs_available=manifest["docs_available"],
         special_prefix_tokens=manifest["special_prefix_tokens"],

@@ -70,10 +70,10 @@ def _insert_after(path: Path, anchor: str, text: str) -> None:
 
 
 def _append_to_tuple(path: Path, opening: str, text: str) -> None:
-    """``text`` as the last item of the tuple literal that ``opening`` starts (it closes with ``)  # fmt: skip``)."""
+    """``text`` as the last item of the tuple literal that ``opening`` starts (it closes with ``)  # ``)."""
     source = path.read_text(encoding="utf-8")
     assert source.count(opening) == 1, f"{path.name}: the recipe's anchor {opening!r} moved; update this test"
-    end = source.index("\n)  # fmt: skip", source.index(opening))
+    end = source.index("\n)  # ", source.index(opening))
     path.write_text(source[:end] + text + source[end:], encoding="utf-8")
 
 
@@ -141,14 +141,31 @@ def test_a_figure_is_a_statistics_function_a_draw_function_and_a_catalog_entry(s
     assert jobs["render_fig_x"] == 1 and jobs["fig_x_statistics"] == 1 and jobs["audit"] >= 1, jobs
     assert jobs["fig_x"] == 1 and "render_fig1" not in jobs, jobs
     # and it is part of the default target, in `all`
-    assert _python(scratch, "import json; from trustmass.report.catalog import output, statistics_rule; "
-                            "print(json.dumps([output('fig_x').path, statistics_rule('fig_x_statistics').function]))"
-                   ) == ["results/figures/fig_x.png", "fig_x"]  # fmt: skip
+    assert _python(
+        scratch,
+        "import json; from trustmass.report.catalog import output, statistics_rule; "
+        "print(json.dumps([output('fig_x').path, statistics_rule('fig_x_statistics').function]))",
+    ) == ["results/figures/fig_x.png", "fig_x"]
     assert "render_fig_x" in planned_jobs(_snakemake(scratch, "all"))
     # the catalog's own consistency tests hold for the new entry (draw signature, frames written once)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/unit/test_catalog.py",
-                           "-k", "fig_x or unique or modules_exist"], cwd=scratch, env=_env(scratch), capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/test_catalog.py",
+            "-k",
+            "fig_x or unique or modules_exist",
+        ],
+        cwd=scratch,
+        env=_env(scratch),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "what_exists[fig_x] PASSED" in done.stdout, done.stdout[-3000:]
 
 
@@ -204,13 +221,18 @@ def test_a_deployment_method_is_one_roster_entry(scratch):
     from trustmass.deploy.names import method_problems
 
     assert method_problems(["knorm_recipe"], hub=False), "the unedited checkout must refuse the new method"
-    _insert_after(scratch / "src/trustmass/deploy/roster.py", 'Method("dense", "dense", _contract("none", "none", "0", "keep_all")),',
-                  ROSTER_ENTRY)  # fmt: skip
+    _insert_after(
+        scratch / "src/trustmass/deploy/roster.py",
+        'Method("dense", "dense", _contract("none", "none", "0", "keep_all")),',
+        ROSTER_ENTRY,
+    )
 
-    check = ("import json; from trustmass.deploy.names import method_problems; "
-             "from trustmass.deploy.roster import default_methods; from trustmass.deploy.contracts import CONTRACTS; "
-             "print(json.dumps([method_problems(['knorm_recipe'], hub=False), 'knorm_recipe' in default_methods(), "
-             "CONTRACTS['knorm_recipe']['ranking']]))")  # fmt: skip
+    check = (
+        "import json; from trustmass.deploy.names import method_problems; "
+        "from trustmass.deploy.roster import default_methods; from trustmass.deploy.contracts import CONTRACTS; "
+        "print(json.dumps([method_problems(['knorm_recipe'], hub=False), 'knorm_recipe' in default_methods(), "
+        "CONTRACTS['knorm_recipe']['ranking']]))"
+    )
     assert _python(scratch, check) == [[], True, "key_norm"]
     # the deploy dry-run on the CPU panel's deploy overlay (methods: null, the default list) plans it: its params name it
     (scratch / "probe.smk").write_text(PARAMS_PROBE, encoding="utf-8")

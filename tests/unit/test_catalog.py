@@ -59,7 +59,9 @@ def test_statistics_modules_exist_and_the_catalog_imports_no_drawing_or_statisti
     for rule in STATISTICS:
         importlib.import_module(rule.module)
     source = Path(catalog.__file__).read_text(encoding="utf-8")
-    assert not re.search(r"^(from|import) (matplotlib|polars|numpy|trustmass\.report\.(figures|frames|tables))", source, re.M)
+    assert not re.search(
+        r"^(from|import) (matplotlib|polars|numpy|trustmass\.report\.(figures|frames|tables))", source, re.M
+    )
 
 
 def test_the_workflow_generates_a_render_rule_and_a_target_per_output():
@@ -74,9 +76,17 @@ def test_the_workflow_generates_a_render_rule_and_a_target_per_output():
 
 def test_an_output_naming_its_statistics_function_gets_its_own_statistics_rule():
     # the figure recipe's one catalog entry (README, "Extending"; tests/recipes run it through snakemake)
-    out = catalog.Output(name="fig_x", kind="figure", title="X", frames=("fig_x",), draw="m:fig_x", path="x.png",
-                         statistics="trustmass.report.frames.audit:fig_x", inputs={"audit": "audit_records"},
-                         when="deploy/enabled")  # fmt: skip
+    out = catalog.Output(
+        name="fig_x",
+        kind="figure",
+        title="X",
+        frames=("fig_x",),
+        draw="m:fig_x",
+        path="x.png",
+        statistics="trustmass.report.frames.audit:fig_x",
+        inputs={"audit": "audit_records"},
+        when="deploy/enabled",
+    )
     rule = out.statistics_rule
     assert (rule.name, rule.module, rule.function) == ("fig_x_statistics", "trustmass.report.frames.audit", "fig_x")
     assert rule.frames == out.frames and rule.inputs == out.inputs and rule.when == "deploy/enabled"

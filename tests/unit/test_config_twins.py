@@ -43,15 +43,24 @@ _PACKAGED = {"source": "packaged", "packages": [{"name": "p", "version": "1.0"}]
 
 #: field set of a job-time ConfigConflict -> a config (merged over config.yaml) that violates it
 TWINS: dict[tuple[str, ...], dict] = {
-    ("enumeration.subset_cap",): {"enumeration": {"subset_cap": 4}, "budgets": {"enumerated": [4]}, "statistics": {"map_budget": 4}},
+    ("enumeration.subset_cap",): {
+        "enumeration": {"subset_cap": 4},
+        "budgets": {"enumerated": [4]},
+        "statistics": {"map_budget": 4},
+    },
     ("access_law.tail_rows", "access_law.dilution_rows"): {
-        "access_law": {"enabled": True, "tail_rows": [4096], "dilution_rows": 4096}},
+        "access_law": {"enabled": True, "tail_rows": [4096], "dilution_rows": 4096}
+    },
     ("capture.min_position", "capture.rows_per_head"): {
-        "capture": {"min_position": 2040, "rows_per_head": 50}, "task_contexts": {"enabled": False}},
+        "capture": {"min_position": 2040, "rows_per_head": 50},
+        "task_contexts": {"enabled": False},
+    },
     ("loss.continuation",): {"loss": {"continuation": 600}},
     ("loss.probe.train_docs",): {"loss": {"probe": {"enabled": True, "train_docs": 99}}},
     ("task_contexts.types",): {"task_contexts": {"types": ["recall"]}},
-    ("task_contexts.retrieval_rows", "capture.rows_per_head"): {"task_contexts": {"enabled": True, "retrieval_rows": 6}},
+    ("task_contexts.retrieval_rows", "capture.rows_per_head"): {
+        "task_contexts": {"enabled": True, "retrieval_rows": 6}
+    },
     ("certification.certifier",): {"certification": {"certifier": "scip"}},
     ("diagnostics.projection.rules",): {"diagnostics": {"enabled": True, "projection": {"rules": ["snapkv"]}}},
     ("diagnostics.swaps.pairs",): {"diagnostics": {"enabled": True, "swaps": {"pairs": [["nope", "snapkv"]]}}},
@@ -64,38 +73,61 @@ TWINS: dict[tuple[str, ...], dict] = {
     ("deploy.methods", "deploy.hub"): {"deploy": {**_DEPLOY, "hub": False, "methods": ["dense", "snapkv", "kvzap"]}},
     ("deploy.decomposition.methods",): {"deploy": {**_DEPLOY, "decomposition": {"methods": ["dense"]}}},
     ("deploy.decomposition.methods", "deploy.query_aware"): {
-        "deploy": {**_DEPLOY, "query_aware": False, "decomposition": {"methods": ["snapkv"]}}},
+        "deploy": {**_DEPLOY, "query_aware": False, "decomposition": {"methods": ["snapkv"]}}
+    },
     ("deploy.methods", "deploy.models"): {
         "models": {"g3": {**_PACKAGED, "declared": {"model_type": "gemma3_text"}}},
-        "deploy": {**_DEPLOY, "models": ["g3"], "methods": ["dense", "snapkv", "kvzip"]}},
-    ("deploy.benchmarks[*].tasks",): {"deploy": {**_DEPLOY, "hub": True, "benchmarks": [
-        {"name": "lb", "format": "longbench", "path": "hub:org/{task}", "max_length": 4096}]}},
-}  # fmt: skip
+        "deploy": {**_DEPLOY, "models": ["g3"], "methods": ["dense", "snapkv", "kvzip"]},
+    },
+    ("deploy.benchmarks[*].tasks",): {
+        "deploy": {
+            **_DEPLOY,
+            "hub": True,
+            "benchmarks": [{"name": "lb", "format": "longbench", "path": "hub:org/{task}", "max_length": 4096}],
+        }
+    },
+}
 
 #: raises that name config keys but read what only a job has: (module, function) -> why no start-up twin
 NEEDS_JOB_DATA: dict[tuple[str, str], str] = {
-    ("capture/prefill.py", "sample_positions"):
-        "the retrieval positions a task document planted (its manifest); the design share is checked at start-up",
+    (
+        "capture/prefill.py",
+        "sample_positions",
+    ): "the retrieval positions a task document planted (its manifest); the design share is checked at start-up",
     ("deploy/bytes_table.py", "_check"): "the ledger rows a deploy job wrote",
-    ("deploy/bytes_table.py", "bytes_summary"):
-        "the ledger rows; their config cause (snapkv missing from deploy.methods) is refused at start-up",
-    ("deploy/external.py", "_records"):
-        "whether the hub serves the data set (local files are checked at start-up, deploy.names.benchmark_problems)",
-    ("deploy/external.py", "benchmark_items"):
-        "the model's window (its config.json), the data set's records and the tokenized questions",
+    (
+        "deploy/bytes_table.py",
+        "bytes_summary",
+    ): "the ledger rows; their config cause (snapkv missing from deploy.methods) is refused at start-up",
+    (
+        "deploy/external.py",
+        "_records",
+    ): "whether the hub serves the data set (local files are checked at start-up, deploy.names.benchmark_problems)",
+    (
+        "deploy/external.py",
+        "benchmark_items",
+    ): "the model's window (its config.json), the data set's records and the tokenized questions",
     ("deploy/job.py", "haystack_ids"): "the haystack corpus's token count under the model's tokenizer",
-    ("deploy/metrics.py", "metric_for"):
-        "a record's own task field; start-up calls this same function on deploy.benchmarks[].tasks",
+    (
+        "deploy/metrics.py",
+        "metric_for",
+    ): "a record's own task field; start-up calls this same function on deploy.benchmarks[].tasks",
     ("loss/heldout.py", "heldout_document"): "the held-out chunks the tokenizer cut from the corpus",
-    ("report/frames/deploy_claims.py", "statistics"):
-        "the targets asked for (the rule is only planned by name when deploy.enabled is false)",
+    (
+        "report/frames/deploy_claims.py",
+        "statistics",
+    ): "the targets asked for (the rule is only planned by name when deploy.enabled is false)",
     ("sources/documents.py", "tokenize_documents"): "the corpus's token count under the model's tokenizer",
     ("sources/needles.py", "chat_parts"): "whether the tokenizer has a chat template",
-    ("sources/needles.py", "plant"):
-        "the model's window (config.json), the tokenized needles and question, the haystack's tokens and sentences",
-    ("sources/task_contexts.py", "build_task_documents"):
-        "the tokenizer's special tokens, the haystack's tokens and the positions the contexts planted",
-}  # fmt: skip
+    (
+        "sources/needles.py",
+        "plant",
+    ): "the model's window (config.json), the tokenized needles and question, the haystack's tokens and sentences",
+    (
+        "sources/task_contexts.py",
+        "build_task_documents",
+    ): "the tokenizer's special tokens, the haystack's tokens and the positions the contexts planted",
+}
 
 
 def _raises(path: Path):
@@ -122,7 +154,9 @@ def _field(node: ast.expr, where: str) -> str:
         return node.value
     if isinstance(node, ast.JoinedStr):
         return "".join(v.value if isinstance(v, ast.Constant) else "*" for v in node.values)
-    raise AssertionError(f"{where}: ConfigConflict fields must be written out (str or f-string literals), got {ast.dump(node)}")
+    raise AssertionError(
+        f"{where}: ConfigConflict fields must be written out (str or f-string literals), got {ast.dump(node)}"
+    )
 
 
 def _library_raises():
@@ -193,9 +227,13 @@ def test_start_up_refuses_each_violation_naming_the_fields(fields):
 def test_start_up_runs_the_checks_this_test_runs():
     """The workflow and the command-line tools start through the same function this test calls."""
     smk = COMMON_SMK.read_text(encoding="utf-8")
-    assert re.search(r"\bstart\(config, CONFIG_SCHEMA\)", smk), "workflow/rules/common.smk no longer starts through trustmass.cli.startup.start"
+    assert re.search(r"\bstart\(config, CONFIG_SCHEMA\)", smk), (
+        "workflow/rules/common.smk no longer starts through trustmass.cli.startup.start"
+    )
     instances = (COMMON_SMK.parents[2] / "src" / "trustmass" / "cli" / "instances.py").read_text(encoding="utf-8")
-    assert "return start(config, schema)" in instances, "cli.instances.resolve_config no longer starts through trustmass.cli.startup.start"
+    assert "return start(config, schema)" in instances, (
+        "cli.instances.resolve_config no longer starts through trustmass.cli.startup.start"
+    )
 
 
 def test_other_raises_naming_config_keys_need_job_data():
@@ -212,7 +250,9 @@ def test_other_raises_naming_config_keys_need_job_data():
                 "(see TWINS); if it needs what only a job has, add it to NEEDS_JOB_DATA with the reason"
             )
     stale = sorted(set(NEEDS_JOB_DATA) - flagged)
-    assert not stale, f"NEEDS_JOB_DATA lists functions that no longer raise naming config keys: {stale}; fix: remove them"
+    assert not stale, (
+        f"NEEDS_JOB_DATA lists functions that no longer raise naming config keys: {stale}; fix: remove them"
+    )
 
 
 def test_kvzip_on_gemma3_is_refused_at_start_up_only_where_the_model_declares_it():

@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _sidecar(path, config):
-    path.with_name(path.name + ".prov.json").write_text(json.dumps({"config": config, "seeds": None, "wall_time_s": 1.0}))
+    path.with_name(path.name + ".prov.json").write_text(
+        json.dumps({"config": config, "seeds": None, "wall_time_s": 1.0})
+    )
 
 
 @pytest.fixture
@@ -31,8 +33,12 @@ def run(tmp_path):
     pl.DataFrame({"seconds": [1.0]}).write_parquet(root / "results/stats/deploy_timing.parquet")
     image = np.zeros((40, 50, 3), dtype=np.uint8)
     Image.fromarray(image).save(root / "results/figures/fig1_ceiling.png")
-    claims = {"claims": [{"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
-                         {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]}]}  # fmt: skip
+    claims = {
+        "claims": [
+            {"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
+            {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]},
+        ]
+    }
     (root / "results/claims.json").write_text(json.dumps(claims))
     (root / "results/capture").mkdir()
     (root / "results/capture/shard.safetensors").write_bytes(b"big")  # not kept
@@ -67,7 +73,9 @@ def test_a_float_beyond_tolerance_is_named_by_file_and_column(run, tmp_path):
     path = run / "results/stats/fig1.parquet"
     pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 + 1e-3], "n": [3, 4]}).write_parquet(path)
     report = reference.check(run, ref)
-    assert [(d.path, "c_hat" in d.what and "row 1" in d.what) for d in report.differences] == [("results/stats/fig1.parquet", True)]
+    assert [(d.path, "c_hat" in d.what and "row 1" in d.what) for d in report.differences] == [
+        ("results/stats/fig1.parquet", True)
+    ]
     pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 + 1e-12], "n": [3, 4]}).write_parquet(path)
     report = reference.check(run, ref)
     assert report.differences == [] and report.close == 1
@@ -127,7 +135,10 @@ def test_the_readme_names_the_command_that_regenerates_the_reference():
     from trustmass.report.reference import run_command
 
     assert run_command(["config.yaml"]) == "make run"
-    assert run_command(["config.yaml", "config/cpu-panel.yaml"]) == "snakemake --cores all --configfile config/cpu-panel.yaml"
+    assert (
+        run_command(["config.yaml", "config/cpu-panel.yaml"])
+        == "snakemake --cores all --configfile config/cpu-panel.yaml"
+    )
 
 
 # ---- the panel's claims report: what the issue "claims that mean something" asked of it -------------------
@@ -161,7 +172,11 @@ def test_every_value_the_panel_does_not_produce_says_what_is_missing():
     for c, v in _panel_values():
         for axis in (v["direction"], v["size"]):
             if axis and axis["status"] == "not produced":
-                assert any(k in axis["reason"] for k in ("no study model takes that role", "did not run", "needs ")), (c["id"], v["name"], axis)
+                assert any(k in axis["reason"] for k in ("no study model takes that role", "did not run", "needs ")), (
+                    c["id"],
+                    v["name"],
+                    axis,
+                )
 
 
 # -- numbers printed in strings, statistics with their own tolerance (issue 31, item 5) ---------------
@@ -220,16 +235,23 @@ def test_a_claims_reason_string_is_compared_by_its_numbers(run, tmp_path):
     assert [d.path for d in reference.check(run, ref).differences] == ["results/claims.json"]
 
 
-def test_a_statistic_with_its_own_tolerance_is_compared_with_it_and_the_report_says_so(run, tmp_path, monkeypatch, capsys):
+def test_a_statistic_with_its_own_tolerance_is_compared_with_it_and_the_report_says_so(
+    run, tmp_path, monkeypatch, capsys
+):
     ref, _ = saved(run, tmp_path)
-    pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 * (1 + 1e-3)], "n": [3, 4]}).write_parquet(run / "results/stats/fig1.parquet")
+    pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 * (1 + 1e-3)], "n": [3, 4]}).write_parquet(
+        run / "results/stats/fig1.parquet"
+    )
     claims = json.loads((run / "results/claims.json").read_text())
     claims["claims"][0]["values"][0].update(name="c_hat", value=0.5 * (1 + 1e-3))
     (run / "results/claims.json").write_text(json.dumps(claims))
     ref_claims = json.loads((ref / "results/claims.json").read_text())
     ref_claims["claims"][0]["values"][0]["name"] = "c_hat"
     (ref / "results/claims.json").write_text(json.dumps(ref_claims))
-    assert {d.path for d in reference.check(run, ref).differences} == {"results/stats/fig1.parquet", "results/claims.json"}
+    assert {d.path for d in reference.check(run, ref).differences} == {
+        "results/stats/fig1.parquet",
+        "results/claims.json",
+    }
     monkeypatch.setitem(reference.TOLERANCES, "c_hat", (1e-2, "a test's reason"))
     report = reference.check(run, ref)
     assert report.differences == []

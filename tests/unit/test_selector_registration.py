@@ -18,8 +18,11 @@ from trustmass.core.selectors.contract import TokenRule, contract
 #: (the order feeds AUDITED, FIG3_RULES and the audit's output order)
 REGISTRY_BEFORE = (
     ("top_mass", "TopMass()"),
-    ("balancing", "Balancing(enumerated=(4, 8, 16, 32), native_extra=4, "
-                  "pool=PoolRule(subset_cap=200000, max_extra=24, extra_override=()))"),
+    (
+        "balancing",
+        "Balancing(enumerated=(4, 8, 16, 32), native_extra=4, "
+        "pool=PoolRule(subset_cap=200000, max_extra=24, extra_override=()))",
+    ),
     ("geometric", "GeometricRule()"),
     ("leverage", "Leverage(ridge=0.001)"),
     ("group_vote", "GroupVote()"),
@@ -35,7 +38,7 @@ REGISTRY_BEFORE = (
     ("value_aware_nolev", "ValueAwareBlocks(score='nolev', block=None, eps_a=1e-12, projection='fit_then_fill')"),
     ("value_aware_mii", "ValueAwareBlocks(score='mii', block=None, eps_a=1e-12, projection='fit_then_fill')"),
     ("block_select", "BlockSelect(recent_fraction=0.5, block=None, projection='fit_then_fill')"),
-)  # fmt: skip
+)
 
 
 def test_the_collected_registry_is_the_hand_written_one():
@@ -126,11 +129,19 @@ def test_batched_is_derived_from_the_classes_and_a_bad_name_is_refused():
     pytest.importorskip("torch")
     from trustmass.loss import block_rules, selection
 
-    assert selection.BATCHED == {type(R.REGISTRY[n]): getattr(selection if n != "value_aware_mii" else block_rules, f)
-                                 for n, f in (("top_mass", "top_mass_mask"), ("balancing", "balancing_rule_mask"),
-                                              ("snapkv", "snapkv_mask"), ("h2o", "h2o_mask"), ("quest", "quest_mask"),
-                                              ("streaming_llm", "streaming_llm_mask"), ("recency", "recency_mask"),
-                                              ("value_aware_mii", "value_aware_mask"))}  # fmt: skip
+    assert selection.BATCHED == {
+        type(R.REGISTRY[n]): getattr(selection if n != "value_aware_mii" else block_rules, f)
+        for n, f in (
+            ("top_mass", "top_mass_mask"),
+            ("balancing", "balancing_rule_mask"),
+            ("snapkv", "snapkv_mask"),
+            ("h2o", "h2o_mask"),
+            ("quest", "quest_mask"),
+            ("streaming_llm", "streaming_llm_mask"),
+            ("recency", "recency_mask"),
+            ("value_aware_mii", "value_aware_mask"),
+        )
+    }
 
     @dataclass(frozen=True)
     class Missing(Early):

@@ -43,7 +43,9 @@ def test_tokenizer_default_wraps_each_document_like_a_single_text(tmp_path, corp
     expected = [[BOS] + [word_id(i) for i in range(7 * d, 7 * d + 7)] for d in range(3)]
     assert ids.tolist() == expected  # consecutive, non-overlapping, BOS counted in doc_tokens
     assert manifest["special_prefix_tokens"] == ["<s>"] and manifest["special_suffix"] == []
-    assert manifest["text_tokens_per_doc"] == 7 and manifest["corpus_tokens"] == 100 and manifest["docs_available"] == 14
+    assert (
+        manifest["text_tokens_per_doc"] == 7 and manifest["corpus_tokens"] == 100 and manifest["docs_available"] == 14
+    )
     doc1 = manifest["documents"][1]
     assert doc1["id"] == "words-0001" and doc1["corpus_tokens"] == [7, 14]
     text = corpus.read_text()
@@ -92,7 +94,13 @@ def test_too_short_names_corpus_model_and_counts(tmp_path, corpus):
     with pytest.raises(SourceError) as err:
         run(tmp_path, corpus, tok, n_docs=15)
     text = str(err.value)
-    assert "'words'" in text and "'m'" in text and "100 tokens" in text and "need 105" in text and "14 document(s) fit" in text
+    assert (
+        "'words'" in text
+        and "'m'" in text
+        and "100 tokens" in text
+        and "need 105" in text
+        and "14 document(s) fit" in text
+    )
     assert not (tmp_path / "documents" / "docs" / "words.safetensors").exists()
 
 
@@ -118,7 +126,9 @@ def test_cut_documents_directly():
 def _cached_run(tmp_path, corpus, tok, name, logs, **kw):
     out = tmp_path / "documents" / name / "words.safetensors"
     settings = {"doc_tokens": 8, "n_docs": 3, "bos": "tokenizer-default", **kw}
-    tokenize_documents(tok, corpus, out, model="m", corpus="words", cache_dir=tmp_path / "cache", log=logs.append, **settings)
+    tokenize_documents(
+        tok, corpus, out, model="m", corpus="words", cache_dir=tmp_path / "cache", log=logs.append, **settings
+    )
     return out
 
 

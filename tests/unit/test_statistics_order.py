@@ -22,23 +22,51 @@ def synthetic_records(seed=0) -> pl.DataFrame:
     """Ceiling records of two models, two corpora, four documents, a few cells, every budget."""
     rng = np.random.default_rng(seed)
     rows = []
-    cells = itertools.product(("a", "b"), ("prose", "code"), ("0000", "0001", "0002", "0003"), range(5), range(2), (100, 200, 300))
+    cells = itertools.product(
+        ("a", "b"), ("prose", "code"), ("0000", "0001", "0002", "0003"), range(5), range(2), (100, 200, 300)
+    )
     for (model, corpus, doc, layer, head, pos), budget in itertools.product(cells, (4, 8, 16, 32, 64)):
         enum = budget <= 32
         es_top, u = float(rng.uniform(0.5, 2.0)), rng.uniform(0.05, 1.0, size=8)
         es_pool = es_top * (0.3 + 0.7 * float(u[0]))
         ef = es_pool * float(u[1])
         row = {
-            "model": model, "corpus": corpus, "doc": doc, "layer": layer, "head": head, "kv_head": 0, "group_size": 2,
-            "query_pos": pos, "n_keys": pos + 1, "budget": budget, "dropped_mass": float(u[2]) / 2, "D": 3.0, "sigma": 1.0,
-            "phi": float(u[3]), "es_top": es_top, "es_bal": es_top * float(u[4]), "n_swaps": int(rng.integers(0, 5)),
-            "es_vote": 3 * float(u[5]), "bound_2dm": 4.0, "bound_var": 3.0, "enumerated": enum, "pool_extra": 8, "n_subsets": 10,
-        }  # fmt: skip
+            "model": model,
+            "corpus": corpus,
+            "doc": doc,
+            "layer": layer,
+            "head": head,
+            "kv_head": 0,
+            "group_size": 2,
+            "query_pos": pos,
+            "n_keys": pos + 1,
+            "budget": budget,
+            "dropped_mass": float(u[2]) / 2,
+            "D": 3.0,
+            "sigma": 1.0,
+            "phi": float(u[3]),
+            "es_top": es_top,
+            "es_bal": es_top * float(u[4]),
+            "n_swaps": int(rng.integers(0, 5)),
+            "es_vote": 3 * float(u[5]),
+            "bound_2dm": 4.0,
+            "bound_var": 3.0,
+            "enumerated": enum,
+            "pool_extra": 8,
+            "n_subsets": 10,
+        }
         enumerated = {
-            "es_pool": es_pool, "kappa_hat": es_top / es_pool, "c_hat": 1 - es_pool / es_top, "kappa_hat_bal": 1 + float(u[6]),
-            "ef_fw": ef, "pi_hat": es_pool / ef, "es_geo": 4 * float(u[7]), "es_lev": 6 * float(u[7]) ** 2,
-            "es_geo_pool": 4 * float(u[6]), "es_lev_pool": 6 * float(u[5]),
-        }  # fmt: skip
+            "es_pool": es_pool,
+            "kappa_hat": es_top / es_pool,
+            "c_hat": 1 - es_pool / es_top,
+            "kappa_hat_bal": 1 + float(u[6]),
+            "ef_fw": ef,
+            "pi_hat": es_pool / ef,
+            "es_geo": 4 * float(u[7]),
+            "es_lev": 6 * float(u[7]) ** 2,
+            "es_geo_pool": 4 * float(u[6]),
+            "es_lev_pool": 6 * float(u[5]),
+        }
         rows.append(row | {k: (v if enum else None) for k, v in enumerated.items()})
     return pl.DataFrame(rows, infer_schema_length=None)
 

@@ -56,7 +56,12 @@ def _per_doc_instances(config, model) -> int:
     from trustmass.cli.instances import model_shape
 
     shape = model_shape(config, model)
-    return shape["layers"] * shape["heads"] * int(config["capture"]["rows_per_head"]) * len(config["budgets"]["enumerated"])
+    return (
+        shape["layers"]
+        * shape["heads"]
+        * int(config["capture"]["rows_per_head"])
+        * len(config["budgets"]["enumerated"])
+    )
 
 
 def captured_documents(config) -> list[dict]:
@@ -116,8 +121,12 @@ def loss_configurations(config, model: str) -> int:
 def _shape(config, model) -> dict:
     entry = (config.get("models") or {}).get(model) or {}
     declared = entry.get("declared") or {}
-    return {"layers": int(declared["layers"]), "heads": int(declared["heads"]), "head_dim": declared.get("head_dim"),
-            "parameters_b": entry.get("parameters_b")}  # fmt: skip
+    return {
+        "layers": int(declared["layers"]),
+        "heads": int(declared["heads"]),
+        "head_dim": declared.get("head_dim"),
+        "parameters_b": entry.get("parameters_b"),
+    }
 
 
 def capture_reference(gpu: Mapping) -> dict | None:
@@ -137,7 +146,9 @@ def capture_seconds(ref: Mapping, shape: Mapping, tokens: int) -> float:
     return forward + max(0.0, ref["capture_s"] - ref["sdpa_forward_s"]) * side_units / ref_units
 
 
-def loss_document_seconds(measured: Mapping, shape: Mapping, tokens: int, continuation: int, configurations: int) -> float:
+def loss_document_seconds(
+    measured: Mapping, shape: Mapping, tokens: int, continuation: int, configurations: int
+) -> float:
     restricted = [v for k, v in measured.items() if k.endswith("_continuation_s") and not k.startswith("dense")]
     per_config = sum(restricted) / len(restricted) * continuation / measured["continuation"]
     prefix = measured["prefix_s"] * tokens / measured["n_tokens"]
@@ -157,7 +168,13 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     rows = []
 
     # capture (GPU)
-    row = {"stage": "capture", "jobs": jobs["capture"], "units": {"documents": len(docs)}, "gpu_hours": None, "cpu_hours": None}
+    row = {
+        "stage": "capture",
+        "jobs": jobs["capture"],
+        "units": {"documents": len(docs)},
+        "gpu_hours": None,
+        "cpu_hours": None,
+    }
     ref = capture_reference(gpu) if gpu else None
     if gpu is None:
         row["basis"] = NOT_MEASURED
@@ -167,8 +184,10 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
         try:
             seconds = sum(capture_seconds(ref, _shape(config, d["model"]), d["tokens"]) for d in docs)
             row["gpu_hours"] = seconds / 3600
-            row["basis"] = (f"{ref['model']} {ref['dtype']} {ref['n_tokens']:,} tokens on {gpu['device']['name']}: capture "
-                            f"{ref['capture_s']:.3g} s, forward {ref['sdpa_forward_s']:.3g} s; scaled per document (unit_costs.json gpu.capture)")  # fmt: skip
+            row["basis"] = (
+                f"{ref['model']} {ref['dtype']} {ref['n_tokens']:,} tokens on {gpu['device']['name']}: capture "
+                f"{ref['capture_s']:.3g} s, forward {ref['sdpa_forward_s']:.3g} s; scaled per document (unit_costs.json gpu.capture)"
+            )
         except (KeyError, TypeError) as exc:
             row["basis"] = f"GPU cost: not projected (a model lacks declared.head_dim or parameters_b: {exc})"
     rows.append(row)
@@ -177,36 +196,66 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     c = cpu["ceiling"]
     instances = sum(d["instances"] for d in docs)
     core_s = sum(c["core_seconds_per_unit"] * d["instances"] * d["tokens"] / c["at_doc_tokens"] for d in docs)
-    rows.append({"stage": "ceiling/enumeration", "jobs": jobs["ceiling"], "units": {"instances": instances}, "gpu_hours": None,
-                 "cpu_hours": core_s / 3600,
-                 "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, x tokens / {c['at_doc_tokens']:,} ({c['measured']})"})  # fmt: skip
+    rows.append(
+        {
+            "stage": "ceiling/enumeration",
+            "jobs": jobs["ceiling"],
+            "units": {"instances": instances},
+            "gpu_hours": None,
+            "cpu_hours": core_s / 3600,
+            "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, "
+            "x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
+        }
+    )
 
     # certification (CPU)
     from trustmass.cli.instances import planned_manifest
 
     cert = planned_manifest(config)
     rule = cpu["certification"]["per_certifier"].get(cert["certifier"])
-    row = {"stage": "certification", "jobs": jobs["certification"], "units": {"instances": cert["instances"]}, "gpu_hours": None}
+    row = {
+        "stage": "certification",
+        "jobs": jobs["certification"],
+        "units": {"instances": cert["instances"]},
+        "gpu_hours": None,
+    }
     if rule is None:
         row.update(cpu_hours=None, basis=f"no measured per-instance cost for certifier {cert['certifier']!r}")
     else:
         per = rule["seconds_per_unit_over_time_limit"] * cert["time_limit_s"]
-        row.update(cpu_hours=per * cert["instances"] / 3600,
-                   basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_time_limit']:.3g} x {cert['time_limit_s']:g} s limit, "
-                         f"median, {cpu['certification']['measured']}); manifest and sweep not costed")  # fmt: skip
+        row.update(
+            cpu_hours=per * cert["instances"] / 3600,
+            basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_time_limit']:.3g} x "
+            f"{cert['time_limit_s']:g} s limit, "
+            f"median, {cpu['certification']['measured']}); manifest and sweep not costed",
+        )
     rows.append(row)
 
     # audit (CPU)
     a = cpu["audit"]
     headline = [d for d in docs if study.headline.contains(d["model"], d["corpus"])]
     core_s = sum(a["core_seconds_per_unit"] * d["instances"] * d["tokens"] / a["at_doc_tokens"] for d in headline)
-    rows.append({"stage": "audit", "jobs": jobs["audit"], "units": {"instances": sum(d["instances"] for d in headline)}, "gpu_hours": None,
-                 "cpu_hours": core_s / 3600,
-                 "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at {a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})"})  # fmt: skip
+    rows.append(
+        {
+            "stage": "audit",
+            "jobs": jobs["audit"],
+            "units": {"instances": sum(d["instances"] for d in headline)},
+            "gpu_hours": None,
+            "cpu_hours": core_s / 3600,
+            "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at "
+            "{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
+        }
+    )
 
     # held-out loss (GPU)
     loss_docs = study.loss_documents()
-    row = {"stage": "loss", "jobs": jobs["loss"], "units": {"heldout_documents": len(loss_docs)}, "gpu_hours": None, "cpu_hours": None}
+    row = {
+        "stage": "loss",
+        "jobs": jobs["loss"],
+        "units": {"heldout_documents": len(loss_docs)},
+        "gpu_hours": None,
+        "cpu_hours": None,
+    }
     measured = (gpu or {}).get("loss_forward")
     if gpu is None:
         row["basis"] = NOT_MEASURED
@@ -219,20 +268,35 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
             seconds = 0.0
             for model, _, _ in loss_docs:
                 tokens = int(loss["heldout"].get("doc_tokens") or study.documents_for_model(model)["doc_tokens"])
-                seconds += loss_document_seconds(measured, _shape(config, model), tokens, int(loss["continuation"]),
-                                                 loss_configurations(config, model))  # fmt: skip
+                seconds += loss_document_seconds(
+                    measured,
+                    _shape(config, model),
+                    tokens,
+                    int(loss["continuation"]),
+                    loss_configurations(config, model),
+                )
             row["gpu_hours"] = seconds / 3600
-            row["basis"] = f"loss_document only: {measured['model']} on {gpu['device']['name']}, scaled (unit_costs.json gpu.loss)"
+            row["basis"] = (
+                f"loss_document only: {measured['model']} on {gpu['device']['name']}, scaled (unit_costs.json gpu.loss)"
+            )
         except (KeyError, TypeError) as exc:
             row["basis"] = f"GPU cost: not projected (a model lacks parameters_b: {exc})"
     rows.append(row)
 
     # deployment (GPU)
     n = sum(jobs["deployment"].values())
-    rows.append({"stage": "deployment", "jobs": jobs["deployment"], "units": {}, "gpu_hours": 0.0 if n == 0 else None,
-                 "cpu_hours": 0.0 if n == 0 else None,
-                 "basis": "stage off (deploy.enabled: false)" if n == 0 else
-                          (NOT_MEASURED if gpu is None else "GPU cost: not measured (make gpu-check has no deployment section)")})  # fmt: skip
+    rows.append(
+        {
+            "stage": "deployment",
+            "jobs": jobs["deployment"],
+            "units": {},
+            "gpu_hours": 0.0 if n == 0 else None,
+            "cpu_hours": 0.0 if n == 0 else None,
+            "basis": "stage off (deploy.enabled: false)"
+            if n == 0
+            else (NOT_MEASURED if gpu is None else "GPU cost: not measured (make gpu-check has no deployment section)"),
+        }
+    )
     return rows
 
 
@@ -249,25 +313,33 @@ def format_projection(rows: list[dict], gpu: Mapping | None = None) -> str:
     for r in rows:
         jobs = ", ".join(f"{n:,} {rule}" for rule, n in r["jobs"].items() if n)
         units = ", ".join(f"{v:,} {k}" for k, v in r["units"].items())
-        lines.append(f"{r['stage']:<20} {sum(r['jobs'].values()):>6,}  {_hours(r['gpu_hours']):>10} {_hours(r['cpu_hours']):>10}  "
-                     f"{jobs or 'none'}{f' ({units})' if units else ''}; {r['basis']}")  # fmt: skip
+        lines.append(
+            f"{r['stage']:<20} {sum(r['jobs'].values()):>6,}  {_hours(r['gpu_hours']):>10} {_hours(r['cpu_hours']):>10}  "
+            f"{jobs or 'none'}{f' ({units})' if units else ''}; {r['basis']}"
+        )
     gpu_stages = [r for r in rows if r["stage"] in GPU_STAGES]
     cpu_stages = [r for r in rows if r["stage"] not in GPU_STAGES]
     gpu_missing = [r["stage"] for r in gpu_stages if r["gpu_hours"] is None]
     cpu_missing = [r["stage"] for r in cpu_stages if r["cpu_hours"] is None]
     gpu_total = "--" if gpu_missing else _hours(sum(r["gpu_hours"] for r in gpu_stages))
     cpu_total = _hours(sum(r["cpu_hours"] for r in cpu_stages if r["cpu_hours"] is not None))
-    notes = [f"GPU-hours not projected for {', '.join(gpu_missing)}" if gpu_missing else "",
-             f"CPU-hours leave out {', '.join(cpu_missing)}" if cpu_missing else "",
-             "CPU-hours are core-hours booked (job wall time x the rule's threads)"]  # fmt: skip
-    lines.append(f"{'total':<20} {sum(sum(r['jobs'].values()) for r in rows):>6,}  {gpu_total:>10} {cpu_total:>10}  "
-                 + "; ".join(n for n in notes if n))  # fmt: skip
+    notes = [
+        f"GPU-hours not projected for {', '.join(gpu_missing)}" if gpu_missing else "",
+        f"CPU-hours leave out {', '.join(cpu_missing)}" if cpu_missing else "",
+        "CPU-hours are core-hours booked (job wall time x the rule's threads)",
+    ]
+    lines.append(
+        f"{'total':<20} {sum(sum(r['jobs'].values()) for r in rows):>6,}  {gpu_total:>10} {cpu_total:>10}  "
+        + "; ".join(n for n in notes if n)
+    )
     source = "none (make gpu-check)" if gpu is None else f"{gpu['device']['name']} ({gpu.get('created_utc')})"
     lines.append(f"per-unit costs: {UNIT_COSTS.relative_to(REPO)}; GPU measurements: {source}")
     return "\n".join(lines)
 
 
-def print_costs(config: Mapping[str, Any], gpu_json: str | Path | None = GPU_JSON, unit_costs: str | Path = UNIT_COSTS) -> int:
+def print_costs(
+    config: Mapping[str, Any], gpu_json: str | Path | None = GPU_JSON, unit_costs: str | Path = UNIT_COSTS
+) -> int:
     gpu = load_gpu(gpu_json)
     print(format_projection(projection(config, load_units(unit_costs), gpu), gpu))
     return 0

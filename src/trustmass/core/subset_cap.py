@@ -12,5 +12,7 @@ def subset_cap_problem(s: int, subset_cap: int) -> str | None:
     check and the start-up one (trustmass.plumbing.config) both read it."""
     if math.comb(s + 1, s) <= subset_cap:
         return None
-    return (f"config.enumeration.subset_cap: {subset_cap} admits no extra key at budget {s} (C({s + 1}, {s}) = {s + 1} "
-            f"subsets); fix: enumeration.subset_cap: {s + 1} or more, or an enumeration.extra_override for {s}")
+    return (
+        f"config.enumeration.subset_cap: {subset_cap} admits no extra key at budget {s} (C({s + 1}, {s}) = {s + 1} "
+        f"subsets); fix: enumeration.subset_cap: {s + 1} or more, or an enumeration.extra_override for {s}"
+    )

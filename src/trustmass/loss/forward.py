@@ -139,9 +139,13 @@ class RestrictedForward:
     H2O's column mass); :meth:`nll` runs the continuation under a policy (``None``: dense).
     """
 
-    def __init__(self, model, token_ids: torch.Tensor, continuation: int, *, tail_rows: int = 0, column_mass: bool = False):
+    def __init__(
+        self, model, token_ids: torch.Tensor, continuation: int, *, tail_rows: int = 0, column_mass: bool = False
+    ):
         if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
-            raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.loss.forward.register())")
+            raise ValueError(
+                f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.loss.forward.register())"
+            )
         ids = torch.as_tensor(token_ids).reshape(-1)
         if not 2 <= continuation < ids.shape[0]:
             raise ConfigConflict(
@@ -188,7 +192,10 @@ class RestrictedForward:
         try:
             positions = torch.arange(self.n_prefix, self.ids.shape[0], device=self.device)[None]
             out = self.model(
-                input_ids=self.ids[None, self.n_prefix :], past_key_values=self.cache, position_ids=positions, use_cache=True
+                input_ids=self.ids[None, self.n_prefix :],
+                past_key_values=self.cache,
+                position_ids=positions,
+                use_cache=True,
             )
         finally:
             _ACTIVE.reset(token)

@@ -160,13 +160,19 @@ def page_bounds(rows: LayerRows, q, keys, page: int, last: torch.Tensor, full: t
     fast = torch.bmm(qg.clamp(min=0), fmax.transpose(1, 2)) + torch.bmm(qg.clamp(max=0), fmin.transpose(1, 2))
     slack = PAGE_TOL * torch.bmm(qg.abs(), torch.maximum(fmax.abs(), fmin.abs()).transpose(1, 2))
     lo, hi = (fast - slack).reshape(shape), (fast + slack).reshape(shape)
-    threshold = lo.masked_fill(~full, float("-inf")).topk(fit, dim=1).values[:, -1:] if fit else torch.full_like(lo[:, :1], float("inf"))
+    threshold = (
+        lo.masked_fill(~full, float("-inf")).topk(fit, dim=1).values[:, -1:]
+        if fit
+        else torch.full_like(lo[:, :1], float("inf"))
+    )
     known = full & (hi >= threshold)
     index = compress(known, int(known.sum(dim=1).max()))
     valid = index >= 0
     at = index.clamp(min=0)
     exact = bound(q, rows.gather_kv(kmax, at), rows.gather_kv(kmin, at))
-    score = torch.full((shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64, device=lo.device)  # column U: padding
+    score = torch.full(
+        (shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64, device=lo.device
+    )  # column U: padding
     score.scatter_(1, index.masked_fill(~valid, shape[1]), exact)
     score = score[:, :-1].contiguous()
     score.scatter_(1, last[:, None], last_page_bound(rows, q, keys, page, last)[:, None])
@@ -195,8 +201,10 @@ def batched_mask(cls: type):
     try:
         return getattr(importlib.import_module(module), function)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{cls.__name__}.batched = {cls.batched!r} does not resolve ({exc}); "
-                         "fix: name an existing 'module:function'") from None  # fmt: skip
+        raise ValueError(
+            f"{cls.__name__}.batched = {cls.batched!r} does not resolve ({exc}); "
+            "fix: name an existing 'module:function'"
+        ) from None
 
 
 #: the batched mask of each registry rule class that names one (``batched``, its contract), in registry order
@@ -223,7 +231,9 @@ def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
     if not contract(rule).loss_batched:
         declared = getattr(type(rule), "loss_batched", None)
         why = (declared.__doc__ or "").strip() if isinstance(declared, property) else ""
-        raise ValueError(f"selector {name!r} as configured ({rule!r}) has no batched version{': ' + why if why else ''}")
+        raise ValueError(
+            f"selector {name!r} as configured ({rule!r}) has no batched version{': ' + why if why else ''}"
+        )
     mask, swaps = RULES[name](rows, int(budget), rule)
     short = rows.n_visible <= int(budget)
     if bool(short.any()):

@@ -72,7 +72,11 @@ class LossTargets:
     def map_shards(self, model: str) -> list[str]:
         """The capture shards of the map documents: the primary slice of every study corpus (Figure 2's)."""
         ids = self.primary_ids(model)
-        return [layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d) for c in self.config["study"]["corpora"] for d in ids]
+        return [
+            layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d)
+            for c in self.config["study"]["corpora"]
+            for d in ids
+        ]
 
     def allocation_shards(self, model: str) -> list[str]:
         """The allocation panel's rows: the primary slice of the headline corpus (the paper's capture)."""

@@ -139,7 +139,9 @@ class Study(LossTargets, DeployTargets, ReportTargets):
         return layout.SWEEP_ROWS
 
     def certify_shards(self) -> list[str]:
-        return [layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))]
+        return [
+            layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))
+        ]
 
     # ---- self-check --------------------------------------------------------------------------------------
     def worked_examples(self) -> str:

@@ -118,7 +118,9 @@ def atomic_write(path: str | os.PathLike, directory: bool = False) -> Iterator[P
 
 _HOST = socket.gethostname().replace("/", "_") or "localhost"
 #: ``.<target name>.<pid>@<host>.<random>.tmp<suffix>`` and ``.<target name>.old-<pid>@<host>.tmp``
-_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?:old-)?(?P<pid>\d+)@(?P<host>[^/]+?)\.(?:[A-Za-z0-9_]+\.)?tmp(?:\.[^.]*)?$")
+_TEMPORARY = re.compile(
+    r"^\.(?P<target>.+)\.(?:old-)?(?P<pid>\d+)@(?P<host>[^/]+?)\.(?:[A-Za-z0-9_]+\.)?tmp(?:\.[^.]*)?$"
+)
 
 
 def _writer_is_gone(pid: int, host: str) -> bool:

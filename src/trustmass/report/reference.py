@@ -45,15 +45,23 @@ from pathlib import Path
 #: SLURM test compares with the same list): provenance sidecars (wall time), the benchmark, SCIP
 #: under time limits (certification, Table 7, the sweep and the claims built on them), the
 #: deployment rows and what reads their seconds (timing)
-TIMED = re.compile(r"(\.prov\.json|/bench/enumeration\.json|/certify/.*|/stats/(table7|sweep|headline_certification|"
-                   r"deploy_timing|headline_deploy)\.parquet|/tables/(table7_certification|deploy_timing)\.\w+|"
-                   r"/tables/sweep_cap_widening\.\w+|/deploy/.*\.parquet|/claims\.(md|html|json))$")  # fmt: skip
+TIMED = re.compile(
+    r"(\.prov\.json|/bench/enumeration\.json|/certify/.*|/stats/(table7|sweep|headline_certification|"
+    r"deploy_timing|headline_deploy)\.parquet|/tables/(table7_certification|deploy_timing)\.\w+|"
+    r"/tables/sweep_cap_widening\.\w+|/deploy/.*\.parquet|/claims\.(md|html|json))$"
+)
 #: claim stages (trustmass.report.claims.model.STAGES) whose values read timed outputs, not compared in
 #: claims.json: the certification under its time limits (Table 7, the sweep) and deployment timing
 TIMED_STAGES = frozenset({"CERT", "TIME"})
 #: what a reference holds, relative to the run's folder
-KEPT = ("results/figures/*.png", "results/tables/*.csv", "results/tables/*.md", "results/stats/*.parquet",
-        "results/claims.md", "results/claims.json")  # fmt: skip
+KEPT = (
+    "results/figures/*.png",
+    "results/tables/*.csv",
+    "results/tables/*.md",
+    "results/stats/*.parquet",
+    "results/claims.md",
+    "results/claims.json",
+)
 SIDECAR = ".prov.json"
 MANIFEST = "MANIFEST.json"
 #: the most a reference may hold (the issue: small outputs only)
@@ -159,9 +167,18 @@ def compare_json(got, want, rtol: float, atol: float, where: str = "") -> list[s
     if isinstance(want, list) and isinstance(got, list):
         if len(got) != len(want):
             return [f"{where}: {len(got)} entries, the reference has {len(want)}"]
-        return [d for i, (g, w) in enumerate(zip(got, want, strict=True)) for d in compare_json(g, w, rtol, atol, f"{where}[{i}]")]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for d in compare_json(g, w, rtol, atol, f"{where}[{i}]")
+        ]
     numbers = (int, float)
-    if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool) and not isinstance(got, bool):
+    if (
+        isinstance(want, numbers)
+        and isinstance(got, numbers)
+        and not isinstance(want, bool)
+        and not isinstance(got, bool)
+    ):
         return [] if _close(float(got), float(want), rtol, atol) else [f"{where}: {got!r}, the reference has {want!r}"]
     if isinstance(want, str) and isinstance(got, str):
         return [] if texts_close(got, want, rtol, atol) else [f"{where}: {got!r}, the reference has {want!r}"]
@@ -196,7 +213,9 @@ def compare_frames(got, want, rtol: float, atol: float, limit: int = 5) -> list[
         if bad.any():
             rows = np.flatnonzero(bad)
             shown = ", ".join(f"row {r}: {g[int(r)]!r} vs {w[int(r)]!r}" for r in rows[:limit])
-            out.append(f"column {name!r}: {len(rows)} of {len(bad)} rows differ ({shown}{', ...' if len(rows) > limit else ''})")
+            out.append(
+                f"column {name!r}: {len(rows)} of {len(bad)} rows differ ({shown}{', ...' if len(rows) > limit else ''})"
+            )
     return out
 
 
@@ -255,7 +274,9 @@ def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pi
 
     manifest_path = reference / MANIFEST
     if not manifest_path.is_file():
-        raise SystemExit(f"reference: {manifest_path} not found; save one first (python -m trustmass.report.reference save)")
+        raise SystemExit(
+            f"reference: {manifest_path} not found; save one first (python -m trustmass.report.reference save)"
+        )
     files = json.loads(manifest_path.read_text())["files"]
     report = Report(timed=[], not_compared_claims=[], differences=[])
 
@@ -273,7 +294,9 @@ def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pi
         if rel.endswith(SIDECAR):
             found = _compare_sidecars(mine, theirs)
         elif rel.endswith("claims.json"):
-            found, report.not_compared_claims = _compare_claims(json.loads(mine.read_text()), json.loads(theirs.read_text()), rtol, atol)
+            found, report.not_compared_claims = _compare_claims(
+                json.loads(mine.read_text()), json.loads(theirs.read_text()), rtol, atol
+            )
         elif TIMED.search("/" + rel):
             report.timed.append(rel)
             continue
@@ -295,14 +318,19 @@ def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pi
 
 def print_report(report: Report, reference: Path, out=None) -> None:
     out = out or sys.stdout
-    print(f"reference {reference}: {report.equal} files bitwise equal, {report.close} equal within tolerance, "
-          f"{len(report.timed)} timed (not compared), {len(report.differences)} differences", file=out)  # fmt: skip
+    print(
+        f"reference {reference}: {report.equal} files bitwise equal, {report.close} equal within tolerance, "
+        f"{len(report.timed)} timed (not compared), {len(report.differences)} differences",
+        file=out,
+    )
     for name, (rtol, why) in TOLERANCES.items():
         print(f"  own tolerance: {name} within rtol {rtol:g} ({why})", file=out)
     for rel in report.timed:
         print(f"  timed, not compared: {rel}", file=out)
     if report.not_compared_claims:
-        print(f"  claims reading timed stages, not compared: {', '.join(map(str, report.not_compared_claims))}", file=out)
+        print(
+            f"  claims reading timed stages, not compared: {', '.join(map(str, report.not_compared_claims))}", file=out
+        )
     for d in report.differences:
         print(f"  DIFFERS {d.path}: {d.what}", file=out)
 
@@ -327,8 +355,13 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
     manifest = json.loads((root / reference / MANIFEST).read_text(encoding="utf-8"))
     claims = json.loads((root / reference / "results" / "claims.json").read_text(encoding="utf-8"))
     code = manifest.get("code") or {}
-    lines = [BEGIN, "", f"Regenerated by `{run_command(manifest['configs'])}` (code `{code.get('describe', '?')}`), "
-             f"kept in `{reference.as_posix()}/`; click a figure for its provenance.", ""]  # fmt: skip
+    lines = [
+        BEGIN,
+        "",
+        f"Regenerated by `{run_command(manifest['configs'])}` (code `{code.get('describe', '?')}`), "
+        f"kept in `{reference.as_posix()}/`; click a figure for its provenance.",
+        "",
+    ]
     for name in README_FIGURES:
         path = reference / "results" / "figures" / name
         if (root / path).is_file():
@@ -336,13 +369,22 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
     from trustmass.report.claims.report import summary_table
 
     answered = claims["counts"].get("judged", 0)
-    lines += ["", f"Claims ({answered} of {len(claims['claims'])} answered in direction or size; "
-              f"`{reference.as_posix()}/results/claims.md` has every one, with the key to its answers):", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Claims ({answered} of {len(claims['claims'])} answered in direction or size; "
+        f"`{reference.as_posix()}/results/claims.md` has every one, with the key to its answers):",
+        "",
+    ]
     lines += summary_table(claims)
-    lines += ["", "Each value is answered twice: *direction* (the sign, trend or order the paper states) and *size* (its "
-              "number, within its printed precision); an answer agrees, disagrees or is mixed, or says why there is none "
-              "(not comparable: set by the configuration; uninformative; by construction; not produced). The key: "
-              "\"The claims report\" below.", "", END]  # fmt: skip
+    lines += [
+        "",
+        "Each value is answered twice: *direction* (the sign, trend or order the paper states) and *size* (its "
+        "number, within its printed precision); an answer agrees, disagrees or is mixed, or says why there is none "
+        "(not comparable: set by the configuration; uninformative; by construction; not produced). The key: "
+        '"The claims report" below.',
+        "",
+        END,
+    ]
     return "\n".join(lines)
 
 

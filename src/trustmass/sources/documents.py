@@ -91,11 +91,15 @@ def special_tokens_for(tokenizer, policy: str) -> tuple[list[int], list[int]]:
     raise SourceError(f"bos: {policy!r} is not one of {', '.join(BOS_POLICIES)}")
 
 
-def cut_documents(ids: np.ndarray, doc_tokens: int, n_docs: int, prefix: list[int], suffix: list[int]) -> tuple[np.ndarray, int]:
+def cut_documents(
+    ids: np.ndarray, doc_tokens: int, n_docs: int, prefix: list[int], suffix: list[int]
+) -> tuple[np.ndarray, int]:
     """``(docs, content)``: ``n_docs`` rows of ``prefix + ids[i*content:(i+1)*content] + suffix``."""
     content = doc_tokens - len(prefix) - len(suffix)
     if content <= 0:
-        raise SourceError(f"doc_tokens = {doc_tokens} leaves no room for text after {len(prefix) + len(suffix)} special tokens")
+        raise SourceError(
+            f"doc_tokens = {doc_tokens} leaves no room for text after {len(prefix) + len(suffix)} special tokens"
+        )
     if n_docs * content > len(ids):
         raise ValueError("too short")  # callers report with names
     body = np.asarray(ids[: n_docs * content], dtype=np.int64).reshape(n_docs, content)
@@ -225,7 +229,9 @@ def tokenize_documents(
     return manifest
 
 
-def write_document_set(out_path: str | os.PathLike, docs: np.ndarray, manifest: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+def write_document_set(
+    out_path: str | os.PathLike, docs: np.ndarray, manifest: Mapping[str, Any], extra: Mapping[str, Any]
+) -> None:
     """``out_path`` (.safetensors, ``input_ids``) and its manifest (same name, .json), each written atomically."""
     from safetensors.numpy import save_file
 
@@ -246,12 +252,15 @@ def tokenizer_fingerprint(tokenizer, model_dir: Path) -> dict[str, Any]:
     return {
         "tokenizer_class": type(tokenizer).__name__,
         "tokenizer_vocab": len(tokenizer),
-        "tokenizer_files": {name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()},
+        "tokenizer_files": {
+            name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()
+        },
     }
 
 
-def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float,
-                        **extra: Any) -> None:  # fmt: skip
+def finish_document_set(
+    smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float, **extra: Any
+) -> None:
     """The sidecars of a rule that wrote a document set (``smk.output.ids`` + ``smk.output.manifest``, one each):
     their inputs are the source text, the tokenizer files the manifest fingerprints, the library code
     and the manifest (so the ids' sidecar also vouches for the manifest beside them); ``extra`` adds the rule's
@@ -260,8 +269,15 @@ def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLik
 
     model_dir = Path(smk.input.model).parent
     tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
-    finish(smk, [smk.output.ids, smk.output.manifest], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
-           input_ids_sha256=manifest["input_ids_sha256"], **extra)  # fmt: skip
+    finish(
+        smk,
+        [smk.output.ids, smk.output.manifest],
+        [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest],
+        config,
+        started,
+        input_ids_sha256=manifest["input_ids_sha256"],
+        **extra,
+    )
 
 
 def text_end(manifest_path: str | os.PathLike) -> int:
@@ -284,4 +300,3 @@ def manifest_summary(manifest: Mapping[str, Any]) -> str:
         f"{manifest['model']}/{manifest['corpus']}: {manifest['n_docs']} x {manifest['doc_tokens']} "
         f"(bos {manifest['bos']}), sha256 {manifest['input_ids_sha256'][:16]}"
     )
-

@@ -37,8 +37,13 @@ def stream_key(fingerprint: Mapping[str, Any], corpus_sha256: str) -> str:
     import tokenizers
     import transformers
 
-    what = {"format": STREAM_FORMAT, "tokenizer": dict(fingerprint), "corpus_sha256": corpus_sha256,
-            "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}  # fmt: skip
+    what = {
+        "format": STREAM_FORMAT,
+        "tokenizer": dict(fingerprint),
+        "corpus_sha256": corpus_sha256,
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+    }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 

@@ -124,7 +124,9 @@ def contract(rule) -> Contract:
         if value not in allowed:
             raise ValueError(f"{name}.{attr} = {value!r}; fix: declare one of {sorted(allowed, key=str)}")
     if not c.evidence <= EVIDENCE:
-        raise ValueError(f"{name}.evidence has unknown kinds {sorted(c.evidence - EVIDENCE)}; fix: use only {sorted(EVIDENCE)}")
+        raise ValueError(
+            f"{name}.evidence has unknown kinds {sorted(c.evidence - EVIDENCE)}; fix: use only {sorted(EVIDENCE)}"
+        )
     if c.reads_dense_output and not {"mass", "values"} <= c.evidence:
         raise ValueError(f"{name}: reading the dense output needs mass and values evidence; fix: declare both")
     if c.batched is not None and not BATCHED_NAME.fullmatch(str(c.batched)):

@@ -78,8 +78,10 @@ class SelectorInput:
         if self.window_sums is None:
             raise ValueError("this rule needs SnapKV window sums (SelectorInput.window_sums)")
         if w not in self.windows:
-            raise ConfigConflict(f"no window sum for w={w}; captured windows are {self.windows}; fix: add {w} to "
-                                 "capture.windows", fields=("capture.windows",))
+            raise ConfigConflict(
+                f"no window sum for w={w}; captured windows are {self.windows}; fix: add {w} to capture.windows",
+                fields=("capture.windows",),
+            )
         return np.asarray(self.window_sums[self.windows.index(w)], dtype=np.float64)
 
     # cached float64 views: a rule run at every budget converts and scores once per row
