@@ -40,7 +40,6 @@ include: "workflow/rules/audit.smk"
 include: "workflow/rules/loss.smk"
 include: "workflow/rules/deploy.smk"
 include: "workflow/rules/tasks.smk"
-include: "workflow/rules/report_common.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -41,6 +41,7 @@ import os
 from collections.abc import Sequence
 
 import torch
+
 from trustmass.kernels.reference import (
     DEFAULT_BLOCK_ROWS,
     DEFAULT_WINDOWS,

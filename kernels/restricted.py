@@ -33,6 +33,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+
 from trustmass.kernels.reference import _EMULATED_DTYPES, _visible, transformed_logits
 
 _FLOATS = (torch.float32, torch.bfloat16, torch.float16)

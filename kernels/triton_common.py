@@ -158,9 +158,15 @@ def _exp(x, FAST: tl.constexpr, LIBDEVICE: tl.constexpr):
 
 @triton.jit
 def _scale_logits(
-    s, scaling, softcap, inv_softcap, HAS_SOFTCAP: tl.constexpr, LOGITS: tl.constexpr, BITS: tl.constexpr,
+    s,
+    scaling,
+    softcap,
+    inv_softcap,
+    HAS_SOFTCAP: tl.constexpr,
+    LOGITS: tl.constexpr,
+    BITS: tl.constexpr,
     LIBDEVICE: tl.constexpr,
-):  # fmt: skip
+):
     """fp32 dot products -> logits, rounded where eager rounds them (after the matmul, the scaling
     and each soft-cap op)."""
     s = _round(s, LOGITS, BITS)
@@ -223,11 +229,33 @@ def _combine(m_ptrs, l_ptrs, stride_s, S, row_ok, FAST: tl.constexpr, LIBDEVICE:
 
 @triton.jit
 def _stats_blocks(
-    m_i, l_i, q, k_head, stride_kn, stride_kd, pos, offs_d, d_ok, N, kb_lo, kb_hi, scaling, softcap, inv_softcap,
-    window, MASKED: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_WINDOW: tl.constexpr, LOGITS: tl.constexpr,
-    DOT: tl.constexpr, NATIVE: tl.constexpr, BITS: tl.constexpr, LIBDEVICE: tl.constexpr, FAST: tl.constexpr,
+    m_i,
+    l_i,
+    q,
+    k_head,
+    stride_kn,
+    stride_kd,
+    pos,
+    offs_d,
+    d_ok,
+    N,
+    kb_lo,
+    kb_hi,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    MASKED: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    NATIVE: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
     BLOCK_N: tl.constexpr,
-):  # fmt: skip
+):
     """Fold key blocks ``kb_lo .. kb_hi - 1`` into the running ``(m_i, l_i)`` of the rows at
     ``pos``; ``MASKED=False`` for blocks every row sees whole (no mask evaluated)."""
     for kb in range(kb_lo, kb_hi):
@@ -252,14 +280,45 @@ def _stats_blocks(
 
 @triton.jit
 def _stats_kernel(
-    Q, K, POS, ROW_HI, M_OUT, L_OUT,
-    stride_qh, stride_qm, stride_qd, stride_kh, stride_kn, stride_kd, stride_ph, stride_pm,
-    stride_os, stride_oh, stride_om,
-    n_rows, N, D, G, blocks_per_split, scaling, softcap, inv_softcap, window,
-    ROWS: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_WINDOW: tl.constexpr, LOGITS: tl.constexpr, DOT: tl.constexpr,
-    NATIVE: tl.constexpr, BITS: tl.constexpr, LIBDEVICE: tl.constexpr, FAST: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-):  # fmt: skip
+    Q,
+    K,
+    POS,
+    ROW_HI,
+    M_OUT,
+    L_OUT,
+    stride_qh,
+    stride_qm,
+    stride_qd,
+    stride_kh,
+    stride_kn,
+    stride_kd,
+    stride_ph,
+    stride_pm,
+    stride_os,
+    stride_oh,
+    stride_om,
+    n_rows,
+    N,
+    D,
+    G,
+    blocks_per_split,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    ROWS: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    NATIVE: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     """``(m, l)`` of a tile of rows over one split of the keys; grid ``(row tiles, splits, heads)``
     (row tiles fastest: the programs running together share a split's K blocks in L2).
 
@@ -312,20 +371,89 @@ def _stats_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     m_i, l_i = _stats_blocks(
-        m_i, l_i, q, k_head, stride_kn, stride_kd, pos, offs_d, d_ok, N, tl.maximum(kb_lo, s_lo), tl.minimum(b0, s_hi),
-        scaling, softcap, inv_softcap, window,
-        True, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, BLOCK_N,
-    )  # fmt: skip
+        m_i,
+        l_i,
+        q,
+        k_head,
+        stride_kn,
+        stride_kd,
+        pos,
+        offs_d,
+        d_ok,
+        N,
+        tl.maximum(kb_lo, s_lo),
+        tl.minimum(b0, s_hi),
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        True,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        BLOCK_N,
+    )
     m_i, l_i = _stats_blocks(
-        m_i, l_i, q, k_head, stride_kn, stride_kd, pos, offs_d, d_ok, N, tl.maximum(b0, s_lo), tl.minimum(b1, s_hi),
-        scaling, softcap, inv_softcap, window,
-        False, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, BLOCK_N,
-    )  # fmt: skip
+        m_i,
+        l_i,
+        q,
+        k_head,
+        stride_kn,
+        stride_kd,
+        pos,
+        offs_d,
+        d_ok,
+        N,
+        tl.maximum(b0, s_lo),
+        tl.minimum(b1, s_hi),
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        False,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        BLOCK_N,
+    )
     m_i, l_i = _stats_blocks(
-        m_i, l_i, q, k_head, stride_kn, stride_kd, pos, offs_d, d_ok, N, tl.maximum(b1, s_lo), tl.minimum(kb_hi, s_hi),
-        scaling, softcap, inv_softcap, window,
-        True, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, BLOCK_N,
-    )  # fmt: skip
+        m_i,
+        l_i,
+        q,
+        k_head,
+        stride_kn,
+        stride_kd,
+        pos,
+        offs_d,
+        d_ok,
+        N,
+        tl.maximum(b1, s_lo),
+        tl.minimum(kb_hi, s_hi),
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        True,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        BLOCK_N,
+    )
     out = pid_s * stride_os + o_off
     tl.store(M_OUT + out, m_i, mask=row_ok)
     tl.store(L_OUT + out, l_i, mask=row_ok)
@@ -366,9 +494,14 @@ def numerics(q: torch.Tensor, softcap, logits_dtype) -> dict:
     libdevice_ok, soft = _common(q, softcap, logits_dtype)
     dot = _LOGITS_CODE[logits_dtype] if logits_dtype is not None else _DTYPE_CODE.get(q.dtype, 0)
     flags = dict(
-        HAS_SOFTCAP=soft["HAS_SOFTCAP"], LOGITS=_LOGITS_CODE[logits_dtype], DOT=dot, NATIVE=(dot != 0) and not INTERPRET,
-        BITS=INTERPRET, LIBDEVICE=libdevice_ok, FAST=dot != 0,
-    )  # fmt: skip
+        HAS_SOFTCAP=soft["HAS_SOFTCAP"],
+        LOGITS=_LOGITS_CODE[logits_dtype],
+        DOT=dot,
+        NATIVE=(dot != 0) and not INTERPRET,
+        BITS=INTERPRET,
+        LIBDEVICE=libdevice_ok,
+        FAST=dot != 0,
+    )
     return {"flags": flags, "softcap": soft["softcap"], "inv_softcap": soft["inv_softcap"]}
 
 
@@ -438,7 +571,9 @@ def _positions_max(positions: torch.Tensor, max_position: int | None) -> int:
     return int(positions.max()) if max_position is None else int(max_position)
 
 
-def split_row_stats(q, k, positions, scaling, softcap=None, window=None, logits_dtype=None, *, splits=None, config=None):
+def split_row_stats(
+    q, k, positions, scaling, softcap=None, window=None, logits_dtype=None, *, splits=None, config=None
+):
     """Partial ``(m, l)`` of the rows ``positions[h, r]`` over key splits: float32 ``[S, H, R]``
     each (``S = 1``: the row statistics themselves)."""
     nm = numerics(q, softcap, logits_dtype)
@@ -452,13 +587,40 @@ def split_row_stats(q, k, positions, scaling, softcap=None, window=None, logits_
     if R == 0 or H == 0:
         return m, l
     _stats_kernel[(triton.cdiv(R, cfg["BLOCK_M"]), S, H)](
-        q, k, positions, positions, m, l,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), positions.stride(0),
-        positions.stride(1), m.stride(0), m.stride(1), m.stride(2),
-        R, N, D, 1, per, float(scaling), nm["softcap"], nm["inv_softcap"], int(window or 0),
-        ROWS=1, HAS_WINDOW=window is not None, **nm["flags"],
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=_block_d(D), **_launch(cfg),
-    )  # fmt: skip
+        q,
+        k,
+        positions,
+        positions,
+        m,
+        l,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        positions.stride(0),
+        positions.stride(1),
+        m.stride(0),
+        m.stride(1),
+        m.stride(2),
+        R,
+        N,
+        D,
+        1,
+        per,
+        float(scaling),
+        nm["softcap"],
+        nm["inv_softcap"],
+        int(window or 0),
+        ROWS=1,
+        HAS_WINDOW=window is not None,
+        **nm["flags"],
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_D=_block_d(D),
+        **_launch(cfg),
+    )
     return m, l
 
 

@@ -76,14 +76,50 @@ from trustmass.kernels.triton_common import (
 
 @triton.jit
 def _row_probs_kernel(
-    Q, K, POS, M_PART, L_PART, LSE, OUT,
-    stride_qh, stride_qn, stride_qd, stride_kh, stride_kn, stride_kd, stride_ph, stride_pr,
-    stride_ss, stride_sh, stride_sr, stride_lh, stride_ln, stride_oh, stride_or, stride_on,
-    R, N, D, S, scaling, softcap, inv_softcap, window,
-    HAS_LSE: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    LOGITS: tl.constexpr, DOT: tl.constexpr, NATIVE: tl.constexpr, BITS: tl.constexpr, LIBDEVICE: tl.constexpr,
-    FAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-):  # fmt: skip
+    Q,
+    K,
+    POS,
+    M_PART,
+    L_PART,
+    LSE,
+    OUT,
+    stride_qh,
+    stride_qn,
+    stride_qd,
+    stride_kh,
+    stride_kn,
+    stride_kd,
+    stride_ph,
+    stride_pr,
+    stride_ss,
+    stride_sh,
+    stride_sr,
+    stride_lh,
+    stride_ln,
+    stride_oh,
+    stride_or,
+    stride_on,
+    R,
+    N,
+    D,
+    S,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    HAS_LSE: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    NATIVE: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     """``P[positions[h, r], key block]``: grid ``(key blocks, row tiles, heads)``."""
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -95,8 +131,11 @@ def _row_probs_kernel(
     d_ok = offs_d < D
     q = _load_op(
         Q + h * stride_qh + pos.to(tl.int64)[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-        row_ok[:, None] & d_ok[None, :], DOT, NATIVE, BITS,
-    )  # fmt: skip
+        row_ok[:, None] & d_ok[None, :],
+        DOT,
+        NATIVE,
+        BITS,
+    )
     if HAS_LSE:
         m = tl.load(LSE + h * stride_lh + pos * stride_ln, mask=row_ok, other=0.0)
         l = tl.full([BLOCK_M], 1.0, tl.float32)
@@ -109,8 +148,11 @@ def _row_probs_kernel(
     col_ok = offs_n < N
     k = _load_op(
         K + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-        col_ok[:, None] & d_ok[None, :], DOT, NATIVE, BITS,
-    )  # fmt: skip
+        col_ok[:, None] & d_ok[None, :],
+        DOT,
+        NATIVE,
+        BITS,
+    )
     s = _dot(q, tl.trans(k), NATIVE)
     s = _scale_logits(s, scaling, softcap, inv_softcap, HAS_SOFTCAP, LOGITS, BITS, LIBDEVICE)
     p = _prob(s, m[:, None], l[:, None], lg[:, None], FAST, LIBDEVICE)
@@ -128,13 +170,50 @@ def _row_probs_kernel(
 
 @triton.jit
 def _column_tiles(
-    running, kt_lo, kt_hi, j0, k, offs_n, col_ok, q_head, stride_qn, stride_qd, m_head, l_head, stride_sn, row_hi,
-    slot_head, f_head, stride_fe, stride_fn, pc_head, stride_pe, stride_pn, N, E, R, offs_d, d_ok,
-    scaling, softcap, inv_softcap, window,
-    MASKED: tl.constexpr, HAS_L: tl.constexpr, WANT_P: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-    HAS_WINDOW: tl.constexpr, LOGITS: tl.constexpr, DOT: tl.constexpr, NATIVE: tl.constexpr, BITS: tl.constexpr,
-    LIBDEVICE: tl.constexpr, FAST: tl.constexpr, SUM64: tl.constexpr, BLOCK_M: tl.constexpr,
-):  # fmt: skip
+    running,
+    kt_lo,
+    kt_hi,
+    j0,
+    k,
+    offs_n,
+    col_ok,
+    q_head,
+    stride_qn,
+    stride_qd,
+    m_head,
+    l_head,
+    stride_sn,
+    row_hi,
+    slot_head,
+    f_head,
+    stride_fe,
+    stride_fn,
+    pc_head,
+    stride_pe,
+    stride_pn,
+    N,
+    E,
+    R,
+    offs_d,
+    d_ok,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    MASKED: tl.constexpr,
+    HAS_L: tl.constexpr,
+    WANT_P: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    NATIVE: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
+    SUM64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+):
     """Row tiles ``j0 + kt * BLOCK_M`` for ``kt`` in ``[kt_lo, kt_hi)`` of one key block: P^T,
     the needed rows' prefixes, the running column mass (float64 ``[BLOCK_N]``)."""
     for kt in range(kt_lo, kt_hi):
@@ -142,8 +221,11 @@ def _column_tiles(
         row_in = offs_m < N
         q = _load_op(
             q_head + offs_m.to(tl.int64)[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-            row_in[:, None] & d_ok[None, :], DOT, NATIVE, BITS,
-        )  # fmt: skip
+            row_in[:, None] & d_ok[None, :],
+            DOT,
+            NATIVE,
+            BITS,
+        )
         live = offs_m < row_hi  # rows past the head's last sampled row: m = +inf, P = 0
         m = tl.load(m_head + offs_m * stride_sn, mask=live, other=float("inf"))
         if HAS_L:
@@ -184,14 +266,52 @@ def _column_tiles(
 
 @triton.jit
 def _column_kernel(
-    Q, K, M_IN, L_IN, ROW_HI, SLOT, F, PC,
-    stride_qh, stride_qn, stride_qd, stride_kh, stride_kn, stride_kd, stride_sh, stride_sn,
-    stride_slh, stride_fh, stride_fe, stride_fn, stride_ph, stride_pe, stride_pn,
-    N, D, E, R, scaling, softcap, inv_softcap, window,
-    HAS_L: tl.constexpr, WANT_P: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    LOGITS: tl.constexpr, DOT: tl.constexpr, NATIVE: tl.constexpr, BITS: tl.constexpr, LIBDEVICE: tl.constexpr,
-    FAST: tl.constexpr, SUM64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-):  # fmt: skip
+    Q,
+    K,
+    M_IN,
+    L_IN,
+    ROW_HI,
+    SLOT,
+    F,
+    PC,
+    stride_qh,
+    stride_qn,
+    stride_qd,
+    stride_kh,
+    stride_kn,
+    stride_kd,
+    stride_sh,
+    stride_sn,
+    stride_slh,
+    stride_fh,
+    stride_fe,
+    stride_fn,
+    stride_ph,
+    stride_pe,
+    stride_pn,
+    N,
+    D,
+    E,
+    R,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    HAS_L: tl.constexpr,
+    WANT_P: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    NATIVE: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
+    SUM64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     """Prefix column mass ``F[h, slot(t), j] = sum_{u <= t} P[u, j]`` (float64) at every needed row
     ``t`` (``SLOT[h, t] < E``), and with ``WANT_P`` the sampled rows ``PC[h, slot, j] = P[t, j]``;
     grid ``(key blocks, heads)``.  Pure stores: each needed row is written once per key block, by
@@ -205,8 +325,11 @@ def _column_kernel(
     d_ok = offs_d < D
     k = _load_op(
         K + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-        col_ok[:, None] & d_ok[None, :], DOT, NATIVE, BITS,
-    )  # fmt: skip
+        col_ok[:, None] & d_ok[None, :],
+        DOT,
+        NATIVE,
+        BITS,
+    )
     row_hi = tl.load(ROW_HI + h).to(tl.int32)  # the head's last sampled row + 1
     vis_end = row_hi
     if HAS_WINDOW:  # rows from j0 + BLOCK_N - 1 + window on see none of these keys
@@ -224,23 +347,140 @@ def _column_kernel(
     f_head = F + h * stride_fh
     pc_head = PC + h * stride_ph
     running = _column_tiles(
-        running, 0, tl.minimum(n_diag, n_end), j0, k, offs_n, col_ok, q_head, stride_qn, stride_qd, m_head, l_head, stride_sn, row_hi,
-        slot_head, f_head, stride_fe, stride_fn, pc_head, stride_pe, stride_pn, N, E, R, offs_d, d_ok,
-        scaling, softcap, inv_softcap, window,
-        True, HAS_L, WANT_P, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, SUM64, BLOCK_M,
-    )  # fmt: skip
+        running,
+        0,
+        tl.minimum(n_diag, n_end),
+        j0,
+        k,
+        offs_n,
+        col_ok,
+        q_head,
+        stride_qn,
+        stride_qd,
+        m_head,
+        l_head,
+        stride_sn,
+        row_hi,
+        slot_head,
+        f_head,
+        stride_fe,
+        stride_fn,
+        pc_head,
+        stride_pe,
+        stride_pn,
+        N,
+        E,
+        R,
+        offs_d,
+        d_ok,
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        True,
+        HAS_L,
+        WANT_P,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        SUM64,
+        BLOCK_M,
+    )
     running = _column_tiles(
-        running, n_diag, n_full, j0, k, offs_n, col_ok, q_head, stride_qn, stride_qd, m_head, l_head, stride_sn, row_hi,
-        slot_head, f_head, stride_fe, stride_fn, pc_head, stride_pe, stride_pn, N, E, R, offs_d, d_ok,
-        scaling, softcap, inv_softcap, window,
-        False, HAS_L, WANT_P, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, SUM64, BLOCK_M,
-    )  # fmt: skip
+        running,
+        n_diag,
+        n_full,
+        j0,
+        k,
+        offs_n,
+        col_ok,
+        q_head,
+        stride_qn,
+        stride_qd,
+        m_head,
+        l_head,
+        stride_sn,
+        row_hi,
+        slot_head,
+        f_head,
+        stride_fe,
+        stride_fn,
+        pc_head,
+        stride_pe,
+        stride_pn,
+        N,
+        E,
+        R,
+        offs_d,
+        d_ok,
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        False,
+        HAS_L,
+        WANT_P,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        SUM64,
+        BLOCK_M,
+    )
     running = _column_tiles(
-        running, tl.maximum(n_diag, n_full), n_end, j0, k, offs_n, col_ok, q_head, stride_qn, stride_qd, m_head, l_head, stride_sn, row_hi,
-        slot_head, f_head, stride_fe, stride_fn, pc_head, stride_pe, stride_pn, N, E, R, offs_d, d_ok,
-        scaling, softcap, inv_softcap, window,
-        True, HAS_L, WANT_P, HAS_SOFTCAP, HAS_WINDOW, LOGITS, DOT, NATIVE, BITS, LIBDEVICE, FAST, SUM64, BLOCK_M,
-    )  # fmt: skip
+        running,
+        tl.maximum(n_diag, n_full),
+        n_end,
+        j0,
+        k,
+        offs_n,
+        col_ok,
+        q_head,
+        stride_qn,
+        stride_qd,
+        m_head,
+        l_head,
+        stride_sn,
+        row_hi,
+        slot_head,
+        f_head,
+        stride_fe,
+        stride_fn,
+        pc_head,
+        stride_pe,
+        stride_pn,
+        N,
+        E,
+        R,
+        offs_d,
+        d_ok,
+        scaling,
+        softcap,
+        inv_softcap,
+        window,
+        True,
+        HAS_L,
+        WANT_P,
+        HAS_SOFTCAP,
+        HAS_WINDOW,
+        LOGITS,
+        DOT,
+        NATIVE,
+        BITS,
+        LIBDEVICE,
+        FAST,
+        SUM64,
+        BLOCK_M,
+    )
     if HAS_WINDOW:  # needed rows past the window's reach hold the final column mass
         for kt in range(n_end, tl.maximum(row_hi - j0 + BLOCK_M - 1, 0) // BLOCK_M):
             offs_m = j0 + kt * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -256,11 +496,39 @@ def _column_kernel(
 
 @triton.jit
 def _epilogue_kernel(
-    F, PC, SLOT, POS, OFF, ACC, WSUM, P_OUT,
-    stride_fh, stride_fe, stride_fn, stride_ch, stride_ce, stride_cn, stride_slh, stride_ph, stride_pr,
-    stride_ah, stride_ar, stride_an, stride_wh, stride_wr, stride_ww, stride_wn, stride_oh, stride_or, stride_on,
-    N, R, NO, WANT_P: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
+    F,
+    PC,
+    SLOT,
+    POS,
+    OFF,
+    ACC,
+    WSUM,
+    P_OUT,
+    stride_fh,
+    stride_fe,
+    stride_fn,
+    stride_ch,
+    stride_ce,
+    stride_cn,
+    stride_slh,
+    stride_ph,
+    stride_pr,
+    stride_ah,
+    stride_ar,
+    stride_an,
+    stride_wh,
+    stride_wr,
+    stride_ww,
+    stride_wn,
+    stride_oh,
+    stride_or,
+    stride_on,
+    N,
+    R,
+    NO,
+    WANT_P: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     """``acc = F(i)``, ``wsum_w = F(i) - F(i - w)`` (0 for ``i - w < 0``) in float64 then float32,
     and the sampled rows of P; grid ``(key blocks, heads)``."""
     pid = tl.program_id(0)
@@ -280,13 +548,27 @@ def _epilogue_kernel(
             so = tl.load(SLOT + h * stride_slh + tl.maximum(t, 0))
             before = (offs * 0 + t) < 0  # the window reaches past row 0: F = 0
             fo = tl.load(F + h * stride_fh + so * stride_fe + offs * stride_fn, mask=ok & ~before, other=0.0)
-            tl.store(WSUM + h * stride_wh + r * stride_wr + (o - 1) * stride_ww + offs * stride_wn, (f0 - fo).to(tl.float32), mask=ok)
+            tl.store(
+                WSUM + h * stride_wh + r * stride_wr + (o - 1) * stride_ww + offs * stride_wn,
+                (f0 - fo).to(tl.float32),
+                mask=ok,
+            )
 
 
 def sampled_row_probs_triton(
-    q, k, positions, scaling, softcap=None, window=None, logits_dtype=None, *, lse=None, splits=None, config=None,
+    q,
+    k,
+    positions,
+    scaling,
+    softcap=None,
+    window=None,
+    logits_dtype=None,
+    *,
+    lse=None,
+    splits=None,
+    config=None,
     max_position=None,
-):  # fmt: skip
+):
     """Exact rows ``P[positions[h, r], :]``, float32 ``[H, R, N]``: split statistics (skipped when
     ``lse`` ``[H, N]`` is given), then one probabilities tile per (key block, row tile, head)."""
     nm = numerics(q, softcap, logits_dtype)
@@ -306,13 +588,43 @@ def sampled_row_probs_triton(
     grid = (triton.cdiv(N, cfg["BLOCK_N"]), triton.cdiv(R, cfg["BLOCK_M"]), H)
     st = (m.stride(0), m.stride(1), m.stride(2)) if lse is None else (0, 0, 0)
     _row_probs_kernel[grid](
-        q, k, positions, m, l, lse_t, out,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), positions.stride(0),
-        positions.stride(1), *st, lse_t.stride(0), lse_t.stride(-1), out.stride(0), out.stride(1), out.stride(2),
-        R, N, D, S, float(scaling), nm["softcap"], nm["inv_softcap"], int(window or 0),
-        HAS_LSE=lse is not None, HAS_WINDOW=window is not None,
-        **nm["flags"], BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=_block_d(D), **_launch(cfg),
-    )  # fmt: skip
+        q,
+        k,
+        positions,
+        m,
+        l,
+        lse_t,
+        out,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        positions.stride(0),
+        positions.stride(1),
+        *st,
+        lse_t.stride(0),
+        lse_t.stride(-1),
+        out.stride(0),
+        out.stride(1),
+        out.stride(2),
+        R,
+        N,
+        D,
+        S,
+        float(scaling),
+        nm["softcap"],
+        nm["inv_softcap"],
+        int(window or 0),
+        HAS_LSE=lse is not None,
+        HAS_WINDOW=window is not None,
+        **nm["flags"],
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_D=_block_d(D),
+        **_launch(cfg),
+    )
     return out
 
 
@@ -341,9 +653,20 @@ def _slot_map(positions: torch.Tensor, offsets: tuple[int, ...], N: int):
 
 
 def side_statistics_triton(
-    q, k, positions, scaling, softcap=None, window=None, logits_dtype=None, windows: Sequence[int] = (2, 4, 8, 16, 32),
-    *, lse=None, want_rows=True, config=None, max_position=None,
-):  # fmt: skip
+    q,
+    k,
+    positions,
+    scaling,
+    softcap=None,
+    window=None,
+    logits_dtype=None,
+    windows: Sequence[int] = (2, 4, 8, 16, 32),
+    *,
+    lse=None,
+    want_rows=True,
+    config=None,
+    max_position=None,
+):
     """The capture's side statistics of one layer in two passes over ``QK^T`` (one with ``lse``):
     ``(p [H, R, N] or None, acc [H, R, N], wsum [H, R, len(windows), N])``, float32.
 
@@ -374,13 +697,37 @@ def side_statistics_triton(
         m = torch.empty(1, H, rows, dtype=torch.float32, device=q.device)
         l = torch.empty_like(m)
         _stats_kernel[(triton.cdiv(rows, cfg_s["BLOCK_M"]), 1, H)](
-            q, k, row_hi, row_hi, m, l,
-            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), 0, 0,
-            m.stride(0), m.stride(1), m.stride(2),
-            rows, N, D, 1, triton.cdiv(N, cfg_s["BLOCK_N"]), *common,
-            ROWS=0, HAS_WINDOW=window is not None, **flags,
-            BLOCK_M=cfg_s["BLOCK_M"], BLOCK_N=cfg_s["BLOCK_N"], BLOCK_D=_block_d(D), **_launch(cfg_s),
-        )  # fmt: skip
+            q,
+            k,
+            row_hi,
+            row_hi,
+            m,
+            l,
+            q.stride(0),
+            q.stride(1),
+            q.stride(2),
+            k.stride(0),
+            k.stride(1),
+            k.stride(2),
+            0,
+            0,
+            m.stride(0),
+            m.stride(1),
+            m.stride(2),
+            rows,
+            N,
+            D,
+            1,
+            triton.cdiv(N, cfg_s["BLOCK_N"]),
+            *common,
+            ROWS=0,
+            HAS_WINDOW=window is not None,
+            **flags,
+            BLOCK_M=cfg_s["BLOCK_M"],
+            BLOCK_N=cfg_s["BLOCK_N"],
+            BLOCK_D=_block_d(D),
+            **_launch(cfg_s),
+        )
         m, l = m[0], l[0]
     else:
         m = l = lse
@@ -388,35 +735,114 @@ def side_statistics_triton(
     F = torch.zeros(H, E, N, dtype=torch.float64, device=q.device)
     pc = torch.zeros(H, R, N, dtype=torch.float32, device=q.device) if want_rows else F
     _column_kernel[(triton.cdiv(rows, cfg_c["BLOCK_N"]), H)](
-        q, k, m, l, row_hi, slot, F, pc,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), m.stride(0), m.stride(1),
-        slot.stride(0), F.stride(0), F.stride(1), F.stride(2), pc.stride(0), pc.stride(1), pc.stride(2),
-        N, D, E, R, *common,
-        HAS_L=lse is None, WANT_P=want_rows, HAS_WINDOW=window is not None, SUM64=not flags["FAST"], **flags,
-        BLOCK_M=cfg_c["BLOCK_M"], BLOCK_N=cfg_c["BLOCK_N"], BLOCK_D=_block_d(D), **_launch(cfg_c),
-    )  # fmt: skip
+        q,
+        k,
+        m,
+        l,
+        row_hi,
+        slot,
+        F,
+        pc,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        m.stride(0),
+        m.stride(1),
+        slot.stride(0),
+        F.stride(0),
+        F.stride(1),
+        F.stride(2),
+        pc.stride(0),
+        pc.stride(1),
+        pc.stride(2),
+        N,
+        D,
+        E,
+        R,
+        *common,
+        HAS_L=lse is None,
+        WANT_P=want_rows,
+        HAS_WINDOW=window is not None,
+        SUM64=not flags["FAST"],
+        **flags,
+        BLOCK_M=cfg_c["BLOCK_M"],
+        BLOCK_N=cfg_c["BLOCK_N"],
+        BLOCK_D=_block_d(D),
+        **_launch(cfg_c),
+    )
     cfg_e = _config("epilogue", D, flags["FAST"], config)
     off, _ = _OFFSETS_CACHE[(positions.device, offsets, R)]
     p_t = p_out if want_rows else acc
     _epilogue_kernel[(triton.cdiv(N, cfg_e["BLOCK"]), H)](
-        F, pc, slot, positions, off, acc, wsum, p_t,
-        F.stride(0), F.stride(1), F.stride(2), pc.stride(0), pc.stride(1), pc.stride(2), slot.stride(0),
-        positions.stride(0), positions.stride(1), acc.stride(0), acc.stride(1), acc.stride(2),
-        wsum.stride(0), wsum.stride(1), wsum.stride(2), wsum.stride(3), p_t.stride(0), p_t.stride(1), p_t.stride(2),
-        N, R, NO, WANT_P=want_rows, BLOCK=cfg_e["BLOCK"], **_launch(cfg_e),
-    )  # fmt: skip
+        F,
+        pc,
+        slot,
+        positions,
+        off,
+        acc,
+        wsum,
+        p_t,
+        F.stride(0),
+        F.stride(1),
+        F.stride(2),
+        pc.stride(0),
+        pc.stride(1),
+        pc.stride(2),
+        slot.stride(0),
+        positions.stride(0),
+        positions.stride(1),
+        acc.stride(0),
+        acc.stride(1),
+        acc.stride(2),
+        wsum.stride(0),
+        wsum.stride(1),
+        wsum.stride(2),
+        wsum.stride(3),
+        p_t.stride(0),
+        p_t.stride(1),
+        p_t.stride(2),
+        N,
+        R,
+        NO,
+        WANT_P=want_rows,
+        BLOCK=cfg_e["BLOCK"],
+        **_launch(cfg_e),
+    )
     return p_out, acc, wsum
 
 
 def column_mass_and_window_sums_triton(
-    q, k, positions, scaling, softcap=None, window=None, logits_dtype=None, windows: Sequence[int] = (2, 4, 8, 16, 32),
-    *, lse=None, config=None, max_position=None,
-):  # fmt: skip
+    q,
+    k,
+    positions,
+    scaling,
+    softcap=None,
+    window=None,
+    logits_dtype=None,
+    windows: Sequence[int] = (2, 4, 8, 16, 32),
+    *,
+    lse=None,
+    config=None,
+    max_position=None,
+):
     """H2O accumulated mass and SnapKV window sums (`side_statistics_triton` without the rows)."""
     _, acc, wsum = side_statistics_triton(
-        q, k, positions, scaling, softcap, window, logits_dtype, windows, lse=lse, want_rows=False, config=config,
+        q,
+        k,
+        positions,
+        scaling,
+        softcap,
+        window,
+        logits_dtype,
+        windows,
+        lse=lse,
+        want_rows=False,
+        config=config,
         max_position=max_position,
-    )  # fmt: skip
+    )
     return acc, wsum
 
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from trustmass.kernels.restricted import check_restricted_inputs
 from trustmass.kernels.triton_common import (
     _block_d,
@@ -66,14 +67,57 @@ from trustmass.kernels.triton_common import (
 
 @triton.jit
 def _restricted_gather_kernel(
-    Q, K, V, ROWS, PTR, IDX, M_PART, L_PART, LSE_IN, OUT, MASS, LSE_OUT, BAD,
-    stride_qh, stride_qm, stride_qd, stride_kh, stride_kn, stride_kd, stride_vh, stride_vn, stride_vd,
-    stride_ss, stride_sh, stride_sm, stride_oh, stride_om, stride_od,
-    M, N, D, G, S, nnz, n_sets, scaling, softcap, inv_softcap, window,
-    HAS_LSE: tl.constexpr, S_PAD: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_WINDOW: tl.constexpr,
-    LOGITS: tl.constexpr, DOT: tl.constexpr, BITS: tl.constexpr, LIBDEVICE: tl.constexpr, FAST: tl.constexpr,
-    BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-):  # fmt: skip
+    Q,
+    K,
+    V,
+    ROWS,
+    PTR,
+    IDX,
+    M_PART,
+    L_PART,
+    LSE_IN,
+    OUT,
+    MASS,
+    LSE_OUT,
+    BAD,
+    stride_qh,
+    stride_qm,
+    stride_qd,
+    stride_kh,
+    stride_kn,
+    stride_kd,
+    stride_vh,
+    stride_vn,
+    stride_vd,
+    stride_ss,
+    stride_sh,
+    stride_sm,
+    stride_oh,
+    stride_om,
+    stride_od,
+    M,
+    N,
+    D,
+    G,
+    S,
+    nnz,
+    n_sets,
+    scaling,
+    softcap,
+    inv_softcap,
+    window,
+    HAS_LSE: tl.constexpr,
+    S_PAD: tl.constexpr,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    LOGITS: tl.constexpr,
+    DOT: tl.constexpr,
+    BITS: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+    FAST: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     row = tl.program_id(0)
     h = tl.program_id(1).to(tl.int64)
     kv = h // G
@@ -149,7 +193,9 @@ def _config(kind: str, d: int, fast: bool, group_rows: int, override: dict | Non
         elif fast and group_rows > 32:
             cfg = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
         elif fast:
-            cfg = dict(BLOCK_M=max(16, triton.next_power_of_2(max(1, group_rows))), BLOCK_N=64, num_warps=4, num_stages=3)
+            cfg = dict(
+                BLOCK_M=max(16, triton.next_power_of_2(max(1, group_rows))), BLOCK_N=64, num_warps=4, num_stages=3
+            )
         else:
             cfg = dict(BLOCK_M=32 if big else 64, BLOCK_N=32, num_warps=8, num_stages=2)
     else:  # one (row, head) per program: K and V rows of BLOCK_K kept keys at a time; a gather is
@@ -161,15 +207,29 @@ def _config(kind: str, d: int, fast: bool, group_rows: int, override: dict | Non
 
 
 def restricted_attention_triton(
-    q, k, v, rows, kept_ptr, kept_idx, scaling, softcap=None, window=None, logits_dtype=None, *, lse=None,
-    splits=None, config=None,
-):  # fmt: skip
+    q,
+    k,
+    v,
+    rows,
+    kept_ptr,
+    kept_idx,
+    scaling,
+    softcap=None,
+    window=None,
+    logits_dtype=None,
+    *,
+    lse=None,
+    splits=None,
+    config=None,
+):
     """``(out [Hq, M, d], kept_mass [Hq, M], lse [Hq, M])`` float32.
 
     Shapes, dtypes and devices are checked up front (no device read); the CSR contents and ``rows``
     are checked inside the gather kernel and read back once, after both kernels: a bad input raises
     the twin's ``ValueError`` (`trustmass.kernels.restricted.check_restricted_inputs`)."""
-    Hq, Hkv, M, N, D = check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype, check_values=False)
+    Hq, Hkv, M, N, D = check_restricted_inputs(
+        q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype, check_values=False
+    )
     nm = numerics(q, softcap, logits_dtype)
     flags = nm["flags"]
     G = Hq // Hkv
@@ -190,35 +250,101 @@ def restricted_attention_triton(
         m_part = torch.empty(S, Hq, M, dtype=torch.float32, device=q.device)
         l_part = torch.empty_like(m_part)
         _stats_kernel[(row_tiles, S, Hkv)](
-            q, k, rows, rows, m_part, l_part,
-            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), 0, rows.stride(0),
-            m_part.stride(0), m_part.stride(1), m_part.stride(2),
-            M, N, D, G, per, *common,
-            ROWS=2, HAS_WINDOW=window is not None, **flags,
-            BLOCK_M=cfg_s["BLOCK_M"], BLOCK_N=cfg_s["BLOCK_N"], BLOCK_D=_block_d(D), **_launch(cfg_s),
-        )  # fmt: skip
+            q,
+            k,
+            rows,
+            rows,
+            m_part,
+            l_part,
+            q.stride(0),
+            q.stride(1),
+            q.stride(2),
+            k.stride(0),
+            k.stride(1),
+            k.stride(2),
+            0,
+            rows.stride(0),
+            m_part.stride(0),
+            m_part.stride(1),
+            m_part.stride(2),
+            M,
+            N,
+            D,
+            G,
+            per,
+            *common,
+            ROWS=2,
+            HAS_WINDOW=window is not None,
+            **flags,
+            BLOCK_M=cfg_s["BLOCK_M"],
+            BLOCK_N=cfg_s["BLOCK_N"],
+            BLOCK_D=_block_d(D),
+            **_launch(cfg_s),
+        )
         lse_in, strides = m_part, (m_part.stride(0), m_part.stride(1), m_part.stride(2))
     else:
         if lse.shape != (Hq, M) or lse.dtype != torch.float32 or lse.device != q.device:
-            raise ValueError(f"lse must be float32 [Hq={Hq}, M={M}] on {q.device}; got {lse.dtype} {tuple(lse.shape)} on {lse.device}")
+            raise ValueError(
+                f"lse must be float32 [Hq={Hq}, M={M}] on {q.device}; got {lse.dtype} {tuple(lse.shape)} on {lse.device}"
+            )
         S = 1
         m_part = l_part = lse_in = lse
         strides = (0, lse.stride(0), lse.stride(1))
     cfg_g = _config("gather", D, flags["FAST"], G * M, config)
     bad = torch.empty(Hq * M, dtype=torch.int32, device=q.device)
     _restricted_gather_kernel[(M, Hq)](
-        q, k, v, rows, kept_ptr, kept_idx, m_part, l_part, lse_in, out, mass, lse_out, bad,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
-        v.stride(2), *strides, out.stride(0), out.stride(1), out.stride(2),
-        M, N, D, G, S, kept_idx.shape[0], Hq * M, *common,
-        HAS_LSE=lse is not None, S_PAD=max(2, triton.next_power_of_2(S)), HAS_WINDOW=window is not None,
-        HAS_SOFTCAP=flags["HAS_SOFTCAP"], LOGITS=flags["LOGITS"], DOT=flags["DOT"], BITS=flags["BITS"],
-        LIBDEVICE=flags["LIBDEVICE"], FAST=flags["FAST"], BLOCK_K=cfg_g["BLOCK_K"], BLOCK_D=_block_d(D),
+        q,
+        k,
+        v,
+        rows,
+        kept_ptr,
+        kept_idx,
+        m_part,
+        l_part,
+        lse_in,
+        out,
+        mass,
+        lse_out,
+        bad,
+        q.stride(0),
+        q.stride(1),
+        q.stride(2),
+        k.stride(0),
+        k.stride(1),
+        k.stride(2),
+        v.stride(0),
+        v.stride(1),
+        v.stride(2),
+        *strides,
+        out.stride(0),
+        out.stride(1),
+        out.stride(2),
+        M,
+        N,
+        D,
+        G,
+        S,
+        kept_idx.shape[0],
+        Hq * M,
+        *common,
+        HAS_LSE=lse is not None,
+        S_PAD=max(2, triton.next_power_of_2(S)),
+        HAS_WINDOW=window is not None,
+        HAS_SOFTCAP=flags["HAS_SOFTCAP"],
+        LOGITS=flags["LOGITS"],
+        DOT=flags["DOT"],
+        BITS=flags["BITS"],
+        LIBDEVICE=flags["LIBDEVICE"],
+        FAST=flags["FAST"],
+        BLOCK_K=cfg_g["BLOCK_K"],
+        BLOCK_D=_block_d(D),
         **_launch(cfg_g),
-    )  # fmt: skip
+    )
     if bool(bad.any()):  # the one device read: name the first bad argument as the twin does
         check_restricted_inputs(q, k, v, rows, kept_ptr, kept_idx, window, logits_dtype)
-        raise ValueError("restricted_attention: the CSR kept sets or rows are invalid (a kept index is not a visible key of its row)")
+        raise ValueError(
+            "restricted_attention: the CSR kept sets or rows are invalid (a kept index is not a visible key of its row)"
+        )
     return out, mass, lse_out
 
 

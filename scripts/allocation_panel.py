@@ -15,13 +15,30 @@ def main(snakemake, started):
     settings = cfg["loss"]["allocation"]
     shards = checked_shards(smk.input.shards)
     frame, data = shard_panel(
-        shards, tuple(settings["units"]), tuple(settings["selectors"]), model=smk.wildcards.model,
-        B=max(1, int(cfg["statistics"]["bootstrap"])), seed=int(cfg["seed"]), map_budget=int(cfg["statistics"]["map_budget"]),
-    )  # fmt: skip
+        shards,
+        tuple(settings["units"]),
+        tuple(settings["selectors"]),
+        model=smk.wildcards.model,
+        B=max(1, int(cfg["statistics"]["bootstrap"])),
+        seed=int(cfg["seed"]),
+        map_budget=int(cfg["statistics"]["map_budget"]),
+    )
     frame = frame.with_columns(n_docs=pl.lit(len(shards)))
     write_parquet(frame, smk.output.panel)
     with pl.Config(tbl_cols=-1, tbl_rows=-1, tbl_width_chars=200):
-        print(frame.select("unit", "selector", "allocator", "pooled_es", "delta_es", "delta_lo", "delta_hi", "budget_min", "budget_max"))
+        print(
+            frame.select(
+                "unit",
+                "selector",
+                "allocator",
+                "pooled_es",
+                "delta_es",
+                "delta_lo",
+                "delta_hi",
+                "budget_min",
+                "budget_max",
+            )
+        )
     finish(smk, [smk.output.panel], [*shards, *smk.input.code], cfg, started, seeds={"seed": cfg["seed"]})
 
 

@@ -18,7 +18,9 @@ def main(snakemake, started):
     print(f"audit {wc.model}/{wc.corpus}/{wc.doc}: {settings}")
     checked_shard(snakemake.input.shard)  # the shard is the one the capture wrote
     ceiling = pl.read_parquet(snakemake.input.records)
-    frame = shard_audit(snakemake.input.shard, ceiling, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads)
+    frame = shard_audit(
+        snakemake.input.shard, ceiling, wc.model, wc.corpus, wc.doc, settings, workers=snakemake.threads
+    )
     write_parquet(frame, snakemake.output.audit)
     enum = frame.filter(pl.col("enumerated"))
     summary = {
@@ -30,13 +32,18 @@ def main(snakemake, started):
         "seconds": round(time.time() - started, 1),
     }
     if summary["excess_below_1_in_pool"]:
-        raise AssertionError(f"{summary['excess_below_1_in_pool']} in-pool kept sets beat ES_pool: the pool optimum is wrong")
+        raise AssertionError(
+            f"{summary['excess_below_1_in_pool']} in-pool kept sets beat ES_pool: the pool optimum is wrong"
+        )
     finish(
         snakemake,
         [snakemake.output.audit],
         [snakemake.input.shard, snakemake.input.records, *snakemake.input.code],
-        cfg, started, summary, settings=repr(settings),
-    )  # fmt: skip
+        cfg,
+        started,
+        summary,
+        settings=repr(settings),
+    )
 
 
 run_rule(snakemake, main)

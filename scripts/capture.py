@@ -41,9 +41,10 @@ def main(snakemake, started):
 
     documents = Path(snakemake.input.documents)
     verify_output(  # the document set (ids and manifest) is the one tokenize_documents wrote
-        documents, recorded_inputs=[documents.with_suffix(".json")],
+        documents,
+        recorded_inputs=[documents.with_suffix(".json")],
         fix=f"delete it (rm {documents.with_suffix('')}.*) and rerun: the tokenize_documents rule writes it again",
-    )  # fmt: skip
+    )
     ids, manifest = load_documents(documents)
     index = int(doc)
     if index >= ids.shape[0]:
@@ -66,8 +67,13 @@ def main(snakemake, started):
     access = None
     if "access" in snakemake.output.keys():  # access_law.enabled
         settings_access = snakemake.params.access["access_law"]
-        access = AccessLaws(AccessOptions(tail_rows=tuple(settings_access["tail_rows"]), dilution_rows=int(settings_access["dilution_rows"]),
-                                          target=planted_target(record, ids[index])))  # fmt: skip
+        access = AccessLaws(
+            AccessOptions(
+                tail_rows=tuple(settings_access["tail_rows"]),
+                dilution_rows=int(settings_access["dilution_rows"]),
+                target=planted_target(record, ids[index]),
+            )
+        )
     print(f"capture {model_name}/{corpus}/{doc} ({doc_id}): {ids.shape[1]} tokens on {device}; {options}")
     if access is not None:
         print(f"access laws: {access.options}")
@@ -83,13 +89,21 @@ def main(snakemake, started):
     summary = shards.write_validation_report(result, snakemake.output.report)
     outputs, extra = [snakemake.output.shard, snakemake.output.report], {}
     if access is not None:
-        write_parquet(access.frame(model=model_name, corpus=corpus, doc=doc, doc_id=doc_id, task=record.get("task")),
-                      snakemake.output.access)
+        write_parquet(
+            access.frame(model=model_name, corpus=corpus, doc=doc, doc_id=doc_id, task=record.get("task")),
+            snakemake.output.access,
+        )
         outputs.append(snakemake.output.access)
-        extra["access"] = {"seconds": access.seconds, "decode_token": access.decode_token, "target": list(access.options.target),
-                           "decode_max_abs_dev": access.max_abs_deviation}  # fmt: skip
-        print(f"access laws: {access.seconds:.2f} s of the capture; decode token {access.decode_token}, "
-              f"max |sum p* v - own output| = {access.max_abs_deviation:.3g}")
+        extra["access"] = {
+            "seconds": access.seconds,
+            "decode_token": access.decode_token,
+            "target": list(access.options.target),
+            "decode_max_abs_dev": access.max_abs_deviation,
+        }
+        print(
+            f"access laws: {access.seconds:.2f} s of the capture; decode token {access.decode_token}, "
+            f"max |sum p* v - own output| = {access.max_abs_deviation:.3g}"
+        )
     finish(
         snakemake,
         outputs,

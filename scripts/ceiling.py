@@ -28,8 +28,11 @@ def main(snakemake, started):
         snakemake,
         [snakemake.output.records],
         [snakemake.input.shard, *snakemake.input.code],
-        cfg, started, summary, settings=repr(settings),
-    )  # fmt: skip
+        cfg,
+        started,
+        summary,
+        settings=repr(settings),
+    )
 
 
 run_rule(snakemake, main)

@@ -13,9 +13,13 @@ def main(snakemake, started):
     # the input is the headline population's records (headline families on the headline corpus)
     records = read_parquets(snakemake.input.records, RECORD_COLUMNS)
     frame = manifest(
-        records, per_stratum=cc["per_stratum"], seed=cfg["seed"], budgets=cfg["budgets"]["enumerated"],
-        n_shards=cc["n_shards"], primary_docs=cfg["statistics"]["primary_docs"],
-    )  # fmt: skip
+        records,
+        per_stratum=cc["per_stratum"],
+        seed=cfg["seed"],
+        budgets=cfg["budgets"]["enumerated"],
+        n_shards=cc["n_shards"],
+        primary_docs=cfg["statistics"]["primary_docs"],
+    )
     write_parquet(frame, snakemake.output.manifest)
     summary = {
         "instances": frame.height,
@@ -23,7 +27,9 @@ def main(snakemake, started):
         "per_budget": dict(frame.group_by("budget").len().sort("budget").iter_rows()),
         "per_shard": dict(frame.group_by("shard").len().sort("shard").iter_rows()),
     }
-    finish(snakemake, [snakemake.output.manifest], [*snakemake.input.records, *snakemake.input.code], cfg, started, summary)
+    finish(
+        snakemake, [snakemake.output.manifest], [*snakemake.input.records, *snakemake.input.code], cfg, started, summary
+    )
 
 
 run_rule(snakemake, main)

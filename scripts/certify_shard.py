@@ -14,10 +14,15 @@ def main(snakemake, started):
     cc = cfg["certification"]
     shard = int(snakemake.wildcards.shard)
     settings = CertificationSettings(
-        per_stratum=cc["per_stratum"], n_shards=cc["n_shards"], time_limit_s=float(cc["time_limit_s"]),
-        memory_limit_mb=float(cc["memory_limit_mb"]), max_solves=int(cc["max_solves"]),
-        primary_docs=cfg["statistics"]["primary_docs"], seed=int(cfg["seed"]), certifier=cc["certifier"],
-    )  # fmt: skip
+        per_stratum=cc["per_stratum"],
+        n_shards=cc["n_shards"],
+        time_limit_s=float(cc["time_limit_s"]),
+        memory_limit_mb=float(cc["memory_limit_mb"]),
+        max_solves=int(cc["max_solves"]),
+        primary_docs=cfg["statistics"]["primary_docs"],
+        seed=int(cfg["seed"]),
+        certifier=cc["certifier"],
+    )
     part = pl.read_parquet(snakemake.input.manifest).filter(pl.col("shard") == shard)
     print(f"certify shard {shard}: {part.height} instances, {settings}")
 
@@ -34,8 +39,11 @@ def main(snakemake, started):
         snakemake,
         [snakemake.output.certified],
         [snakemake.input.manifest, *snakemake.input.code],
-        cfg, started, summary, settings=repr(settings),
-    )  # fmt: skip
+        cfg,
+        started,
+        summary,
+        settings=repr(settings),
+    )
 
 
 run_rule(snakemake, main)

@@ -26,8 +26,15 @@ def main(snakemake, started):
         sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
     rows = sweep_rows(inst, sw["extras"], checked_capture_path, workers=snakemake.threads)
     write_parquet(rows, snakemake.output.rows)
-    finish(snakemake, [snakemake.output.rows], [*snakemake.input.records, *snakemake.input.code], cfg, started,
-           {"heads": heads.height, "instances": inst.height, "rows": rows.height}, heads=heads.to_dicts())  # fmt: skip
+    finish(
+        snakemake,
+        [snakemake.output.rows],
+        [*snakemake.input.records, *snakemake.input.code],
+        cfg,
+        started,
+        {"heads": heads.height, "instances": inst.height, "rows": rows.height},
+        heads=heads.to_dicts(),
+    )
 
 
 run_rule(snakemake, main)

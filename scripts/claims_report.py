@@ -13,8 +13,14 @@ def main(snakemake, started):
 
     cfg = snakemake.params.config
     headline = read_parquets(snakemake.input.headline, how="diagonal_relaxed")
-    report = build(load_claims(snakemake.input.claims), headline, study_models(cfg), set(snakemake.params.stages),
-                   cfg["study"]["models"], cfg)  # fmt: skip
+    report = build(
+        load_claims(snakemake.input.claims),
+        headline,
+        study_models(cfg),
+        set(snakemake.params.stages),
+        cfg["study"]["models"],
+        cfg,
+    )
     write_json(snakemake.output.json, report)
     text = markdown(report)
     with atomic_write(snakemake.output.md) as tmp:
@@ -24,9 +30,12 @@ def main(snakemake, started):
     finish(
         snakemake,
         [snakemake.output.html, snakemake.output.md, snakemake.output.json],
-        [*snakemake.input.headline, snakemake.input.claims, *snakemake.input.code], cfg, started,
-        summary={"counts": report["counts"], "summary": report["summary"]}, stages=list(snakemake.params.stages),
-    )  # fmt: skip
+        [*snakemake.input.headline, snakemake.input.claims, *snakemake.input.code],
+        cfg,
+        started,
+        summary={"counts": report["counts"], "summary": report["summary"]},
+        stages=list(snakemake.params.stages),
+    )
 
 
 run_rule(snakemake, main)

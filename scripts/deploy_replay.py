@@ -27,14 +27,32 @@ def main(snakemake, started):
         check_runnable(model, model_name, deploy)
         for task in deploy["tasks"]:
             for length in deploy["lengths"]:
-                items = items_for(cfg, model, tokenizer, smk.input.haystack, task, int(length), int(deploy["replay"]["items"]))
-                frames.append(replay_rows(model, items, deploy["replay"]["methods"], deploy["budgets"],
-                                          query_aware=bool(deploy["query_aware"]), hub=bool(deploy["hub"])))
+                items = items_for(
+                    cfg, model, tokenizer, smk.input.haystack, task, int(length), int(deploy["replay"]["items"])
+                )
+                frames.append(
+                    replay_rows(
+                        model,
+                        items,
+                        deploy["replay"]["methods"],
+                        deploy["budgets"],
+                        query_aware=bool(deploy["query_aware"]),
+                        hub=bool(deploy["hub"]),
+                    )
+                )
                 print(f"{task}/{length}: {frames[-1].height} measurements")
     rows = pl.concat(frames).with_columns(model=pl.lit(model_name))
     write_parquet(rows, smk.output.rows)
-    finish(smk, [smk.output.rows], [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.code], cfg, started,
-           summary={"measurements": rows.height}, model_source=source_record(Path(smk.input.model).parent), device=device)
+    finish(
+        smk,
+        [smk.output.rows],
+        [smk.input.model, smk.input.source, smk.input.haystack, *smk.input.code],
+        cfg,
+        started,
+        summary={"measurements": rows.height},
+        model_source=source_record(Path(smk.input.model).parent),
+        device=device,
+    )
 
 
 run_rule(snakemake, main)

@@ -14,7 +14,15 @@ def main(snakemake, started):
     write_parquet(frame, snakemake.output.map)
     n_flat = int(frame["flat"].sum())
     print(f"map of {snakemake.wildcards.model}: {n_flat} of {frame.height} cells flat, from {len(shards)} shards")
-    finish(snakemake, [snakemake.output.map], [*shards, *snakemake.input.code], cfg, started, n_flat=n_flat, n_cells=frame.height)
+    finish(
+        snakemake,
+        [snakemake.output.map],
+        [*shards, *snakemake.input.code],
+        cfg,
+        started,
+        n_flat=n_flat,
+        n_cells=frame.height,
+    )
 
 
 run_rule(snakemake, main)

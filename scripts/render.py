@@ -12,9 +12,13 @@ def main(snakemake, started):
     summary = render(snakemake.params.output, list(snakemake.input.frames), files, snakemake.params.config)
     finish(
         snakemake,
-        list(files.values()), [*snakemake.input.frames, *snakemake.input.code], snakemake.params.config, started,
-        summary=summary, paper_file=snakemake.params.paper_file,
-    )  # fmt: skip
+        list(files.values()),
+        [*snakemake.input.frames, *snakemake.input.code],
+        snakemake.params.config,
+        started,
+        summary=summary,
+        paper_file=snakemake.params.paper_file,
+    )
 
 
 run_rule(snakemake, main)

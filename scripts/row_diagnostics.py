@@ -26,11 +26,16 @@ def main(snakemake, started):
         snakemake,
         [snakemake.output.swaps, snakemake.output.projection],
         [snakemake.input.shard, *snakemake.input.code],
-        cfg, started,
-        {"swap_records": swap_frame.height, "projection_records": projection_frame.height,
-         "swap_seconds": round(swap_s, 1), "seconds": round(time.time() - started, 1)},
+        cfg,
+        started,
+        {
+            "swap_records": swap_frame.height,
+            "projection_records": projection_frame.height,
+            "swap_seconds": round(swap_s, 1),
+            "seconds": round(time.time() - started, 1),
+        },
         settings=f"{swaps!r}; {projection!r}",
-    )  # fmt: skip
+    )
 
 
 run_rule(snakemake, main)

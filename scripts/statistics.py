@@ -12,7 +12,9 @@ def main(snakemake, started):
 
     smk = snakemake
     entry = statistics_rule(smk.rule)
-    inputs = {name: [paths] if isinstance(paths, str) else list(paths) for name, paths in smk.input.items() if name != "code"}
+    inputs = {
+        name: [paths] if isinstance(paths, str) else list(paths) for name, paths in smk.input.items() if name != "code"
+    }
     config = smk.params.config
     frames = compute(entry, inputs, {**config, **{name: smk.params[name] for name in entry.params}})
     for note in frames.notes:
@@ -21,8 +23,16 @@ def main(snakemake, started):
         write_parquet(frame, smk.output[name])
         print(f"{name}: {frame.height} rows")
         print(frame)
-    finish(smk, [smk.output[name] for name in frames], list(smk.input), config, started,
-           summary=frames.summary, seeds=frames.seeds, **frames.extra)  # fmt: skip
+    finish(
+        smk,
+        [smk.output[name] for name in frames],
+        list(smk.input),
+        config,
+        started,
+        summary=frames.summary,
+        seeds=frames.seeds,
+        **frames.extra,
+    )
 
 
 run_rule(snakemake, main)

@@ -11,8 +11,8 @@ def main(snakemake, started):
 
     from trustmass.plumbing.rule_io import clean_exit_on
     from trustmass.sources import SourceError
-    from trustmass.sources.task_contexts import build_task_documents
     from trustmass.sources.documents import finish_document_set
+    from trustmass.sources.task_contexts import build_task_documents
 
     model = snakemake.wildcards.model
     settings = snakemake.params.settings
@@ -39,10 +39,15 @@ def main(snakemake, started):
         )
     finish_document_set(
         snakemake,
-        manifest, snakemake.input.haystack, settings, started,
+        manifest,
+        snakemake.input.haystack,
+        settings,
+        started,
         seeds={"seed": settings["seed"]},
         retrieval_share=manifest["retrieval_share"],
-        documents=[{k: r[k] for k in ("id", "task", "tokens_sha256", "answer", "planted")} for r in manifest["documents"]],
+        documents=[
+            {k: r[k] for k in ("id", "task", "tokens_sha256", "answer", "planted")} for r in manifest["documents"]
+        ],
     )
 
 

@@ -14,7 +14,6 @@ def main(snakemake, started):
     from trustmass.plumbing.rule_io import finish
     from trustmass.selfcheck.worked_examples import worked_examples
 
-
     def verdicts(node, where="$"):
         """Every (location, ok) pair in the result, at any depth."""
         if isinstance(node, dict):
@@ -26,7 +25,6 @@ def main(snakemake, started):
         elif isinstance(node, list):
             for i, value in enumerate(node):
                 yield from verdicts(value, f"{where}[{i}]")
-
 
     result = worked_examples()
     checks = list(verdicts(result))

@@ -105,11 +105,15 @@ class VirtualDevice(TorchFunctionMode):
         if placed:
             self.calls += 1
         if func in (torch.Tensor.numpy, torch.Tensor.__array__) and placed:
-            raise DeviceMixError(f"{_name(func)} of a tensor on {VIRTUAL}: a CUDA tensor has no numpy view (move it with .cpu() first)")
+            raise DeviceMixError(
+                f"{_name(func)} of a tensor on {VIRTUAL}: a CUDA tensor has no numpy view (move it with .cpu() first)"
+            )
         target = self._target(func, args, kwargs)
         if target is None and func not in _MOVES:
             cpu = [t for t in inputs if not is_placed(t) and t.dim() > 0]
-            if func is torch.Tensor.__setitem__ and not _tensors(args[1], []):  # x[1:, :2] = cpu: a copy_, as CUDA allows
+            if func is torch.Tensor.__setitem__ and not _tensors(
+                args[1], []
+            ):  # x[1:, :2] = cpu: a copy_, as CUDA allows
                 cpu = [t for t in cpu if t is not args[2]]
             if placed and cpu:
                 shapes = ", ".join(f"{tuple(t.shape)} {t.dtype}" for t in cpu[:3])

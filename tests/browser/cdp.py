@@ -34,20 +34,35 @@ class Browser:
         self._from_chrome, from_chrome_w = os.pipe()
         # the child's ends above fd 4, so that placing them at 3 and 4 cannot close one another
         to_chrome_r, from_chrome_w = (_above(fd, 10) for fd in (to_chrome_r, from_chrome_w))
-        flags = ["--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--window-size={width},{height}", "about:blank"]
+        flags = [
+            "--headless",
+            "--remote-debugging-pipe",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
         # the pipes go to fds 3 and 4 of the browser, as --remote-debugging-pipe expects
         script = f'exec "$0" "$@" 3<&{to_chrome_r} 4>&{from_chrome_w} {to_chrome_r}<&- {from_chrome_w}>&-'
-        self.proc = subprocess.Popen(["bash", "-c", script, exe, *flags], pass_fds=(to_chrome_r, from_chrome_w),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            ["bash", "-c", script, exe, *flags],
+            pass_fds=(to_chrome_r, from_chrome_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._next, self._buffer, self.events = 0, b"", []
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.send("Page.enable", session=True)
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=True)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=True,
+        )
 
     def _read_message(self, deadline: float) -> dict:
         while b"\0" not in self._buffer:
@@ -94,8 +109,9 @@ class Browser:
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression (a promise is awaited); a thrown exception raises."""
-        got = self.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True},
-                        session=True)
+        got = self.send(
+            "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}, session=True
+        )
         if "exceptionDetails" in got:
             raise RuntimeError(f"JavaScript failed: {got['exceptionDetails']}")
         return got["result"].get("value")

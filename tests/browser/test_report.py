@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, Workflow
 
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study of the end-to-end test
@@ -77,8 +78,11 @@ def test_every_figure_and_table_is_reachable_in_the_browser(report):
     seen = {}
     with Browser() as browser:
         browser.goto((report / "results/report.html").as_uri())
-        for category, paths, want in (("Figures", figures, "image"), ("Tables", tables, "page"),
-                                      ("Claims", ["results/claims.html"], "page")):
+        for category, paths, want in (
+            ("Figures", figures, "image"),
+            ("Tables", tables, "page"),
+            ("Claims", ["results/claims.html"], "page"),
+        ):
             for path in paths:
                 # the view after the eye button, before the next click replaces it
                 seen[path] = browser.evaluate(f"{SHOW}({json.dumps([category, path, want])})")

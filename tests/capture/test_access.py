@@ -6,11 +6,11 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
+from capture.tiny_models import tiny_model
 
 from trustmass.capture import prefill as cap
 from trustmass.capture.access import AccessLaws, AccessOptions, longest_common_run, planted_target
 from trustmass.core.access_law import count_debiased, total_variation
-from capture.tiny_models import tiny_model
 
 N_TOKENS = 48
 OPTIONS = cap.CaptureOptions(rows_per_head=3, min_position=4, seed=7, windows=(2, 4, 8), block_rows=16)
@@ -25,7 +25,9 @@ def token_ids(seed=0):
 def run(kind, ids, access=ACCESS, options=OPTIONS):
     cap.register()
     laws = None if access is None else AccessLaws(access)
-    return cap.capture_document(tiny_model(kind, cap.ATTENTION_NAME), ids, f"tiny-{kind}", "doc-0000", options, access=laws)
+    return cap.capture_document(
+        tiny_model(kind, cap.ATTENTION_NAME), ids, f"tiny-{kind}", "doc-0000", options, access=laws
+    )
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -34,8 +36,9 @@ def captured(request):
     ids = token_ids()
     c = run(request.param, ids)
     with torch.inference_mode():
-        out = tiny_model(request.param, "eager")(input_ids=torch.cat([ids, torch.tensor([c.access.decode_token])])[None],
-                                                 output_attentions=True)  # fmt: skip
+        out = tiny_model(request.param, "eager")(
+            input_ids=torch.cat([ids, torch.tensor([c.access.decode_token])])[None], output_attentions=True
+        )
     return request.param, c, [a[0].double().numpy() for a in out.attentions], out.logits[0].double()
 
 
@@ -66,12 +69,20 @@ def test_records_hold_the_dense_distances_and_prop3(captured):
         pre = P[:, :-1, :-1]
         p_last = pre[:, -1] / pre[:, -1].sum(axis=1, keepdims=True)
         p_star = P[:, -1, :-1] / P[:, -1, :-1].sum(axis=1, keepdims=True)
-        expected = {("all", None): pre.mean(axis=1), ("debiased", None): count_debiased(pre.sum(axis=1)),
-                    **{("tail", k): pre[:, -k:].mean(axis=1) for k in ACCESS.windows}}  # fmt: skip
+        expected = {
+            ("all", None): pre.mean(axis=1),
+            ("debiased", None): count_debiased(pre.sum(axis=1)),
+            **{("tail", k): pre[:, -k:].mean(axis=1) for k in ACCESS.windows},
+        }
         for (law, k), p in expected.items():
             rows = law_rows(frame, layer, law, k)
             assert np.allclose(rows["tv_last"].to_numpy(), total_variation(p, p_last), atol=1e-6), (kind, layer, law, k)
-            assert np.allclose(rows["tv_decode"].to_numpy(), total_variation(p, p_star), atol=1e-6), (kind, layer, law, k)
+            assert np.allclose(rows["tv_decode"].to_numpy(), total_variation(p, p_star), atol=1e-6), (
+                kind,
+                layer,
+                law,
+                k,
+            )
             assert np.allclose(rows["target_mass"].to_numpy(), p[:, list(ACCESS.target)].sum(axis=1), atol=1e-6)
         self_mass = law_rows(frame, layer, "last", None)["decode_self_mass"]
         assert np.allclose(self_mass.to_numpy(), P[:, -1, -1], atol=1e-6)

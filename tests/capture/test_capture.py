@@ -2,11 +2,11 @@
 
 import pytest
 import torch
+from capture.tiny_models import tiny_model
 
 from trustmass.capture import prefill as cap
 from trustmass.capture import shards
 from trustmass.contracts.shards import layer_prefix, read_metadata
-from capture.tiny_models import tiny_model
 
 N_TOKENS = 48
 OPTIONS = cap.CaptureOptions(rows_per_head=3, min_position=4, seed=7, windows=(2, 4, 8), block_rows=16)

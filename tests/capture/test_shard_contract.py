@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 import torch
+from capture.tiny_models import tiny_model
 
 from trustmass.capture import prefill as cap
 from trustmass.capture import shards as writer
 from trustmass.contracts import shards as contract
-from capture.tiny_models import tiny_model
 
 OPTIONS = cap.CaptureOptions(rows_per_head=2, min_position=30)
 

@@ -6,11 +6,11 @@ absolute floor exactly as before."""
 import polars as pl
 import pytest
 import torch
+from capture.tiny_models import tiny_model
 
 from trustmass.capture import prefill as cap
 from trustmass.capture import shards
 from trustmass.contracts.shards import DEVIATION_COLUMNS
-from capture.tiny_models import tiny_model
 
 FLOOR = 4e-3  # capture.max_abs_deviation in config.yaml
 N_TOKENS = 48

@@ -13,13 +13,24 @@ def tiny_config(kind: str):
         return Qwen2Config(**COMMON, num_attention_heads=4, num_key_value_heads=1)
     if kind == "gemma3":  # QK-norm, sliding window 8 on layer 0, full attention on layer 1
         return Gemma3TextConfig(
-            **COMMON, num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
-            layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16,
+            **COMMON,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention"],
+            query_pre_attn_scalar=16,
         )
     if kind == "gemma2":  # soft-capped logits, window 16 on layer 0
         return Gemma2Config(
-            **COMMON, num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=16,
-            attn_logit_softcapping=5.0, layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16,
+            **COMMON,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            sliding_window=16,
+            attn_logit_softcapping=5.0,
+            layer_types=["sliding_attention", "full_attention"],
+            query_pre_attn_scalar=16,
         )
     raise ValueError(kind)
 
@@ -42,7 +53,9 @@ def tiny_shard(folder, n_tokens: int = 80, rows_per_head: int = 2, min_position:
     cap.register()
     model = tiny_model("llama", cap.ATTENTION_NAME)
     ids = torch.randint(0, 96, (n_tokens,), generator=torch.Generator().manual_seed(seed))
-    result = cap.capture_document(model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=rows_per_head, min_position=min_position))
+    result = cap.capture_document(
+        model, ids, "tiny", "d0", cap.CaptureOptions(rows_per_head=rows_per_head, min_position=min_position)
+    )
     path = folder / "s.safetensors"
     shards.write_shard(result, path)
     return str(path)

@@ -18,14 +18,13 @@ import hashlib
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-import sys
-
 import pytest
-from conftest import REPO, Workflow, planned_jobs
 
+from conftest import REPO, Workflow, planned_jobs
 from trustmass.report.reference import TIMED  # outputs that record seconds (as make check-reference reads them)
 
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study of the end-to-end test
@@ -37,12 +36,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.workflow]
 HERE = Path(__file__).parent
 GPU_RULES = ("capture", "loss_document", "loss_curvature", "probe_train", "deploy_condition", "deploy_replay")
 SLURM_ARGS = [
-    "--profile", str(REPO / "profiles" / "slurm"),
-    "--slurm-status-command", "squeue",  # no slurmdbd here: sacct cannot answer (the plugin would wait forever)
-    "--slurm-init-seconds-before-status-checks", "5",
-    "--set-resources", *(f"{rule}:{key}={value}" for rule in GPU_RULES
-                         for key, value in (("gpu", 0), ("mem_mb", 3000), ("runtime", 30))),
-]  # fmt: skip
+    "--profile",
+    str(REPO / "profiles" / "slurm"),
+    "--slurm-status-command",
+    "squeue",  # no slurmdbd here: sacct cannot answer (the plugin would wait forever)
+    "--slurm-init-seconds-before-status-checks",
+    "5",
+    "--set-resources",
+    *(f"{rule}:{key}={value}" for rule in GPU_RULES for key, value in (("gpu", 0), ("mem_mb", 3000), ("runtime", 30))),
+]
 
 
 def _tiny(workdir: Path) -> tuple[Workflow, Path]:
@@ -62,8 +64,11 @@ def cluster():
 
 
 def _files(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((root / "results").rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((root / "results").rglob("*"))
+        if p.is_file()
+    }
 
 
 def _slurm_state(job_id: str) -> str:

@@ -12,8 +12,13 @@ def result(tmp_path_factory):
     from workflow.tiny_study import make_tiny_model
 
     folder = make_tiny_model(tmp_path_factory.mktemp("bench") / "tiny")
-    return deploy.run(n_keys=96, budget=40, decode_tokens=3, model_dir=str(folder),
-                      methods=("snapkv", "knorm", "adakv", "contourkv_unenforced"))  # fmt: skip
+    return deploy.run(
+        n_keys=96,
+        budget=40,
+        decode_tokens=3,
+        model_dir=str(folder),
+        methods=("snapkv", "knorm", "adakv", "contourkv_unenforced"),
+    )
 
 
 def test_every_method_has_a_decode_rate_over_dense(result):

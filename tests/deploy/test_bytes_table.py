@@ -18,8 +18,20 @@ def _rows():
             ("contourkv", 2 * snap, 0.5 * snap, 4, 12),
         ):
             for storage, measured in (("as_shipped", shipped), ("ragged", ragged)):
-                out.append(dict(model="m", item_id=item, length=1024, budget=8, method=method, storage=storage,
-                                bytes_measured=measured, bytes_full=FULL, kept_min_head=lo, kept_max_head=hi))  # fmt: skip
+                out.append(
+                    dict(
+                        model="m",
+                        item_id=item,
+                        length=1024,
+                        budget=8,
+                        method=method,
+                        storage=storage,
+                        bytes_measured=measured,
+                        bytes_full=FULL,
+                        kept_min_head=lo,
+                        kept_max_head=hi,
+                    )
+                )
     return pl.DataFrame(out)
 
 
@@ -34,7 +46,9 @@ def test_ratios_and_fractions_per_item_then_summarised():
     assert snap["frac_full_median"] == pytest.approx(0.045) and snap["n_items"] == 2
     ada = _row(table, "adakv", "as_shipped")
     assert ada["frac_full_min"] == pytest.approx(1.01)  # the full cache and the index
-    assert ada["ratio_to_snapkv_min"] == pytest.approx(1010 / 50) and ada["ratio_to_snapkv_max"] == pytest.approx(1010 / 40)
+    assert ada["ratio_to_snapkv_min"] == pytest.approx(1010 / 50) and ada["ratio_to_snapkv_max"] == pytest.approx(
+        1010 / 40
+    )
     assert _row(table, "adakv", "ragged")["ratio_to_snapkv_median"] == 1.0
     contour = _row(table, "contourkv", "ragged")
     assert contour["ratio_to_snapkv_median"] == pytest.approx(0.5)
@@ -43,7 +57,9 @@ def test_ratios_and_fractions_per_item_then_summarised():
 
 
 def test_every_row_needs_its_snapkv_reference():
-    rows = _rows().filter(~((pl.col("method") == "snapkv") & (pl.col("item_id") == "b") & (pl.col("storage") == "ragged")))
+    rows = _rows().filter(
+        ~((pl.col("method") == "snapkv") & (pl.col("item_id") == "b") & (pl.col("storage") == "ragged"))
+    )
     with pytest.raises(ValueError, match="no snapkv row.*add snapkv to deploy.methods"):
         bytes_summary(rows)
 

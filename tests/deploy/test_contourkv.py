@@ -53,8 +53,10 @@ def test_tie_order_is_layer_head_position():
     kept = contour_kept(scores, budget, floor=floor)
     # K = (4 - 2) * 6 = 12 non-floor entries, 8 per cell available: layer 0 head 0 takes 0..7, head 1 takes 0..3
     flat = [(layer, h, j) for layer in range(layers) for h in range(heads) for j in range(n - floor)][:12]
-    want = [[set(range(n - floor, n)) | {j for (la, hh, j) in flat if (la, hh) == (layer, h)} for h in range(heads)]
-            for layer in range(layers)]
+    want = [
+        [set(range(n - floor, n)) | {j for (la, hh, j) in flat if (la, hh) == (layer, h)} for h in range(heads)]
+        for layer in range(layers)
+    ]
     assert as_sets(kept) == want
 
 
@@ -85,8 +87,15 @@ def test_brute_force_reference(scope, counts):
                 got = contour_kept(scores, budget, floor=floor, floor_counts_toward_budget=counts, scope=scope)
                 assert as_sets(got) == brute(scores, budget, floor, counts, scope), (seed, floor, budget)
                 for cap in (max(budget, floor), max(budget, floor) + 1):  # a cap must hold the floor
-                    got = contour_kept(scores, budget, floor=floor, floor_counts_toward_budget=counts, scope=scope, caps=cap)
-                    assert as_sets(got) == brute(scores, budget, floor, counts, scope, caps=cap), (seed, floor, budget, cap)
+                    got = contour_kept(
+                        scores, budget, floor=floor, floor_counts_toward_budget=counts, scope=scope, caps=cap
+                    )
+                    assert as_sets(got) == brute(scores, budget, floor, counts, scope, caps=cap), (
+                        seed,
+                        floor,
+                        budget,
+                        cap,
+                    )
 
 
 def test_per_layer_scope_averages_per_layer():
@@ -269,3 +278,27 @@ def test_reconstruction_scores_give_kvzips_own_allocation(tmp_path):
     assert as_sets(got) == as_sets(want)
     assert len({len(k) for heads in want for k in heads}) > 1  # KVzip's own allocation is head-wise too
     assert as_sets(recorder.kept_sets(model, 0.75)) == as_sets(want)  # the same pass, kvpress's allocation re-run
+
+
+def test_reconstruction_pass_on_a_prefill_equals_kvzips_own_run(tmp_path):
+    """KVzip's pass on the runner's dense prefill cache (no second prefill) gives kvpress's own run's scores
+    and kept sets bit for bit, and leaves that cache as it was."""
+    from capture.tiny_models import tiny_model
+    from test_kvpress_ledger import dense_prefill, press_prefill
+
+    from trustmass.deploy.shipped import KVzipScores, reconstruction_pass
+
+    model = tiny_model("llama", "sdpa")
+    model.config.name_or_path = char_tokenizer(tmp_path / "tok", model.config.vocab_size)
+    ids = random_ids(N, model.config.vocab_size, seed=25)
+    own = KVzipScores()
+    press_prefill(model, ids, own)
+    dense = dense_prefill(model, ids)
+    before = [(layer.keys.clone(), layer.values.clone()) for layer in dense.layers]
+    reused = KVzipScores()
+    assert reconstruction_pass(model, ids, reused, dense) >= 0.0
+    assert all(torch.equal(a, b) for a, b in zip(own.scores, reused.scores))
+    assert as_sets(own.kept_sets(model, 0.75)) == as_sets(reused.kept_sets(model, 0.75))
+    assert all(
+        torch.equal(layer.keys, k) and torch.equal(layer.values, v) for layer, (k, v) in zip(dense.layers, before)
+    )

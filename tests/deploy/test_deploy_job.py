@@ -12,19 +12,33 @@ from trustmass.deploy.job import build_items, check_runnable, condition_rows, ha
 from trustmass.deploy.replay import replay_rows
 
 DEPLOY = {
-    "methods": ["dense", "snapkv", "kvzip", "contourkv_enforced"], "hub": False, "budgets": [BUDGET],
-    "max_new_tokens": 3, "query_aware": True, "alpha_safeguard": 0.2,
+    "methods": ["dense", "snapkv", "kvzip", "contourkv_enforced"],
+    "hub": False,
+    "budgets": [BUDGET],
+    "max_new_tokens": 3,
+    "query_aware": True,
+    "alpha_safeguard": 0.2,
     "contour": {"floor": 8, "floor_readings": ["counts", "extra"], "scopes": ["global", "per_layer"]},
     "decomposition": {"methods": ["contourkv_enforced"]},
-}  # fmt: skip
+}
 
 
 def test_contourkv_is_expanded_per_floor_reading_and_scope():
     run, extra = methods_of(DEPLOY)
-    assert [m.name for m in run] == ["dense", "snapkv", "kvzip", "contourkv_enforced", "contourkv_enforced_per_layer",
-                                     "contourkv_enforced_floor_extra", "contourkv_enforced_floor_extra_per_layer"]
+    assert [m.name for m in run] == [
+        "dense",
+        "snapkv",
+        "kvzip",
+        "contourkv_enforced",
+        "contourkv_enforced_per_layer",
+        "contourkv_enforced_floor_extra",
+        "contourkv_enforced_floor_extra_per_layer",
+    ]
     options = {m.name: dict(m.options) for m in run}
-    assert options["contourkv_enforced_floor_extra_per_layer"] == {"floor_counts_toward_budget": False, "scope": "per_layer"}
+    assert options["contourkv_enforced_floor_extra_per_layer"] == {
+        "floor_counts_toward_budget": False,
+        "scope": "per_layer",
+    }
     assert len(extra) == 4 and all(m.kind == "contourkv" for m in extra)
     with pytest.raises(ValueError, match="needs hub access"):
         methods_of({**DEPLOY, "methods": ["kvzap"]})
@@ -34,12 +48,21 @@ def test_methods_kvpress_refuses_on_gemma3_fail_before_any_prefill(llama):  # no
     from capture.tiny_models import tiny_model
 
     gemma3 = tiny_model("gemma3", "eager")
-    deploy = {**DEPLOY, "methods": ["dense", "snapkv", "kvzip", "contourkv_recon_enforced"], "replay": {"methods": ["snapkv"]}}
-    with pytest.raises(ValueError, match=r"deploy\.methods: kvzip, contourkv_recon_enforced, contourkv_recon_enforced_"
-                                         r"per_layer, .* cannot run on gemma3-tiny: .*fix: remove them from deploy\.methods"):
+    deploy = {
+        **DEPLOY,
+        "methods": ["dense", "snapkv", "kvzip", "contourkv_recon_enforced"],
+        "replay": {"methods": ["snapkv"]},
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"deploy\.methods: kvzip, contourkv_recon_enforced, contourkv_recon_enforced_"
+        r"per_layer, .* cannot run on gemma3-tiny: .*fix: remove them from deploy\.methods",
+    ):
         check_runnable(gemma3, "gemma3-tiny", deploy)
     with pytest.raises(ValueError, match=r"deploy\.replay\.methods: kvzip cannot run"):
-        check_runnable(gemma3, "gemma3-tiny", {**DEPLOY, "methods": ["snapkv"], "replay": {"methods": ["snapkv", "kvzip"]}})
+        check_runnable(
+            gemma3, "gemma3-tiny", {**DEPLOY, "methods": ["snapkv"], "replay": {"methods": ["snapkv", "kvzip"]}}
+        )
     check_runnable(gemma3, "gemma3-tiny", {**DEPLOY, "methods": ["dense", "snapkv", "contourkv_enforced"]})
     check_runnable(llama, "llama-tiny", deploy)  # KVzip runs on Llama
 
@@ -62,8 +85,14 @@ def test_condition_rows_flag_dense_valid_items(kvzip_ready):  # noqa: F811
     tok = char_tok()
     items = build_items("niah_single", 420, 2, haystack_ids(tok, PROSE * 4, 840), tok, seed=3)
     logged = []
-    rows = condition_rows(kvzip_ready, tok, items, {**DEPLOY, "contour": {**DEPLOY["contour"], "scopes": ["global"]}},
-                          seed=0, log=logged.append)
+    rows = condition_rows(
+        kvzip_ready,
+        tok,
+        items,
+        {**DEPLOY, "contour": {**DEPLOY["contour"], "scopes": ["global"]}},
+        seed=0,
+        log=logged.append,
+    )
     assert len(logged) == 2 and all("dense" in line for line in logged)
     assert set(rows["item_id"].to_list()) == {it.item_id for it in items}
     for item_id, group in rows.group_by("item_id"):
@@ -81,8 +110,11 @@ def test_replay_measures_kvpress_own_bytes(kvzip_ready):  # noqa: F811
     cfg = kvzip_ready.config
     n = by["dense"]["n_cached"]
     d = cfg.hidden_size // cfg.num_attention_heads
-    assert by["dense"]["bytes_measured"] == by["dense"]["bytes_full"] == ledger.full_bytes(
-        n, cfg.num_hidden_layers, cfg.num_key_value_heads, d, torch.float32)
+    assert (
+        by["dense"]["bytes_measured"]
+        == by["dense"]["bytes_full"]
+        == ledger.full_bytes(n, cfg.num_hidden_layers, cfg.num_key_value_heads, d, torch.float32)
+    )
     assert by["snapkv"]["bytes_measured"] == ledger.ragged_bytes(np.full((2, 2), BUDGET), d, torch.float32)
     assert by["snapkv"]["cache_rows"] == BUDGET
     for masked in ("adakv", "kvzip"):  # head-wise: the full cache plus the index tensors

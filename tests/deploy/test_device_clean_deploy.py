@@ -32,8 +32,14 @@ def test_ragged_decode_with_kvpress_and_contourkv_is_device_clean():
 
     model = models("llama")[0]
     tok = char_tok()
-    item = make_item("niah_single", 420, 0, haystack_ids=np.asarray(tok.encode(PROSE * 2, add_special_tokens=False)),
-                     tokenizer=tok, seed=3)  # fmt: skip
+    item = make_item(
+        "niah_single",
+        420,
+        0,
+        haystack_ids=np.asarray(tok.encode(PROSE * 2, add_special_tokens=False)),
+        tokenizer=tok,
+        seed=3,
+    )
     names = ["dense", "snapkv", "pyramidkv", "adakv", "h2o", "contourkv_enforced", "contourkv_unenforced"]
     keep = ("method", "budget", "answer", "kept_entries", "kept_min_head", "kept_max_head", "bytes_ragged")
     want = run_item(model, tok, item, names, 32, max_new_tokens=3, contour={"floor": 8})
@@ -48,14 +54,22 @@ def test_contourkv_and_kept_sets_follow_the_scores_device():
 
     g = torch.Generator().manual_seed(4)
     scores = [torch.rand(2, 50, generator=g) for _ in range(3)]
-    cases = [("contourkv", {"mode": "enforced", "floor": 4}), ("contourkv", {"mode": "unenforced", "floor": 4, "scope": "per_layer"}),
-             ("uniform", {}), ("headwise", {}), ("pyramid", {"layer_budgets": [12, 10, 8]}), ("dense", {})]  # fmt: skip
+    cases = [
+        ("contourkv", {"mode": "enforced", "floor": 4}),
+        ("contourkv", {"mode": "unenforced", "floor": 4, "scope": "per_layer"}),
+        ("uniform", {}),
+        ("headwise", {}),
+        ("pyramid", {"layer_budgets": [12, 10, 8]}),
+        ("dense", {}),
+    ]
     for kind, kw in cases:
         want = kept_sets(kind, [s.clone() for s in scores], 10, **kw)
         with VirtualDevice() as dev:
             got = kept_sets(kind, dev.place([s.clone() for s in scores]), 10, **kw)
             assert all(k.is_cuda for heads in got for k in heads), kind
-        assert all(torch.equal(a, b) for ga, wa in zip(got, want, strict=True) for a, b in zip(ga, wa, strict=True)), kind
+        assert all(torch.equal(a, b) for ga, wa in zip(got, want, strict=True) for a, b in zip(ga, wa, strict=True)), (
+            kind
+        )
     with VirtualDevice() as dev:
         assert contour_kept(dev.place([s.clone() for s in scores]), 10, floor=4, caps=12)[0][0].is_cuda
 

@@ -17,20 +17,51 @@ def jsonl(path, rows):
 
 
 def test_the_three_formats_load_into_one_frame(tmp_path):
-    ruler = jsonl(tmp_path / "niah.jsonl", [
-        {"index": 3, "input": "ctx line\nmore ctx\nWhat is it?", "outputs": ["5437923"], "length": 8177, "answer_prefix": " The"},
-        {"index": 4, "input": "ctx2\nq2?", "outputs": ["1", "2"], "length": 90}])  # fmt: skip
+    ruler = jsonl(
+        tmp_path / "niah.jsonl",
+        [
+            {
+                "index": 3,
+                "input": "ctx line\nmore ctx\nWhat is it?",
+                "outputs": ["5437923"],
+                "length": 8177,
+                "answer_prefix": " The",
+            },
+            {"index": 4, "input": "ctx2\nq2?", "outputs": ["1", "2"], "length": 90},
+        ],
+    )
     frame = load_external("ruler", ruler)
     assert frame["item_id"].to_list() == ["3", "4"] and frame["gold"].to_list() == [["5437923"], ["1", "2"]]
     assert frame["context"][0] == "ctx line\nmore ctx" and frame["question"][0] == "\nWhat is it?"  # the last line
     assert frame["answer_prefix"].to_list() == [" The", None] and frame["length"].to_list() == [8177, 90]
-    lb = jsonl(tmp_path / "qasper.jsonl", [{"_id": "ab", "context": "doc", "input": "why?", "answers": ["because"],
-                                            "length": 5, "dataset": "qasper", "all_classes": None}])
+    lb = jsonl(
+        tmp_path / "qasper.jsonl",
+        [
+            {
+                "_id": "ab",
+                "context": "doc",
+                "input": "why?",
+                "answers": ["because"],
+                "length": 5,
+                "dataset": "qasper",
+                "all_classes": None,
+            }
+        ],
+    )
     got = load_external("longbench", lb).row(0, named=True)
     assert (got["item_id"], got["question"], got["gold"], got["task"]) == ("ab", "why?", ["because"], "qasper")
     kv = tmp_path / "kvpress.parquet"
-    pl.DataFrame({"context": ["c"], "question": ["q"], "answer_prefix": ["A:"], "answers": [["x"]], "task": ["trec"],
-                  "max_new_tokens": [84], "all_classes": [["x", "y"]]}).write_parquet(kv)
+    pl.DataFrame(
+        {
+            "context": ["c"],
+            "question": ["q"],
+            "answer_prefix": ["A:"],
+            "answers": [["x"]],
+            "task": ["trec"],
+            "max_new_tokens": [84],
+            "all_classes": [["x", "y"]],
+        }
+    ).write_parquet(kv)
     got = load_external("kvpress", kv).row(0, named=True)
     assert got["gold"] == ["x"] and got["max_new_tokens"] == 84 and got["all_classes"] == ["x", "y"]
 
@@ -54,10 +85,19 @@ def test_bad_data_gets_a_clear_error(tmp_path, monkeypatch):
 
 
 def kvpress_frame(n=3, context=PROSE, task="qasper"):
-    return pl.DataFrame({"context": [context] * n, "question": [f"\nQuestion {i}: who?" for i in range(n)],
-                         "answer_prefix": ["Answer:"] * n, "gold": [["Mr. Bennet"]] * n, "task": [task] * n,
-                         "item_id": [str(i) for i in range(n)], "max_new_tokens": [4] * n,
-                         "all_classes": [[]] * n, "length": [None] * n})
+    return pl.DataFrame(
+        {
+            "context": [context] * n,
+            "question": [f"\nQuestion {i}: who?" for i in range(n)],
+            "answer_prefix": ["Answer:"] * n,
+            "gold": [["Mr. Bennet"]] * n,
+            "task": [task] * n,
+            "item_id": [str(i) for i in range(n)],
+            "max_new_tokens": [4] * n,
+            "all_classes": [[]] * n,
+            "length": [None] * n,
+        }
+    )
 
 
 def test_items_fit_max_length_by_losing_the_middle_of_the_context():
@@ -71,18 +111,30 @@ def test_items_fit_max_length_by_losing_the_middle_of_the_context():
     assert it.context_ids.tolist() == full[: room // 2] + full[len(full) - (room - room // 2) :]
     assert it.max_new_tokens == 4 and it.score("It was Mr Bennet") == pytest.approx(100 * 2 * (2 / 4) / (2 / 4 + 1))
     with pytest.raises(ValueError, match="exceeds the model's window"):
-        benchmark_items(kvpress_frame(), tok, name="lb", family="longbench", max_length=300, n_items=1, max_positions=256)
+        benchmark_items(
+            kvpress_frame(), tok, name="lb", family="longbench", max_length=300, n_items=1, max_positions=256
+        )
     with pytest.raises(ValueError, match="no records of tasks"):
-        benchmark_items(kvpress_frame(), tok, name="lb", family="longbench", max_length=300, n_items=1, tasks=["hotpotqa"])
+        benchmark_items(
+            kvpress_frame(), tok, name="lb", family="longbench", max_length=300, n_items=1, tasks=["hotpotqa"]
+        )
 
 
 def test_benchmark_rows_are_never_gated(kvzip_ready):  # noqa: F811
     tok = char_tok()
-    items = benchmark_items(kvpress_frame(2, PROSE * 2, task="niah_single_1"), tok, name="ruler", family="ruler",
-                            max_length=420, n_items=2)
-    deploy = {"methods": ["dense", "snapkv"], "hub": False, "budgets": [BUDGET], "max_new_tokens": 3,
-              "query_aware": True, "alpha_safeguard": 0.2, "decomposition": {"methods": []},
-              "contour": {"floor": 8, "floor_readings": ["counts"], "scopes": ["global"]}}
+    items = benchmark_items(
+        kvpress_frame(2, PROSE * 2, task="niah_single_1"), tok, name="ruler", family="ruler", max_length=420, n_items=2
+    )
+    deploy = {
+        "methods": ["dense", "snapkv"],
+        "hub": False,
+        "budgets": [BUDGET],
+        "max_new_tokens": 3,
+        "query_aware": True,
+        "alpha_safeguard": 0.2,
+        "decomposition": {"methods": []},
+        "contour": {"floor": 8, "floor_readings": ["counts"], "scopes": ["global"]},
+    }
     rows = condition_rows(kvzip_ready, tok, items, deploy, seed=0, log=lambda _: None)
     assert rows["dense_valid"].all() and set(rows["setting"].to_list()) == {"benchmark"}  # the tiny model misses
     assert set(rows["metric"].to_list()) == {"string_match_all"} and set(rows["task"].to_list()) == {"niah_single_1"}

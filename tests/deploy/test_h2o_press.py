@@ -80,7 +80,9 @@ def test_no_recency_and_zero_ratio():
     assert shrunk.layers[0].keys.shape[2] == N  # ratio 0 keeps everything (kvpress's convention)
 
 
-@pytest.mark.parametrize("kwargs,field", [(dict(recent_ratio=1.5), "recent_ratio"), (dict(query_block=0), "query_block")])
+@pytest.mark.parametrize(
+    "kwargs,field", [(dict(recent_ratio=1.5), "recent_ratio"), (dict(query_block=0), "query_block")]
+)
 def test_bad_inputs_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         H2OPress(compression_ratio=0.5, **kwargs)

@@ -5,9 +5,9 @@ import torch
 from deploy_helpers import greedy, models, random_ids
 from transformers import DynamicCache
 
-from trustmass.deploy.shipped import kept_from_masks
 from trustmass.deploy import ledger
 from trustmass.deploy.ragged import RaggedCache
+from trustmass.deploy.shipped import kept_from_masks
 
 kvpress = pytest.importorskip("kvpress")
 
@@ -44,7 +44,9 @@ def kept_positions(shrunk: DynamicCache, dense: DynamicCache) -> list[list[torch
         heads = []
         for h in range(small.keys.shape[1]):
             same = (small.keys[0, h][:, None, :] == full.keys[0, h][None, :, :]).all(-1)  # [kept, N]
-            assert (same.sum(1) == 1).all(), f"layer {layer} head {h}: a kept key row matches no (or several) dense rows"
+            assert (same.sum(1) == 1).all(), (
+                f"layer {layer} head {h}: a kept key row matches no (or several) dense rows"
+            )
             heads.append(same.float().argmax(1).sort().values)
         kept.append(heads)
     return kept

@@ -37,15 +37,24 @@ def test_masks_on_modules_count_but_weights_do_not():
 def test_ledger_row():
     row = ledger.ledger_row(1536, "ragged", COUNTS, 10, 16, torch.float32)
     assert row == ledger.LedgerRow(
-        bytes_measured=1536, storage="ragged", kept_entries=12, kept_min_head=2, kept_max_head=5,
-        bytes_layer_padded=1792, bytes_full=5120, frac_full=1536 / 5120,
+        bytes_measured=1536,
+        storage="ragged",
+        kept_entries=12,
+        kept_min_head=2,
+        kept_max_head=5,
+        bytes_layer_padded=1792,
+        bytes_full=5120,
+        frac_full=1536 / 5120,
     )
 
 
 @pytest.mark.parametrize(
     "storage, counts, message",
-    [("packed", COUNTS, "storage must be 'as_shipped' or 'ragged'"), ("ragged", [3, 5], r"\[layers, kv_heads\]"),
-     ("ragged", [[3, -1]], "non-negative")],
+    [
+        ("packed", COUNTS, "storage must be 'as_shipped' or 'ragged'"),
+        ("ragged", [3, 5], r"\[layers, kv_heads\]"),
+        ("ragged", [[3, -1]], "non-negative"),
+    ],
 )
 def test_ledger_row_rejects_bad_input(storage, counts, message):
     with pytest.raises(ValueError, match=message):

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from trustmass.deploy.metrics import LONGBENCH, METRICS, metric_for, qa_f1, score_answer
 
 #: LongBench's ``dataset2metric`` (eval.py), metric by metric: every LongBench task
@@ -108,17 +108,21 @@ def test_code_sim_is_fuzzywuzzy_ratio_in_longbench_difflib_mode():
 
 
 def test_fuzzywuzzy_with_python_levenshtein_is_refused():
-    code = ("import sys, types; sys.modules['Levenshtein'] = types.ModuleType('Levenshtein')\n"
-            "from trustmass.deploy.metrics import score_answer\n"
-            "score_answer('aaa', 'abaa', 'code_sim')")
+    code = (
+        "import sys, types; sys.modules['Levenshtein'] = types.ModuleType('Levenshtein')\n"
+        "from trustmass.deploy.metrics import score_answer\n"
+        "score_answer('aaa', 'abaa', 'code_sim')"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode != 0 and "fix: pip uninstall python-Levenshtein" in run.stderr, run.stderr
 
 
 def test_scoring_libraries_are_imported_only_when_a_task_needs_them():
-    code = ("import sys\nfrom trustmass.deploy.metrics import score_answer\n"
-            "score_answer('Paris', 'paris', 'qa_f1'); score_answer('4', '4', 'count')\n"
-            "print(sorted(m for m in ('rouge', 'jieba', 'fuzzywuzzy') if m in sys.modules))")
+    code = (
+        "import sys\nfrom trustmass.deploy.metrics import score_answer\n"
+        "score_answer('Paris', 'paris', 'qa_f1'); score_answer('4', '4', 'count')\n"
+        "print(sorted(m for m in ('rouge', 'jieba', 'fuzzywuzzy') if m in sys.modules))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
 
@@ -150,7 +154,10 @@ def test_every_longbench_task_of_the_configs_is_scored_and_the_paper_runs_them_a
 
 
 def test_metric_per_task_and_clear_errors():
-    assert metric_for("ruler", "niah_single_1") == "string_match_all" and metric_for("ruler", "qa_2") == "string_match_part"
+    assert (
+        metric_for("ruler", "niah_single_1") == "string_match_all"
+        and metric_for("ruler", "qa_2") == "string_match_part"
+    )
     assert metric_for("longbench", "qasper") == "qa_f1" and metric_for("longbench", "repobench-p") == "code_sim"
     assert metric_for("longbench", "gov_report") == "rouge" and metric_for("longbench", "vcsum") == "rouge_zh"
     with pytest.raises(ValueError, match="'nope' is unknown"):

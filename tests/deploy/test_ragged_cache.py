@@ -25,7 +25,9 @@ def llama():
 
 def shape_of(model):
     cfg = model.config
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads  # Qwen2 configs lack head_dim
+    head_dim = (
+        getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    )  # Qwen2 configs lack head_dim
     return cfg.num_hidden_layers, cfg.num_key_value_heads, head_dim
 
 

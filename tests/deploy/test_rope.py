@@ -25,7 +25,9 @@ def test_expected_attention_scores_every_gemma3_layer(gemma3):
     ids = random_ids(40, gemma3.config.vocab_size)
     scores = record_scores(gemma3, ids, kvpress.ExpectedAttentionPress())
     assert len(scores) == 2 and all(s.shape == (2, 40) and bool(torch.isfinite(s).all()) for s in scores)
-    cache, _ = press_prefill(gemma3, ids, kvpress.ExpectedAttentionPress(compression_ratio=0.5))  # kvpress's own prefill
+    cache, _ = press_prefill(
+        gemma3, ids, kvpress.ExpectedAttentionPress(compression_ratio=0.5)
+    )  # kvpress's own prefill
     assert cache.layers[0].keys.shape[-2] == 20
 
 

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from trustmass.deploy import contracts, names, roster
 from trustmass.plumbing.config import validate_config
 
@@ -27,14 +27,21 @@ def test_every_entry_is_complete():
 
 
 def test_the_light_modules_derive_from_the_roster_without_kvpress():
-    code = ("import sys; from trustmass.deploy import names, contracts, roster; "
-            "print(sorted(k for k in ('torch', 'kvpress', 'transformers') if k in sys.modules))")  # fmt: skip
+    code = (
+        "import sys; from trustmass.deploy import names, contracts, roster; "
+        "print(sorted(k for k in ('torch', 'kvpress', 'transformers') if k in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
     assert names.OFFLINE + names.NEEDS_HUB == tuple(m.name for m in roster.ROSTER)
     assert set(contracts.CONTRACTS) == {m.name for m in roster.ROSTER}
     assert names.RECONSTRUCTION == ("kvzip", "contourkv_recon_enforced", "contourkv_recon_unenforced")
-    assert names.CONTOURKV == ("contourkv_enforced", "contourkv_unenforced", "contourkv_recon_enforced", "contourkv_recon_unenforced")
+    assert names.CONTOURKV == (
+        "contourkv_enforced",
+        "contourkv_unenforced",
+        "contourkv_recon_enforced",
+        "contourkv_recon_unenforced",
+    )
 
 
 def test_a_press_is_built_from_its_lazily_imported_name():
@@ -42,9 +49,13 @@ def test_a_press_is_built_from_its_lazily_imported_name():
     from trustmass.deploy import methods
     from trustmass.deploy.h2o_press import H2OPress
 
-    assert methods.METHODS["snapkv_w32"].press_factory(0.5) == kvpress.SnapKVPress(compression_ratio=0.5, window_size=32)
+    assert methods.METHODS["snapkv_w32"].press_factory(0.5) == kvpress.SnapKVPress(
+        compression_ratio=0.5, window_size=32
+    )
     critical = methods.METHODS["criticalkv"].press_factory(0.25)
-    assert isinstance(critical, kvpress.CriticalKVPress) and critical.press == kvpress.SnapKVPress(compression_ratio=0.25)
+    assert isinstance(critical, kvpress.CriticalKVPress) and critical.press == kvpress.SnapKVPress(
+        compression_ratio=0.25
+    )
     assert methods.METHODS["duo_attention"].press_factory(0.5).head_compression_ratio == 0.5
     assert isinstance(methods.METHODS["h2o"].press_factory(0.5), H2OPress)
     assert methods.METHODS["dense"].press_factory is None and methods.METHODS["kvzip"].press_factory is None

@@ -49,8 +49,11 @@ def test_uniform_kept_sets_are_kvpress_own(llama, name):
     """kvpress's press shrinks the cache; the positions of its kept key rows are our kept sets."""
     ids = random_ids(N, llama.config.vocab_size, seed=32)
     # PyramidKV with its default 64-query window falls back to SnapKV below ~1,300 kept; a 2-query window does not
-    make = (lambda: kvpress.PyramidKVPress(methods.ratio_for(BUDGET, N), window_size=2)) if name == "pyramidkv" else (
-        lambda: presses([name])[name])
+    make = (
+        (lambda: kvpress.PyramidKVPress(methods.ratio_for(BUDGET, N), window_size=2))
+        if name == "pyramidkv"
+        else (lambda: presses([name])[name])
+    )
     press = make()
     shrunk, _ = press_prefill(llama, ids, press)
     want = kept_positions(shrunk, dense_prefill(llama, ids))
@@ -157,13 +160,28 @@ def test_question_visible_rows_and_decomposition(kvzip_ready, item):
     the budget; doc_boundary compresses the context alone; dense answers once for every budget."""
     llama, (tok, it) = kvzip_ready, item
     n_ctx, n_q = it.context_ids.size, it.question_ids.size
-    rows = run_item(llama, tok, it, ["dense", "snapkv", "contourkv_enforced"], [BUDGET, 2 * BUDGET], max_new_tokens=3,
-                    query_aware=True, decomposition=["snapkv", "contourkv_enforced"], contour={"floor": 8})
+    rows = run_item(
+        llama,
+        tok,
+        it,
+        ["dense", "snapkv", "contourkv_enforced"],
+        [BUDGET, 2 * BUDGET],
+        max_new_tokens=3,
+        query_aware=True,
+        decomposition=["snapkv", "contourkv_enforced"],
+        contour={"floor": 8},
+    )
     got = {(r["variant"], r["budget"], r["method"]) for r in rows}
-    assert got == {(v, b, m) for b in (BUDGET, 2 * BUDGET) for v, ms in
-                   (("unmodified", ("dense", "snapkv", "contourkv_enforced")),
-                    ("doc_rows", ("snapkv", "contourkv_enforced")), ("doc_boundary", ("snapkv", "contourkv_enforced")))
-                   for m in ms}
+    assert got == {
+        (v, b, m)
+        for b in (BUDGET, 2 * BUDGET)
+        for v, ms in (
+            ("unmodified", ("dense", "snapkv", "contourkv_enforced")),
+            ("doc_rows", ("snapkv", "contourkv_enforced")),
+            ("doc_boundary", ("snapkv", "contourkv_enforced")),
+        )
+        for m in ms
+    }
     for r in rows:
         assert r["query_aware"] is True
         if r["variant"] == "doc_boundary":
@@ -222,5 +240,9 @@ def test_one_prefill_for_every_budget_equals_one_run_per_budget(kvzip_ready, ite
     names = ["dense", "snapkv", "streaming_llm", "h2o", "pyramidkv", "adakv", "kvzip", "contourkv_enforced"]
     keep = ("method", "budget", "variant", "answer", "kept_entries", "kept_min_head", "kept_max_head", "bytes_ragged")
     both = run_item(llama, tok, it, names, [BUDGET, 2 * BUDGET], max_new_tokens=3, contour={"floor": 8})
-    alone = [r for b in (BUDGET, 2 * BUDGET) for r in run_item(llama, tok, it, names, b, max_new_tokens=3, contour={"floor": 8})]
+    alone = [
+        r
+        for b in (BUDGET, 2 * BUDGET)
+        for r in run_item(llama, tok, it, names, b, max_new_tokens=3, contour={"floor": 8})
+    ]
     assert [{k: r[k] for k in keep} for r in both] == [{k: r[k] for k in keep} for r in alone]

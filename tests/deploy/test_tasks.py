@@ -13,8 +13,8 @@ from trustmass.deploy.tasks import TASKS, chat_parts, dense_valid, make_item, sc
 PROSE = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune must be in want of a wife. "
     "However little known the feelings or views of such a man may be on his first entering a neighbourhood, this truth "
-    "is so well fixed in the minds of the surrounding families! \"My dear Mr. Bennet,\" said his lady to him one day, "
-    "\"have you heard that Netherfield Park is let at last?\" Mr. Bennet replied that he had not. "
+    'is so well fixed in the minds of the surrounding families! "My dear Mr. Bennet," said his lady to him one day, '
+    '"have you heard that Netherfield Park is let at last?" Mr. Bennet replied that he had not. '
     "But it is, returned she; for Mrs. Long has just been here, and she told me all about it.\n\n"
     "Mr. Bennet made no answer. Do you not want to know who has taken it? cried his wife impatiently. "
     "You want to tell me, and I have no objection to hearing it. This was invitation enough.\n\n"
@@ -137,7 +137,7 @@ def test_depth_is_seeded_and_spread(tok, hay):
 
 
 def test_sentence_boundaries_rule(tok):
-    ids = tok.encode("Mr. Darcy came in. She left! Did he? \"Yes.\" Then", add_special_tokens=False)
+    ids = tok.encode('Mr. Darcy came in. She left! Did he? "Yes." Then', add_special_tokens=False)
     pieces = [text(tok, ids[:i]) for i in sentence_boundaries(ids, tok)]
     assert [p.split()[-1] for p in pieces] == ["in.", "left!", "he?", '"Yes."']  # "Mr." is no boundary
 
@@ -159,9 +159,9 @@ def test_dense_valid():
 
 
 def test_gating_and_bad_inputs(tok, hay):
-    with pytest.raises(ValueError, match=r"length = 60 is below .* deploy\.tasks\.niah_multikey\.lengths"):
+    with pytest.raises(ValueError, match=r"length = 60 is below .* raise deploy\.lengths"):
         item("niah_multikey", tok, hay, length=60)
-    with pytest.raises(ValueError, match=r"max_positions = 512\).*lower deploy\.tasks\.vt\.lengths"):
+    with pytest.raises(ValueError, match=r"max_positions = 512\).*lower deploy\.lengths \(task .vt.\)"):
         item("vt", tok, hay, length=1024, max_positions=512)
     assert item("vt", tok, hay, length=512, max_positions=512).length == 512
     with pytest.raises(ValueError, match="task = 'qa'"):
@@ -185,7 +185,7 @@ def test_chat_format_reserves_template_tokens(tok, hay):
     assert it.prompt_format == "chat" and it != item("niah_single", tok, hay, length=600)
     # kvpress's split: the template's head opens the context; its tail closes the question, before the answer prefix
     assert it.context_ids[: len(head)].tolist() == head
-    (s, e), = it.needles
+    ((s, e),) = it.needles
     assert text(chat, it.context_ids[s:e]).strip() == it.needle_texts[0]
     q, prefix = it.question_ids.tolist(), chat.encode(it.answer_prefix, add_special_tokens=False)
     assert q[len(q) - len(prefix) - len(tail) :] == tail + prefix
@@ -202,4 +202,3 @@ def test_needle_the_tokenizer_cannot_write():
     ids = np.asarray(no_digits.encode(PROSE * 30, add_special_tokens=False))
     with pytest.raises(ValueError, match="does not round-trip the needle"):
         make_item("niah_single", 700, 0, haystack_ids=ids, tokenizer=no_digits, seed=0)
-

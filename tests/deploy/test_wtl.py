@@ -16,8 +16,18 @@ def rows(task, budget, variant, opponent, method="snapkv", model="m", length=102
     out = []
     for i, (v, o) in enumerate(zip(variant, opponent)):
         for name, s in (("contourkv", v), (method, o)):
-            out.append({"model": model, "task": task, "length": length, "budget": budget, "item_id": f"i{i}",
-                        "method": name, "score": float(s), "dense_valid": True if dense is None else dense[i]})
+            out.append(
+                {
+                    "model": model,
+                    "task": task,
+                    "length": length,
+                    "budget": budget,
+                    "item_id": f"i{i}",
+                    "method": name,
+                    "score": float(s),
+                    "dense_valid": True if dense is None else dense[i],
+                }
+            )
     return out
 
 

@@ -23,7 +23,8 @@ import torch
 
 DEVICE = torch.device(os.environ.get("TRUSTMASS_STAGE_TEST_DEVICE", "cuda"))
 pytestmark = pytest.mark.skipif(
-    DEVICE.type == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA device (TRUSTMASS_STAGE_TEST_DEVICE=cpu: dry run)"
+    DEVICE.type == "cuda" and not torch.cuda.is_available(),
+    reason="needs a CUDA device (TRUSTMASS_STAGE_TEST_DEVICE=cpu: dry run)",
 )
 
 #: float32 values computed by GEMMs and reductions (projections, head outputs, logits, softmax rows,
@@ -98,8 +99,9 @@ def test_capture_with_access_laws(study):
     laws = AccessOptions(tail_rows=(4, 8), dilution_rows=16)
     runs = {}
     for device in ("cpu", DEVICE):
-        runs[str(device)] = cap.capture_document(load(folder, cap.ATTENTION_NAME, device), ids, "tiny", "0000", options,
-                                                 access=AccessLaws(laws))  # fmt: skip
+        runs[str(device)] = cap.capture_document(
+            load(folder, cap.ATTENTION_NAME, device), ids, "tiny", "0000", options, access=AccessLaws(laws)
+        )
     cpu, gpu = runs["cpu"], runs[str(DEVICE)]
     assert gpu.tensors.keys() == cpu.tensors.keys() and gpu.metadata == cpu.metadata
     for name, want in cpu.tensors.items():
@@ -114,7 +116,9 @@ def test_capture_with_access_laws(study):
     assert gpu.access.decode_token == cpu.access.decode_token
     for layer, want in cpu.access.prefill.items():
         for key in ("column_mass", "tails", "last"):
-            np.testing.assert_allclose(gpu.access.prefill[layer][key], want[key], atol=F32_ATOL, rtol=F32_RTOL, err_msg=f"{layer} {key}")
+            np.testing.assert_allclose(
+                gpu.access.prefill[layer][key], want[key], atol=F32_ATOL, rtol=F32_RTOL, err_msg=f"{layer} {key}"
+            )
         np.testing.assert_allclose(gpu.access.decode[layer], cpu.access.decode[layer], atol=F32_ATOL, rtol=F32_RTOL)
 
 
@@ -156,9 +160,15 @@ def random_rows(seed: int, n_q=8, n_kv=2, m=32, n=256, d=16):
     p = (p / p.sum(-1, keepdims=True)).astype(np.float32)
     acc = np.where(seen, rng.random((n_q, m, n)) * 10, 0.0).astype(np.float32)
     sums = {w: np.where(seen, rng.random((n_q, m, n)) * 4, 0.0).astype(np.float32) for w in (2, 4, 8, 16, 32)}
-    return LayerRows(p=p, positions=positions, keys=rng.standard_normal((n_kv, n, d)).astype(np.float32),
-                     values=rng.standard_normal((n_kv, n, d)).astype(np.float32),
-                     query=rng.standard_normal((n_q, m, d)).astype(np.float32), acc_mass=acc, window_sums=sums)  # fmt: skip
+    return LayerRows(
+        p=p,
+        positions=positions,
+        keys=rng.standard_normal((n_kv, n, d)).astype(np.float32),
+        values=rng.standard_normal((n_kv, n, d)).astype(np.float32),
+        query=rng.standard_normal((n_q, m, d)).astype(np.float32),
+        acc_mass=acc,
+        window_sums=sums,
+    )
 
 
 def on(rows, device):
@@ -167,9 +177,15 @@ def on(rows, device):
     def move(x):
         return None if x is None else x.to(device)
 
-    return LayerRows(p=move(rows.p), positions=move(rows.positions), keys=move(rows.keys), values=move(rows.values),
-                     query=move(rows.query), acc_mass=move(rows.acc_mass),
-                     window_sums=None if rows.window_sums is None else {w: move(s) for w, s in rows.window_sums.items()})  # fmt: skip
+    return LayerRows(
+        p=move(rows.p),
+        positions=move(rows.positions),
+        keys=move(rows.keys),
+        values=move(rows.values),
+        query=move(rows.query),
+        acc_mass=move(rows.acc_mass),
+        window_sums=None if rows.window_sums is None else {w: move(s) for w, s in rows.window_sums.items()},
+    )
 
 
 @pytest.mark.parametrize("budget", [8, 32])
@@ -200,14 +216,26 @@ def flat_cells(model) -> np.ndarray:
 def test_restricted_forward(study):
     """Dense, keep-all, top-mass, all-cell balancing and the flat switch: token NLLs and per-cell records."""
     from trustmass.loss import forward
-    from trustmass.loss.configurations import ALL_CELLS, BALANCING, FLAT_CELLS, KEEP_ALL, TOP_MASS, Configuration, switched_cells
+    from trustmass.loss.configurations import (
+        ALL_CELLS,
+        BALANCING,
+        FLAT_CELLS,
+        KEEP_ALL,
+        TOP_MASS,
+        Configuration,
+        switched_cells,
+    )
     from trustmass.loss.policy import CellRecorder, SelectionPolicy
 
     folder, ids = study
     forward.register()
-    configs = [None, Configuration(KEEP_ALL, KEEP_ALL), Configuration(TOP_MASS, TOP_MASS),
-               Configuration("all_cell", TOP_MASS, BALANCING, ALL_CELLS),
-               Configuration("flat_switch", TOP_MASS, BALANCING, FLAT_CELLS)]  # fmt: skip
+    configs = [
+        None,
+        Configuration(KEEP_ALL, KEEP_ALL),
+        Configuration(TOP_MASS, TOP_MASS),
+        Configuration("all_cell", TOP_MASS, BALANCING, ALL_CELLS),
+        Configuration("flat_switch", TOP_MASS, BALANCING, FLAT_CELLS),
+    ]
     nll, cells = {}, {}
     for device in ("cpu", DEVICE):
         model = load(folder, forward.ATTENTION_NAME, device)
@@ -226,7 +254,9 @@ def test_restricted_forward(study):
         assert float(np.mean(np.abs(got - want) > NLL_ATOL)) <= FLIP_SHARE, (name, np.abs(got - want).max())
         assert abs(float(got.mean() - want.mean())) <= CE_ATOL, name
         for key, value in cells["cpu", name].items():
-            assert np.isfinite(cells[str(DEVICE), name][key]).all() and cells[str(DEVICE), name][key].shape == value.shape, key
+            assert (
+                np.isfinite(cells[str(DEVICE), name][key]).all() and cells[str(DEVICE), name][key].shape == value.shape
+            ), key
     assert not np.array_equal(nll["cpu", "all_cell"], nll["cpu", TOP_MASS])  # the switch chose something else
 
 
@@ -303,7 +333,7 @@ def test_ragged_decode_with_a_kvpress_press_and_contourkv(study):
     for device in ("cpu", DEVICE):
         model = load(folder, ragged.ATTENTION_NAME, device)
         runs[str(device)] = (model, score_all(model, context, presses))
-    (cpu_model, cpu), (gpu_model, gpu) = runs["cpu"], runs[str(DEVICE)]
+    (cpu_model, cpu), (_, gpu) = runs["cpu"], runs[str(DEVICE)]
     for name in presses:
         for layer, (a, b) in enumerate(zip(gpu.scores[name], cpu.scores[name], strict=True)):
             close(a, b, what=f"{name} score, layer {layer}")
@@ -311,9 +341,14 @@ def test_ragged_decode_with_a_kvpress_press_and_contourkv(study):
     for name in presses:
         for mode in ("enforced", "unenforced"):
             on_gpu = kept_sets("contourkv", gpu.scores[name], budget, mode=mode, floor=4)
-            on_host = contour_kept([s.cpu() for s in gpu.scores[name]], budget, floor=4, caps=budget if mode == "enforced" else None)
-            assert all(a.device.type == DEVICE.type and torch.equal(a.cpu(), b)
-                       for ga, ha in zip(on_gpu, on_host, strict=True) for a, b in zip(ga, ha, strict=True)), (name, mode)  # fmt: skip
+            on_host = contour_kept(
+                [s.cpu() for s in gpu.scores[name]], budget, floor=4, caps=budget if mode == "enforced" else None
+            )
+            assert all(
+                a.device.type == DEVICE.type and torch.equal(a.cpu(), b)
+                for ga, ha in zip(on_gpu, on_host, strict=True)
+                for a, b in zip(ga, ha, strict=True)
+            ), (name, mode)
         kept = contour_kept(cpu.scores[name], budget, floor=4, caps=budget)  # the same kept sets on both devices
         logits = {}
         for device, (model, pre) in runs.items():
@@ -323,5 +358,7 @@ def test_ragged_decode_with_a_kvpress_press_and_contourkv(study):
                 token = first[-1].argmax().reshape(1, 1)
                 second = model(input_ids=token, past_key_values=cache).logits[0].float()
             logits[device] = torch.cat([first, second])
-            assert cache.kept_counts().tolist() == [[len(k) + 5 for k in heads] for heads in kept]  # the 4 + 1 tokens appended
+            assert cache.kept_counts().tolist() == [
+                [len(k) + 5 for k in heads] for heads in kept
+            ]  # the 4 + 1 tokens appended
         close(logits[str(DEVICE)], logits["cpu"], what=f"decode logits over {name}'s ContourKV sets")

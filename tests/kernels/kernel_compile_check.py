@@ -25,7 +25,18 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 P32 = "*fp32"
 SCALARS = {"scaling": "fp32", "softcap": "fp32", "inv_softcap": "fp32", "nnz": "i64"}
-UNIT_STRIDES = {"stride_qd", "stride_kd", "stride_vd", "stride_od", "stride_fn", "stride_pn", "stride_on", "stride_an", "stride_wn", "stride_cn"}
+UNIT_STRIDES = {
+    "stride_qd",
+    "stride_kd",
+    "stride_vd",
+    "stride_od",
+    "stride_fn",
+    "stride_pn",
+    "stride_on",
+    "stride_an",
+    "stride_wn",
+    "stride_cn",
+}
 ALIGNED_STRIDES = {"stride_qh", "stride_qm", "stride_qn", "stride_kh", "stride_kn", "stride_vh", "stride_vn", "D"}
 
 
@@ -51,8 +62,12 @@ def build(fn, types: dict, constexprs: dict, num_warps: int, num_stages: int, ar
     sig = {n: ("constexpr" if n in constexprs else types.get(n, SCALARS.get(n, "i32"))) for n in fn.arg_names}
     aligned = [n for n in fn.arg_names if n not in constexprs and (sig[n].startswith("*") or n in ALIGNED_STRIDES)]
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
-    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages})
+    src = ASTSource(
+        fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()}, attrs=attrs
+    )
+    kernel = triton.compile(
+        src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages}
+    )
     ptx = kernel.asm["ptx"]
     ttgir = kernel.asm.get("ttgir", "")
     out = {
@@ -74,8 +89,12 @@ def build(fn, types: dict, constexprs: dict, num_warps: int, num_stages: int, ar
             with open(path, "w") as f:
                 f.write(ptx)
             arch_flag = "sm_90a" if arch == 90 else f"sm_{arch}"
-            info = subprocess.run([ptxas, f"-arch={arch_flag}", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
-                                  capture_output=True, text=True, check=False).stderr  # fmt: skip
+            info = subprocess.run(
+                [ptxas, f"-arch={arch_flag}", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stderr
         regs = re.findall(r"Used (\d+) registers", info)
         spill = re.findall(r"(\d+) bytes spill stores", info)
         out["regs"] = int(regs[0]) if regs else None
@@ -84,8 +103,16 @@ def build(fn, types: dict, constexprs: dict, num_warps: int, num_stages: int, ar
 
 
 def _flags(dot: int, logits: int, softcap=False, window=False) -> dict:
-    return dict(HAS_SOFTCAP=softcap, HAS_WINDOW=window, LOGITS=logits, DOT=dot, NATIVE=dot != 0, BITS=False,
-                LIBDEVICE=True, FAST=dot != 0)  # fmt: skip
+    return dict(
+        HAS_SOFTCAP=softcap,
+        HAS_WINDOW=window,
+        LOGITS=logits,
+        DOT=dot,
+        NATIVE=dot != 0,
+        BITS=False,
+        LIBDEVICE=True,
+        FAST=dot != 0,
+    )
 
 
 DTYPE = {0: "fp32", 1: "bf16", 2: "fp16"}
@@ -97,34 +124,85 @@ def jobs() -> dict:
 
     def stats(dot, logits, d, rows=0, group_rows=0, arch=90, **fl):
         fast = dot != 0
-        cfg = tr._config("stats", d, fast, group_rows, None) if rows == 2 else tk._config("stats" if rows == 0 else "rows", d, fast)
+        cfg = (
+            tr._config("stats", d, fast, group_rows, None)
+            if rows == 2
+            else tk._config("stats" if rows == 0 else "rows", d, fast)
+        )
         t = {"Q": f"*{DTYPE[dot]}", "K": f"*{DTYPE[dot]}", "POS": "*i64", "ROW_HI": "*i32", "M_OUT": P32, "L_OUT": P32}
         c = dict(ROWS=rows, **_flags(dot, logits, **fl), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d)
         return build(tk._stats_kernel, t, c, cfg["num_warps"], cfg["num_stages"], arch)
 
     def column(dot, logits, d, arch=90, **fl):
         cfg = tk._config("column", d, dot != 0)
-        t = {"Q": f"*{DTYPE[dot]}", "K": f"*{DTYPE[dot]}", "M_IN": P32, "L_IN": P32, "ROW_HI": "*i32", "SLOT": "*i32",
-             "F": "*fp64", "PC": P32}  # fmt: skip
-        c = dict(HAS_L=True, WANT_P=True, SUM64=dot == 0, **_flags(dot, logits, **fl), BLOCK_M=cfg["BLOCK_M"],
-                 BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d)  # fmt: skip
+        t = {
+            "Q": f"*{DTYPE[dot]}",
+            "K": f"*{DTYPE[dot]}",
+            "M_IN": P32,
+            "L_IN": P32,
+            "ROW_HI": "*i32",
+            "SLOT": "*i32",
+            "F": "*fp64",
+            "PC": P32,
+        }
+        c = dict(
+            HAS_L=True,
+            WANT_P=True,
+            SUM64=dot == 0,
+            **_flags(dot, logits, **fl),
+            BLOCK_M=cfg["BLOCK_M"],
+            BLOCK_N=cfg["BLOCK_N"],
+            BLOCK_D=d,
+        )
         return build(tk._column_kernel, t, c, cfg["num_warps"], cfg["num_stages"], arch)
 
     def rows(dot, logits, d, arch=90):
         cfg = tk._config("rows", d, dot != 0)
-        t = {"Q": f"*{DTYPE[dot]}", "K": f"*{DTYPE[dot]}", "POS": "*i64", "M_PART": P32, "L_PART": P32, "LSE": P32, "OUT": P32}
+        t = {
+            "Q": f"*{DTYPE[dot]}",
+            "K": f"*{DTYPE[dot]}",
+            "POS": "*i64",
+            "M_PART": P32,
+            "L_PART": P32,
+            "LSE": P32,
+            "OUT": P32,
+        }
         c = dict(HAS_LSE=False, **_flags(dot, logits), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=d)
         return build(tk._row_probs_kernel, t, c, cfg["num_warps"], cfg["num_stages"], arch)
 
     def epilogue(arch=90):
-        t = {"F": "*fp64", "PC": P32, "SLOT": "*i32", "POS": "*i64", "OFF": "*i64", "ACC": P32, "WSUM": P32, "P_OUT": P32}
+        t = {
+            "F": "*fp64",
+            "PC": P32,
+            "SLOT": "*i32",
+            "POS": "*i64",
+            "OFF": "*i64",
+            "ACC": P32,
+            "WSUM": P32,
+            "P_OUT": P32,
+        }
         cfg = tk._config("epilogue", 64, True)
-        return build(tk._epilogue_kernel, t, dict(WANT_P=True, BLOCK=cfg["BLOCK"]), cfg["num_warps"], cfg["num_stages"], arch)
+        return build(
+            tk._epilogue_kernel, t, dict(WANT_P=True, BLOCK=cfg["BLOCK"]), cfg["num_warps"], cfg["num_stages"], arch
+        )
 
     def gather(dot, logits, d, arch=90):
         cfg = tr._config("gather", d, dot != 0, 0, None)
-        t = {"Q": f"*{DTYPE[dot]}", "K": f"*{DTYPE[dot]}", "V": f"*{DTYPE[dot]}", "ROWS": "*i64", "PTR": "*i64", "IDX": "*i64",
-             "M_PART": P32, "L_PART": P32, "LSE_IN": P32, "OUT": P32, "MASS": P32, "LSE_OUT": P32, "BAD": "*i32"}  # fmt: skip
+        t = {
+            "Q": f"*{DTYPE[dot]}",
+            "K": f"*{DTYPE[dot]}",
+            "V": f"*{DTYPE[dot]}",
+            "ROWS": "*i64",
+            "PTR": "*i64",
+            "IDX": "*i64",
+            "M_PART": P32,
+            "L_PART": P32,
+            "LSE_IN": P32,
+            "OUT": P32,
+            "MASS": P32,
+            "LSE_OUT": P32,
+            "BAD": "*i32",
+        }
         fl = _flags(dot, logits)
         fl.pop("NATIVE")
         c = dict(HAS_LSE=False, S_PAD=16, **fl, BLOCK_K=cfg["BLOCK_K"], BLOCK_D=d)

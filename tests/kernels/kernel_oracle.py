@@ -12,7 +12,9 @@ import torch
 from transformers.masking_utils import causal_mask_function, eager_mask, sliding_window_causal_mask_function
 
 
-def hf_additive_mask(n: int, window: int | None, dtype: torch.dtype, device: torch.device | str | None = None) -> torch.Tensor:
+def hf_additive_mask(
+    n: int, window: int | None, dtype: torch.dtype, device: torch.device | str | None = None
+) -> torch.Tensor:
     """transformers' eager mask ``[1, 1, n, n]`` (0 visible, finfo(dtype).min masked) on ``device``
     (transformers builds it on the device of ``cache_position``; default the CPU)."""
     fn = causal_mask_function if window is None else sliding_window_causal_mask_function(window)

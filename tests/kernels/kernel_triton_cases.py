@@ -84,36 +84,74 @@ CASES = {
     "side-tiles-window70": Case("side", n=161, window=70, config={"BLOCK_M": 16, "BLOCK_N": 16}),
     "side-tiles-window5-softcap": Case("side", n=100, window=5, softcap=4.0, config={"BLOCK_M": 16, "BLOCK_N": 16}),
     "side-tiles-bf16-window": Case(
-        "side", n=150, window=33, logits_dtype="bfloat16", input_dtype="bfloat16", exact=True,
+        "side",
+        n=150,
+        window=33,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        exact=True,
         config={"BLOCK_M": 32, "BLOCK_N": 16},
     ),
     "side-one-row": Case("side", rows=1, n=97, config={"BLOCK_M": 16, "BLOCK_N": 16}),
     # duplicated positions, window starts that are other sampled rows, rows near 0 (i - w < 0)
     "side-duplicates": Case(
-        "side", heads=2, n=90, positions=((10, 12, 12, 14, 1, 89), (3, 3, 35, 33, 31, 0)), config={"BLOCK_M": 16, "BLOCK_N": 16}
+        "side",
+        heads=2,
+        n=90,
+        positions=((10, 12, 12, 14, 1, 89), (3, 3, 35, 33, 31, 0)),
+        config={"BLOCK_M": 16, "BLOCK_N": 16},
     ),
     "columns-fp16-logits-emulated": Case("columns", logits_dtype="float16", exact=True, n=80),
-    "columns-tiles-odd-windows": Case("columns", n=133, d=24, windows=(1, 3, 40, 200), rows=7, config={"BLOCK_M": 16, "BLOCK_N": 32}),
+    "columns-tiles-odd-windows": Case(
+        "columns", n=133, d=24, windows=(1, 3, 40, 200), rows=7, config={"BLOCK_M": 16, "BLOCK_N": 32}
+    ),
     # a precomputed log-sum-exp instead of the statistics pass
     "side-lse": Case("side", lse=True),
-    "side-lse-window-softcap": Case("side", lse=True, window=11, softcap=6.0, n=100, config={"BLOCK_M": 16, "BLOCK_N": 16}),
+    "side-lse-window-softcap": Case(
+        "side", lse=True, window=11, softcap=6.0, n=100, config={"BLOCK_M": 16, "BLOCK_N": 16}
+    ),
     "side-lse-bf16-inputs": Case("side", lse=True, input_dtype="bfloat16"),
     "rows-lse": Case("rows", lse=True, window=11),
     # sampled rows alone: the split statistics (flash-decoding) with forced splits
     "rows-splits-3": Case("rows", n=161, splits=3, config={"BLOCK_N": 16}),
     "rows-splits-window": Case("rows", n=161, splits=5, window=23, softcap=6.0, config={"BLOCK_N": 16}),
-    "rows-one-row-bf16": Case("rows", rows=1, n=97, logits_dtype="bfloat16", input_dtype="bfloat16", exact=True, splits=4, config={"BLOCK_N": 16}),
+    "rows-one-row-bf16": Case(
+        "rows",
+        rows=1,
+        n=97,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        exact=True,
+        splits=4,
+        config={"BLOCK_N": 16},
+    ),
     # restricted: GQA groups 1 / 3 / 7, M = 1, forced splits with tiles that leave N ragged, a passed lse
-    "restricted-group1": Case("restricted", heads=2, kv_heads=2, rows=19, n=161, splits=3, config={"BLOCK_M": 16, "BLOCK_N": 16}),
-    "restricted-group3-window": Case("restricted", heads=6, kv_heads=2, rows=11, n=161, window=30, splits=4, config={"BLOCK_M": 16, "BLOCK_N": 32}),
+    "restricted-group1": Case(
+        "restricted", heads=2, kv_heads=2, rows=19, n=161, splits=3, config={"BLOCK_M": 16, "BLOCK_N": 16}
+    ),
+    "restricted-group3-window": Case(
+        "restricted", heads=6, kv_heads=2, rows=11, n=161, window=30, splits=4, config={"BLOCK_M": 16, "BLOCK_N": 32}
+    ),
     "restricted-group7-softcap": Case("restricted", heads=7, kv_heads=1, rows=9, n=130, softcap=6.0, kept="all"),
-    "restricted-one-row": Case("restricted", heads=3, kv_heads=1, rows=1, n=97, splits=2, config={"BLOCK_M": 16, "BLOCK_N": 16}),
+    "restricted-one-row": Case(
+        "restricted", heads=3, kv_heads=1, rows=1, n=97, splits=2, config={"BLOCK_M": 16, "BLOCK_N": 16}
+    ),
     "restricted-one-row-window": Case("restricted", heads=2, kv_heads=1, rows=1, n=97, window=9, kept="all"),
     "restricted-splits-bf16": Case(
-        "restricted", heads=6, kv_heads=2, rows=19, n=161, logits_dtype="bfloat16", input_dtype="bfloat16", exact=True,
-        splits=5, config={"BLOCK_M": 32, "BLOCK_N": 16},
+        "restricted",
+        heads=6,
+        kv_heads=2,
+        rows=19,
+        n=161,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        exact=True,
+        splits=5,
+        config={"BLOCK_M": 32, "BLOCK_N": 16},
     ),
-    "restricted-fp16-emulated": Case("restricted", heads=4, kv_heads=2, rows=19, logits_dtype="float16", input_dtype="float16", exact=True),
+    "restricted-fp16-emulated": Case(
+        "restricted", heads=4, kv_heads=2, rows=19, logits_dtype="float16", input_dtype="float16", exact=True
+    ),
     "restricted-lse": Case("restricted", heads=6, kv_heads=2, rows=19, window=40, lse=True),
     "restricted-lse-bf16": Case("restricted", heads=4, kv_heads=2, rows=19, input_dtype="bfloat16", lse=True),
     "restricted-invalid": Case("restricted-invalid"),
@@ -121,16 +159,40 @@ CASES = {
     # random bf16 inputs against eager's bf16 roundings (the twin): a logit within an fp32 ulp of a bf16
     # rounding boundary may round the other way (summation order), as on the GPU; most rows agree to 1e-6
     "rows-bf16-random": Case(
-        "rows", heads=4, kv_heads=2, n=160, d=64, rows=12, logits_dtype="bfloat16", input_dtype="bfloat16",
-        tol={"atol": 4e-3, "rtol": 0.0}, min_exact_row_share=0.5,
+        "rows",
+        heads=4,
+        kv_heads=2,
+        n=160,
+        d=64,
+        rows=12,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        tol={"atol": 4e-3, "rtol": 0.0},
+        min_exact_row_share=0.5,
     ),
     "side-bf16-random": Case(
-        "side", heads=4, kv_heads=2, n=160, d=64, rows=12, logits_dtype="bfloat16", input_dtype="bfloat16",
-        tol={"atol": 4e-3, "rtol": 1e-5}, min_exact_row_share=0.5,
+        "side",
+        heads=4,
+        kv_heads=2,
+        n=160,
+        d=64,
+        rows=12,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        tol={"atol": 4e-3, "rtol": 1e-5},
+        min_exact_row_share=0.5,
     ),
     "restricted-bf16-random": Case(
-        "restricted", heads=4, kv_heads=2, n=160, d=64, rows=24, logits_dtype="bfloat16", input_dtype="bfloat16",
-        tol={"atol": 4e-3, "rtol": 0.0}, min_exact_row_share=0.5,
+        "restricted",
+        heads=4,
+        kv_heads=2,
+        n=160,
+        d=64,
+        rows=24,
+        logits_dtype="bfloat16",
+        input_dtype="bfloat16",
+        tol={"atol": 4e-3, "rtol": 0.0},
+        min_exact_row_share=0.5,
     ),
 }
 
@@ -161,6 +223,7 @@ def compare(pairs: dict, case: Case) -> dict:
 def reference_lse(q, k, scaling, softcap, window, logits_dtype):
     """float32 ``[H, N]`` row log-sum-exp of the twin's transformed logits (float64 reduction)."""
     import torch
+
     from trustmass.kernels.reference import transformed_logits
 
     n = q.shape[1]
@@ -185,6 +248,7 @@ def run_case(case: Case) -> dict:
         return run_invalid_capture_case()
     import torch
     from kernel_oracle import random_case
+
     from trustmass.kernels import (
         column_mass_and_window_sums,
         sampled_row_probs,
@@ -219,7 +283,9 @@ def run_case(case: Case) -> dict:
         pairs = {"p": (got, want)}
     elif case.kernel == "columns":
         if direct:
-            got = tk.column_mass_and_window_sums_triton(q, k, positions, **kw, windows=case.windows, lse=lse, config=case.config)
+            got = tk.column_mass_and_window_sums_triton(
+                q, k, positions, **kw, windows=case.windows, lse=lse, config=case.config
+            )
         else:
             got = column_mass_and_window_sums(q, k, positions, windows=case.windows, backend="triton", lse=lse, **kw)
         want = column_mass_and_window_sums(q, k, positions, windows=case.windows, backend="torch", block_rows=16, **kw)
@@ -239,6 +305,7 @@ def run_invalid_capture_case() -> dict:
     import re
 
     import torch
+
     from trustmass.kernels import (
         column_mass_and_window_sums,
         sampled_row_probs,

@@ -96,6 +96,7 @@ def run_restricted_case(case) -> dict:
     ``case.config`` / ``case.splits`` call the Triton host function with those tiles and key
     splits; ``case.lse`` runs it twice, the second time with the first call's log-sum-exp."""
     from kernel_triton_cases import compare
+
     from trustmass.kernels import restricted_attention
     from trustmass.kernels.triton_restricted import restricted_attention_triton
 
@@ -151,7 +152,16 @@ def run_invalid_csr_case() -> dict:
         q, k, v, _ = random_inputs(7, 4, 2, 5, 16, 8)
         rows = torch.tensor([0, 3, 7, 12, 15])
         ptr, idx = keep_all_csr(4, rows, 16, 4)
-        a = {"q": q, "k": k, "v": v, "rows": rows, "kept_ptr": ptr.clone(), "kept_idx": idx.clone(), "scaling": 0.3, "window": 4}
+        a = {
+            "q": q,
+            "k": k,
+            "v": v,
+            "rows": rows,
+            "kept_ptr": ptr.clone(),
+            "kept_idx": idx.clone(),
+            "scaling": 0.3,
+            "window": 4,
+        }
         spoil(a)
         try:
             restricted_attention(**a, backend="triton")

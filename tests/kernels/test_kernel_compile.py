@@ -19,14 +19,22 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs triton (pip install '.[kernels]')")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None, reason="needs triton (pip install '.[kernels]')"
+)
 
 
 @pytest.fixture(scope="module")
 def compiled():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, str(HERE / "kernel_compile_check.py")], capture_output=True, text=True,
-                          check=False, env=env, timeout=900)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "kernel_compile_check.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     last_lines = {r["error"].strip().splitlines()[-1] for r in results.values() if "error" in r}

@@ -10,6 +10,7 @@ import importlib.util
 import pytest
 import torch
 from kernel_oracle import dense_column_stats, dense_probs, dense_rows, random_case
+
 from trustmass.kernels import column_mass_and_window_sums, resolve_backend, sampled_row_probs
 
 pytestmark = [
@@ -90,8 +91,11 @@ def test_compiled_fused_side_statistics_matches_twin_fp32(softcap, window):
 
     q, k, positions, scaling = _case()
     kw = {"scaling": scaling, "softcap": softcap, "window": window}
-    for got, want in zip(side_statistics(q, k, positions, backend="triton", **kw),
-                         side_statistics(q, k, positions, backend="torch", **kw), strict=True):  # fmt: skip
+    for got, want in zip(
+        side_statistics(q, k, positions, backend="triton", **kw),
+        side_statistics(q, k, positions, backend="torch", **kw),
+        strict=True,
+    ):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -122,7 +126,9 @@ def test_column_pass_with_the_layers_flash_lse():
 
     q, k, positions, scaling = _case(dtype=torch.bfloat16, seed=4, heads=4, kv_heads=4)
     try:
-        lse = torch.ops.aten._scaled_dot_product_flash_attention(q[None], k[None], k[None], 0.0, True, False, scale=scaling)[1][0]
+        lse = torch.ops.aten._scaled_dot_product_flash_attention(
+            q[None], k[None], k[None], 0.0, True, False, scale=scaling
+        )[1][0]
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"no flash SDPA here: {exc}")
     own = column_mass_and_window_sums(q, k, positions, scaling, backend="triton")
@@ -136,6 +142,7 @@ def test_compiled_restricted_attention(softcap, window):
     """fp32: the twin to 1e-5; bf16 with eager's roundings: most rows to 1e-6, none by more than a
     bf16 step; forced key splits and a reused lse give the same rows."""
     from restricted_oracle import random_csr, random_inputs
+
     from trustmass.kernels import restricted_attention
     from trustmass.kernels.triton_restricted import restricted_attention_triton
 
@@ -163,6 +170,7 @@ def test_compiled_restricted_attention(softcap, window):
 
 def test_restricted_attention_refuses_a_bad_kept_set_on_cuda():
     from restricted_oracle import keep_all_csr, random_inputs
+
     from trustmass.kernels import restricted_attention
 
     q, k, v, _ = random_inputs(7, 4, 2, 5, 16, 8)

@@ -5,6 +5,7 @@ import torch
 from kernel_oracle import random_case
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
 from trustmass.kernels import column_mass_and_window_sums, sampled_row_probs
 
 

@@ -137,15 +137,23 @@ def test_the_twins_ignore_a_passed_lse():
     q, k, positions = _capture_inputs(2)
     bogus = torch.full((4, 96), 123.0)
     kw = dict(scaling=0.2, window=11)
-    assert torch.equal(kernels.sampled_row_probs(q, k, positions, backend="torch", lse=bogus, **kw),
-                       kernels.sampled_row_probs(q, k, positions, backend="torch", **kw))  # fmt: skip
-    for a, b in zip(kernels.column_mass_and_window_sums(q, k, positions, backend="torch", lse=bogus, **kw),
-                    kernels.column_mass_and_window_sums(q, k, positions, backend="torch", **kw), strict=True):  # fmt: skip
+    assert torch.equal(
+        kernels.sampled_row_probs(q, k, positions, backend="torch", lse=bogus, **kw),
+        kernels.sampled_row_probs(q, k, positions, backend="torch", **kw),
+    )
+    for a, b in zip(
+        kernels.column_mass_and_window_sums(q, k, positions, backend="torch", lse=bogus, **kw),
+        kernels.column_mass_and_window_sums(q, k, positions, backend="torch", **kw),
+        strict=True,
+    ):
         assert torch.equal(a, b)
     q, k, v, rows = random_inputs(3, 4, 2, 7, 64, 16)
     ptr, idx = random_csr(3, 4, rows, 64, None)
-    for a, b in zip(kernels.restricted_attention(q, k, v, rows, ptr, idx, 0.25, backend="torch", lse=torch.zeros(4, 7)),
-                    kernels.restricted_attention(q, k, v, rows, ptr, idx, 0.25, backend="torch"), strict=True):  # fmt: skip
+    for a, b in zip(
+        kernels.restricted_attention(q, k, v, rows, ptr, idx, 0.25, backend="torch", lse=torch.zeros(4, 7)),
+        kernels.restricted_attention(q, k, v, rows, ptr, idx, 0.25, backend="torch"),
+        strict=True,
+    ):
         assert torch.equal(a, b)
 
 

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from kernel_oracle import dense_column_stats, dense_probs, dense_rows, hf_additive_mask, random_case
+
 from trustmass.kernels import column_mass_and_window_sums_torch, sampled_row_probs_torch
 
 WINDOWS = (2, 4, 8, 16, 32)

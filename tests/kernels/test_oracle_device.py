@@ -8,7 +8,9 @@ from device_guard import VirtualDevice
 from kernel_oracle import dense_probs, hf_additive_mask, random_case
 
 
-@pytest.mark.parametrize(("softcap", "window", "logits_dtype"), [(None, None, None), (30.0, 5, None), (None, 5, torch.bfloat16)])
+@pytest.mark.parametrize(
+    ("softcap", "window", "logits_dtype"), [(None, None, None), (30.0, 5, None), (None, 5, torch.bfloat16)]
+)
 def test_the_oracle_builds_its_mask_on_the_inputs_device(softcap, window, logits_dtype):
     q, k, _ = random_case(0, 2, 16, 8, 3)
     want = dense_probs(q, k, 0.35, softcap, window, logits_dtype)

@@ -14,6 +14,7 @@ from kernel_oracle import dense_probs, dense_rows, hf_additive_mask
 from restricted_oracle import dense_reference, keep_all_csr, random_csr, random_inputs, visible
 from test_kernel_memory import LargestTensor
 from torch.utils._pytree import tree_flatten
+
 from trustmass.kernels import restricted_attention, restricted_attention_torch, sampled_row_probs_torch
 
 HQ, HKV, N, D, M = 4, 2, 96, 32, 17

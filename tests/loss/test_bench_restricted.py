@@ -11,8 +11,15 @@ def result(tmp_path_factory):
     from workflow.tiny_study import make_tiny_model
 
     folder = make_tiny_model(tmp_path_factory.mktemp("bench") / "tiny")
-    return restricted.run(n_keys=64, continuation=16, budgets=(4, 8), rules=("top_mass", "balancing"),
-                          model_dir=str(folder), repeats=1, device="cpu")  # fmt: skip
+    return restricted.run(
+        n_keys=64,
+        continuation=16,
+        budgets=(4, 8),
+        rules=("top_mass", "balancing"),
+        model_dir=str(folder),
+        repeats=1,
+        device="cpu",
+    )
 
 
 def test_every_budget_and_rule_has_a_time_and_a_ratio(result):
@@ -21,7 +28,9 @@ def test_every_budget_and_rule_has_a_time_and_a_ratio(result):
         for rule in ("top_mass", "balancing"):
             assert entry[f"{rule}_s"] > 0
             assert entry[f"{rule}_vs_dense"] == pytest.approx(entry[f"{rule}_s"] / result["dense_s"])
-    assert [k["budget"] for k in result["kernel"]] == [4, 8] and all(k["throughput_vs_sdpa"] > 0 for k in result["kernel"])
+    assert [k["budget"] for k in result["kernel"]] == [4, 8] and all(
+        k["throughput_vs_sdpa"] > 0 for k in result["kernel"]
+    )
 
 
 def test_keep_all_reproduces_the_dense_nll(result):

@@ -17,7 +17,10 @@ from trustmass.report.frames.ceiling import fig2
 def shards(tmp_path_factory):
     from capture.tiny_models import tiny_shard
 
-    return [tiny_shard(tmp_path_factory.mktemp(f"map{k}"), n_tokens=90, rows_per_head=3, min_position=30, seed=k) for k in (1, 2)]
+    return [
+        tiny_shard(tmp_path_factory.mktemp(f"map{k}"), n_tokens=90, rows_per_head=3, min_position=30, seed=k)
+        for k in (1, 2)
+    ]
 
 
 @pytest.mark.parametrize("flat_mass", [0.05, 0.25, 0.5])

@@ -112,7 +112,9 @@ def test_prediction_of_a_real_last_layer_switch(kind):
     model, budget = tiny_model(kind, forward.ATTENTION_NAME, dtype=torch.float32), 12  # a large budget: a small delta
     c = Curvature(model, document(), CONTINUATION, budget)
     fw = forward.RestrictedForward(model, document(), CONTINUATION)
-    top = fw.nll(SelectionPolicy(Configuration("top", TOP_MASS), np.zeros(SHAPE, bool), budget, CellRecorder(SHAPE))).mean()
+    top = fw.nll(
+        SelectionPolicy(Configuration("top", TOP_MASS), np.zeros(SHAPE, bool), budget, CellRecorder(SHAPE))
+    ).mean()
     assert float(c.loss()) == pytest.approx(top, abs=2e-5)
     cells = np.zeros(SHAPE, dtype=bool)
     cells[-1, 1] = True
@@ -146,9 +148,18 @@ def test_restricted_output_matches_the_kernel_twin(kind):
             assert torch.equal(kept, visible_only(kept, call.probabilities()))
             ptr, idx = selection.to_csr(kept)
             twin, _, _ = kernels.restricted_attention(
-                call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap,
-                call.window, call.logits_dtype, backend="torch",
-            )  # fmt: skip
+                call.query,
+                call.keys,
+                call.values,
+                call.positions,
+                ptr,
+                idx,
+                call.scaling,
+                call.softcap,
+                call.window,
+                call.logits_dtype,
+                backend="torch",
+            )
             torch.testing.assert_close(restricted_output(call, kept), twin, rtol=1e-5, atol=1e-5)
         assert float((bal != top).sum()) > 0  # balancing differs somewhere: delta is not trivially 0
 
@@ -170,7 +181,9 @@ def test_frame_shares():
         assert r["predicted"] == pytest.approx(r["first_order"] + r["second_order"], abs=1e-12)
         assert r["predicted_share"] == pytest.approx(r["predicted"] / rows[ALL]["predicted"], rel=1e-12)
     # g.delta is linear over a partition; the quadratic part is not (the cross term)
-    assert rows["first_layer"]["first_order"] + rows["rest"]["first_order"] == pytest.approx(rows[ALL]["first_order"], rel=1e-9)
+    assert rows["first_layer"]["first_order"] + rows["rest"]["first_order"] == pytest.approx(
+        rows[ALL]["first_order"], rel=1e-9
+    )
     cross = rows[ALL]["second_order"] - rows["first_layer"]["second_order"] - rows["rest"]["second_order"]
     hv = c.hvp(c.direction(~first_layer))
     assert cross == pytest.approx(dot(c.direction(first_layer), hv), rel=1e-6, abs=1e-12)

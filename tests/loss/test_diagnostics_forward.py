@@ -29,14 +29,19 @@ def test_the_swap_ends_are_x_and_y_and_dense_has_no_kl(kind):
     ids = torch.randint(0, 96, (N_TOKENS,), generator=torch.Generator().manual_seed(5))
     model = tiny_model(kind, forward.ATTENTION_NAME, dtype=torch.float32)
     plan = swap_plan([("h2o", "snapkv")], [0.5], seeds=1)
-    tokens, seconds = run_diagnostics(model, ids, CONTINUATION, plan, 8, ["value_aware_mass", "value_aware_mii"], [8],
-                                      log=lambda _: None)  # fmt: skip
+    tokens, seconds = run_diagnostics(
+        model, ids, CONTINUATION, plan, 8, ["value_aware_mass", "value_aware_mii"], [8], log=lambda _: None
+    )
     assert tokens.group_by("config").len()["len"].unique().to_list() == [CONTINUATION - 1]
     assert set(seconds) >= {"prefix", "dense", "h2o>snapkv:boundary@0", "value_aware_mii@8"}
     dense = tokens.filter(tokens["family"] == "dense")
     assert float(dense["kl"].abs().max()) < 1e-9
     f = forward.RestrictedForward(model, ids, CONTINUATION, tail_rows=7, column_mass=True)
-    for rule, config in (("h2o", "h2o>snapkv:boundary@0"), ("snapkv", "h2o>snapkv:boundary@1"), ("value_aware_mii", "value_aware_mii@8")):
+    for rule, config in (
+        ("h2o", "h2o>snapkv:boundary@0"),
+        ("snapkv", "h2o>snapkv:boundary@1"),
+        ("value_aware_mii", "value_aware_mii@8"),
+    ):
         plain = f.nll(SelectionPolicy(Configuration(rule, rule), np.zeros(SHAPE, dtype=bool), 8, CellRecorder(SHAPE)))
         got = tokens.filter(tokens["config"] == config)["nll"].to_numpy()
         np.testing.assert_allclose(got, plain, rtol=0, atol=1e-6, err_msg=config)
@@ -44,4 +49,6 @@ def test_the_swap_ends_are_x_and_y_and_dense_has_no_kl(kind):
     assert half["kl"].min() >= 0 and half["fraction"].unique().to_list() == [0.5]
     assert tokens.filter(tokens["kind"] == "random_restricted")["seed"].unique().to_list() == [0]
     margin = tokens.filter(tokens["family"] == "margin").group_by("rule").agg(pl.col("contract_sha256").first())
-    assert margin.height == 2 and margin["contract_sha256"].n_unique() == 2  # the two rules differ in ranking: two records
+    assert (
+        margin.height == 2 and margin["contract_sha256"].n_unique() == 2
+    )  # the two rules differ in ranking: two records

@@ -60,8 +60,17 @@ def test_outputs_from_the_selections_rows_equal_the_twin(kind, rule):
     for call, kept, out in seen:
         ptr, idx = selection.to_csr(kept)
         twin, mass, _ = kernels.restricted_attention(
-            call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
-            call.logits_dtype, backend="torch",
-        )  # fmt: skip
+            call.query,
+            call.keys,
+            call.values,
+            call.positions,
+            ptr,
+            idx,
+            call.scaling,
+            call.softcap,
+            call.window,
+            call.logits_dtype,
+            backend="torch",
+        )
         torch.testing.assert_close(out, twin, rtol=1e-6, atol=1e-6)
         assert float(mass.min()) > 0 and float(mass.max()) < 1  # a real restriction: some mass dropped

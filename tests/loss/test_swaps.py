@@ -15,7 +15,12 @@ def random_sets(seed, rows=40, n=30, s=6):
     p[:, -3:] = 0.0  # keys without mass: never drawn in
     x = np.stack([np.sort(rng.choice(n - 3, s, replace=False)) for _ in range(rows)])
     # Y keeps one key fewer on odd rows (a rule keeping a key without mass), padded with -1
-    y = np.stack([np.pad(np.sort(rng.choice(n - 3, s - r % 2, replace=False)), (0, r % 2), constant_values=-1) for r in range(rows)])
+    y = np.stack(
+        [
+            np.pad(np.sort(rng.choice(n - 3, s - r % 2, replace=False)), (0, r % 2), constant_values=-1)
+            for r in range(rows)
+        ]
+    )
     return torch.as_tensor(p), torch.as_tensor(x), torch.as_tensor(y)
 
 

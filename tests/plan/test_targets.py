@@ -102,8 +102,11 @@ def test_per_model_input_selections(planned_inputs):
         for output, expected in inputs.get(rule, {}).items():
             model = next(m for m in study.config["models"] if pattern.format(model=m) == output)
             assert sorted(shards(model)) == expected, f"{rule} of {model}"
-        planned_models = {"loss_map": study.loss_models(), "allocation_panel": [] if not study.allocation_outputs()
-                          else study.loss_models(), "probe_train": study.probe_models()}[rule]
+        planned_models = {
+            "loss_map": study.loss_models(),
+            "allocation_panel": [] if not study.allocation_outputs() else study.loss_models(),
+            "probe_train": study.probe_models(),
+        }[rule]
         assert len(inputs.get(rule, {})) == len(planned_models), rule
     (sweep,) = inputs["certify_sweep"].values()
     assert sorted([*study.headline_records(), *study.headline_shards()]) == sweep
@@ -122,7 +125,9 @@ def test_every_planned_file_is_a_layout_pattern(planned):
         for path in paths:
             if path.startswith(generated) or stats.match(path) or path.startswith("resources/models/"):
                 continue
-            assert any(r.match(path) for r in regexes), f"{rule} writes {path}, which no trustmass.plan.layout pattern names"
+            assert any(r.match(path) for r in regexes), (
+                f"{rule} writes {path}, which no trustmass.plan.layout pattern names"
+            )
 
 
 def test_a_model_or_corpus_the_config_lacks_is_named():

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 # ---- wheels ----------------------------------------------------------------------------------------
 
 
@@ -22,7 +21,9 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes]) -
     info = f"{dist}-{version}.dist-info"
     members = dict(files)
     members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-    members[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: trustmass-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    members[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: trustmass-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = []
     for path, data in members.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -122,7 +123,17 @@ def tiny_spm_gguf(path: Path, add_bos: bool = True, add_space_prefix: bool = Fal
     control = ["<pad>", "<eos>", "<bos>", "<unk>"]
     byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
     # pieces with BPE-style scores: a later merge has a lower score
-    pieces = [("▁", -1.0), ("t", -2.0), ("h", -3.0), ("e", -4.0), ("a", -5.0), ("▁t", -6.0), ("he", -7.0), ("▁the", -8.0), ("▁a", -9.0)]
+    pieces = [
+        ("▁", -1.0),
+        ("t", -2.0),
+        ("h", -3.0),
+        ("e", -4.0),
+        ("a", -5.0),
+        ("▁t", -6.0),
+        ("he", -7.0),
+        ("▁the", -8.0),
+        ("▁a", -9.0),
+    ]
     user = ["\n", "\n\n"]
     tokens = control + user + byte_tokens + [p for p, _ in pieces]
     scores = [-1000.0] * (len(control) + len(user)) + [0.0] * 256 + [s for _, s in pieces]
@@ -207,7 +218,9 @@ def r_lazyload(folder: Path, objects: dict[str, list[str]]) -> tuple[Path, Path]
 # ---- a reference SentencePiece-BPE tokenizer (llama.cpp's algorithm), as a test oracle ----------------
 
 
-def spm_reference(text: str, tokens: list[str], scores: list[float], types: list[int], add_space_prefix: bool) -> list[int]:
+def spm_reference(
+    text: str, tokens: list[str], scores: list[float], types: list[int], add_space_prefix: bool
+) -> list[int]:
     """llama.cpp's SPM tokenization: user-defined tokens split out first (longest first), then per
     fragment repeatedly merge the adjacent pair whose concatenation is the best-scoring token (ties:
     leftmost), then byte fallback for symbols that are not tokens.  Slow and simple on purpose."""

@@ -39,8 +39,12 @@ def records(seed, corpus, doc, task=None, target_heads=None):
                     P[h] /= P[h].sum(axis=1, keepdims=True)
         decode = rng.dirichlet(np.full(T + 1, 0.5), size=HEADS)
         windows = laws.options.windows
-        laws.prefill[layer] = {"column_mass": P.sum(axis=1), "tails": np.stack([P[:, -k:].sum(axis=1) for k in windows], axis=1),
-                               "last": P[:, -1], "group": 1}  # fmt: skip
+        laws.prefill[layer] = {
+            "column_mass": P.sum(axis=1),
+            "tails": np.stack([P[:, -k:].sum(axis=1) for k in windows], axis=1),
+            "last": P[:, -1],
+            "group": 1,
+        }
         laws.decode[layer] = decode
         dense[layer] = (P, decode)
     return laws.frame(model="m", corpus=corpus, doc=doc, doc_id=f"{corpus}-{doc}", task=task), dense
@@ -51,7 +55,9 @@ def study():
     docs = [records(i, "prose", f"{i:04d}") for i in range(3)]
     tasks = [records(10, "tasks", "0000", "niah_single", target_heads={1}), records(11, "tasks", "0001", "vt")]
     frame = pl.concat([f for f, _ in docs + tasks])
-    frames = summarize(frame, StatisticsSettings(bootstrap=50), HeadlinePopulation(("m",), "prose"), list(TAILS), DILUTION)
+    frames = summarize(
+        frame, StatisticsSettings(bootstrap=50), HeadlinePopulation(("m",), "prose"), list(TAILS), DILUTION
+    )
     return frames, docs, tasks
 
 
@@ -103,11 +109,17 @@ def test_the_figure_and_the_table_render(study, tmp_path):
     frames, _, _ = study
     for name, frame in frames.items():
         frame.write_parquet(tmp_path / f"{name}.parquet")
-    summary = render("access_figure", [str(tmp_path / "access_layers.parquet"), str(tmp_path / "access_dilution.parquet")],
-                     {"png": str(tmp_path / "access_law.png")}, {})  # fmt: skip
+    summary = render(
+        "access_figure",
+        [str(tmp_path / "access_layers.parquet"), str(tmp_path / "access_dilution.parquet")],
+        {"png": str(tmp_path / "access_law.png")},
+        {},
+    )
     assert summary["rows"] == [frames["access_layers"].height, frames["access_dilution"].height]
     assert (tmp_path / "access_law.png").stat().st_size > 10_000
     files = {"csv": str(tmp_path / "t.csv"), "md": str(tmp_path / "t.md"), "html": str(tmp_path / "t.html")}
-    assert render("access_table", [str(tmp_path / "access_law.parquet")], files, {})["rows"] == frames["access_law"].height
+    assert (
+        render("access_table", [str(tmp_path / "access_law.parquet")], files, {})["rows"] == frames["access_law"].height
+    )
     text = (tmp_path / "t.md").read_text(encoding="utf-8")
     assert "| m | prose | 4 | 18 | 3 |" in text and "Prop. 3 holds" in text

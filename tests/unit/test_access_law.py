@@ -8,12 +8,14 @@ import pytest
 from trustmass.core.access_law import count_debiased, mean_position, normalised, participation_ratio, total_variation
 
 #: a causal 4 x 4 attention matrix (rows sum to one): C = column sums = [2.25, 1, 0.5, 0.25], T = 4
-A = np.array([
-    [1.0, 0.0, 0.0, 0.0],
-    [0.5, 0.5, 0.0, 0.0],
-    [0.5, 0.25, 0.25, 0.0],
-    [0.25, 0.25, 0.25, 0.25],
-])  # fmt: skip
+A = np.array(
+    [
+        [1.0, 0.0, 0.0, 0.0],
+        [0.5, 0.5, 0.0, 0.0],
+        [0.5, 0.25, 0.25, 0.0],
+        [0.25, 0.25, 0.25, 0.25],
+    ]
+)
 C = A.sum(axis=0)
 
 

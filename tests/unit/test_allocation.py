@@ -89,7 +89,12 @@ def test_allocators_match_total_and_are_deterministic(synthetic):
 def test_map_proportional_gives_flatter_cells_more(synthetic):
     data = al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=MAP)
     m8 = data.table.cell_m8()
-    want = np.array([[np.median([least_dropped_mass(x.instance, 8) for x in synthetic[(ly, hd)]]) for hd in range(4)] for ly in range(3)])
+    want = np.array(
+        [
+            [np.median([least_dropped_mass(x.instance, 8) for x in synthetic[(ly, hd)]]) for hd in range(4)]
+            for ly in range(3)
+        ]
+    )
     np.testing.assert_allclose(m8, want, rtol=1e-12)
     b = data.budgets[8]["map_proportional"].reshape(-1)
     flat = m8.reshape(-1)
@@ -115,7 +120,12 @@ def test_map_budget_is_the_callers(synthetic):
     """m̄ is read at the map budget given (statistics.map_budget), not at a constant of the module."""
     assert not hasattr(al, "MAP_BUDGET")
     m4 = al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=4).table.cell_m8()
-    want = np.array([[np.median([least_dropped_mass(x.instance, 4) for x in synthetic[(ly, hd)]]) for hd in range(4)] for ly in range(3)])
+    want = np.array(
+        [
+            [np.median([least_dropped_mass(x.instance, 4) for x in synthetic[(ly, hd)]]) for hd in range(4)]
+            for ly in range(3)
+        ]
+    )
     np.testing.assert_allclose(m4, want, rtol=1e-12)
     assert not np.allclose(m4, al.panel_data(synthetic, unit=8, selector="top_mass", map_budget=MAP).table.cell_m8())
 
@@ -160,7 +170,11 @@ def test_uniform_against_uniform_is_exactly_zero(synthetic):
     assert (uni["pooled_es"] == uni["pooled_es_uniform"]).all()
     # identical cells: every allocator but the pyramid is uniform, so its Delta is exactly 0 too
     rng = np.random.default_rng(5)
-    same = {(ly, hd): [_row(_peaked(40, np.random.default_rng(k), 2.0), rng) for k in range(2)] for ly in range(2) for hd in range(3)}
+    same = {
+        (ly, hd): [_row(_peaked(40, np.random.default_rng(k), 2.0), rng) for k in range(2)]
+        for ly in range(2)
+        for hd in range(3)
+    }
     f = al.panel(same, unit=4, selector="top_mass", B=50, map_budget=MAP)
     for name in ("map_proportional", "mass_greedy"):
         row = f.filter(pl.col("allocator") == name)
@@ -175,8 +189,20 @@ def test_bootstrap_contains_estimate_and_matches_core(synthetic):
     moved = frame.filter(pl.col("allocator") != "uniform")
     assert (moved["delta_hi"] > moved["delta_lo"]).all()
     # the same resamples as core.stats' paired difference on one allocator
-    cols = {"cell": data.table.cell, "a": data.row_es("balancing", 8, "map_proportional"), "u": data.row_es("balancing", 8, "uniform")}
-    ref = paired_bootstrap_difference(cols, lambda d: d["a"].mean(), lambda d: d["u"].mean(), cluster="cell", B=300, seed=7, columns=["cell", "a", "u"])
+    cols = {
+        "cell": data.table.cell,
+        "a": data.row_es("balancing", 8, "map_proportional"),
+        "u": data.row_es("balancing", 8, "uniform"),
+    }
+    ref = paired_bootstrap_difference(
+        cols,
+        lambda d: d["a"].mean(),
+        lambda d: d["u"].mean(),
+        cluster="cell",
+        B=300,
+        seed=7,
+        columns=["cell", "a", "u"],
+    )
     row = frame.filter(pl.col("allocator") == "map_proportional")
     assert row["delta_es"][0] == pytest.approx(ref.estimate, rel=1e-12)
     assert (row["delta_lo"][0], row["delta_hi"][0]) == pytest.approx((ref.low, ref.high), rel=1e-12)
@@ -202,7 +228,10 @@ def tiny(tmp_path_factory):
     """Two tiny captured documents (2 layers x 4 query heads, 3 rows per KV head) and their panel."""
     from capture.tiny_models import tiny_shard
 
-    paths = [tiny_shard(tmp_path_factory.mktemp(f"alloc{k}"), n_tokens=100, rows_per_head=3, min_position=40, seed=k) for k in (1, 2)]
+    paths = [
+        tiny_shard(tmp_path_factory.mktemp(f"alloc{k}"), n_tokens=100, rows_per_head=3, min_position=40, seed=k)
+        for k in (1, 2)
+    ]
     frame, data = al.shard_panel(paths, units=(4, 8), B=200, seed=0, model="tiny", map_budget=MAP)
     return paths, frame, data
 

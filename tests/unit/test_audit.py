@@ -8,13 +8,13 @@ import polars as pl
 import pytest
 
 from trustmass.audit import records as au
-from trustmass.contracts import shards
-from trustmass.report.frames import audit as asum
 from trustmass.ceiling.records import CeilingSettings, shard_records
+from trustmass.contracts import shards
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import REGISTRY
 from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.report.engine import StatisticsSettings
+from trustmass.report.frames import audit as asum
 from trustmass.report.headline import HEADLINE_SCHEMA
 
 CEIL = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
@@ -52,7 +52,10 @@ def test_records_carry_their_run_contract(tiny):
     assert (per_run["n"] == 1).all()
     assert audit["contract_sha256"].n_unique() == per_run.height  # and no two runs share one
     for r in audit.unique(["layer", "rule", "budget"]).iter_rows(named=True):
-        assert r["contract_sha256"] == selector_run(REGISTRY[r["rule"]], r["budget"], "tiny/words/0000", (r["layer"],)).sha256
+        assert (
+            r["contract_sha256"]
+            == selector_run(REGISTRY[r["rule"]], r["budget"], "tiny/words/0000", (r["layer"],)).sha256
+        )
 
 
 def test_top_mass_excess_is_kappa_hat(tiny):
@@ -127,8 +130,13 @@ def test_cache_faithful_set_is_frozen_at_the_eviction_row(tiny):
         frozen = run(REGISTRY[name], x_tau, 4)
         assert frozen.max() <= x_tau.position  # nothing written after the eviction is kept
         es, _, _ = au._score(x_late, frozen)
-        rec = audit.filter(pl.col("layer") == 0, pl.col("head") == head, pl.col("query_pos") == x_late.position,
-                           pl.col("budget") == 4, pl.col("rule") == name)  # fmt: skip
+        rec = audit.filter(
+            pl.col("layer") == 0,
+            pl.col("head") == head,
+            pl.col("query_pos") == x_late.position,
+            pl.col("budget") == 4,
+            pl.col("rule") == name,
+        )
         assert rec["es_cf"][0] == pytest.approx(es, rel=1e-12)
     # StreamingLLM's frozen cache: sinks + the recency window as of tau
     s = 4
@@ -176,20 +184,45 @@ def synthetic_records(seed=0, docs=4, n=200):
             for rule, es in (
                 ("snapkv", 1.0 + 2 * dm + rng.normal(0, 0.05)),
                 ("recency", 1.0 + rng.uniform(0, 1)),
-                ("h2o", 1.2 + dm), ("quest", 1.5 + dm), ("streaming_llm", 2.0 + dm),
+                ("h2o", 1.2 + dm),
+                ("quest", 1.5 + dm),
+                ("streaming_llm", 2.0 + dm),
                 ("top_mass", 1.0 + dm / 2),
-            ):  # fmt: skip
+            ):
                 for budget, enumerated in ((8, True), (64, False)):
-                    rows.append({
-                        "model": "m", "corpus": "c", "doc": f"{d:04d}", "layer": 0, "head": 0, "kv_head": 0,
-                        "row": i % 6, "query_pos": 100 + i, "evict_pos": 100, "budget": budget, "rule": rule,
-                        "n_kept_zero": 0, "in_pool": False, "es_rule": es, "es_cf": es * 1.5, "cf_reading": "frozen_prefill",
-                        "tova_mismatch": False, "dropped_mass": dm, "D": 1.0, "es_top": 1.0 + dm / 2,
-                        "es_pool": es_pool if enumerated else None, "es_bal": 1.0, "kappa_hat": (1.0 + dm / 2) if enumerated else None,
-                        "enumerated": enumerated, "excess": es / es_pool if enumerated else None,
-                        "excess_cf": 1.5 * es / es_pool if enumerated else None, "over_top": es / (1.0 + dm / 2),
-                        "over_bal": es, "label": es > 1.11 * (es_pool if enumerated else 1.0),
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "model": "m",
+                            "corpus": "c",
+                            "doc": f"{d:04d}",
+                            "layer": 0,
+                            "head": 0,
+                            "kv_head": 0,
+                            "row": i % 6,
+                            "query_pos": 100 + i,
+                            "evict_pos": 100,
+                            "budget": budget,
+                            "rule": rule,
+                            "n_kept_zero": 0,
+                            "in_pool": False,
+                            "es_rule": es,
+                            "es_cf": es * 1.5,
+                            "cf_reading": "frozen_prefill",
+                            "tova_mismatch": False,
+                            "dropped_mass": dm,
+                            "D": 1.0,
+                            "es_top": 1.0 + dm / 2,
+                            "es_pool": es_pool if enumerated else None,
+                            "es_bal": 1.0,
+                            "kappa_hat": (1.0 + dm / 2) if enumerated else None,
+                            "enumerated": enumerated,
+                            "excess": es / es_pool if enumerated else None,
+                            "excess_cf": 1.5 * es / es_pool if enumerated else None,
+                            "over_top": es / (1.0 + dm / 2),
+                            "over_bal": es,
+                            "label": es > 1.11 * (es_pool if enumerated else 1.0),
+                        }
+                    )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
@@ -262,9 +295,21 @@ def test_fig3_renders(tmp_path):
 
 def test_claim_108_is_the_first_native_budget_where_every_audited_rule_clears_070():
     table = pl.DataFrame(
-        [{"population": "primary", "model": m, "rule": r, "budget": s, "auc": auc, "n": 10, "n_docs": 3, "n_degenerate": 0}
-         for m, per_budget in {"a": {64: 0.6, 128: 0.75, 256: 0.9}, "b": {64: 0.5, 128: 0.6, 256: 0.65}}.items()
-         for s, auc in per_budget.items() for r in ("snapkv", "h2o")]
-    )  # fmt: skip
+        [
+            {
+                "population": "primary",
+                "model": m,
+                "rule": r,
+                "budget": s,
+                "auc": auc,
+                "n": 10,
+                "n_docs": 3,
+                "n_degenerate": 0,
+            }
+            for m, per_budget in {"a": {64: 0.6, 128: 0.75, 256: 0.9}, "b": {64: 0.5, 128: 0.6, 256: 0.65}}.items()
+            for s, auc in per_budget.items()
+            for r in ("snapkv", "h2o")
+        ]
+    )
     first = asum.first_budget_clearing(table).sort("model")
     assert first["x"].to_list() == [128.0, math.inf]  # b never clears it within the audited budgets

@@ -72,7 +72,9 @@ def causal_layer(seed: int = 0, n: int = 40, positions=(20, 30, 39), heads: int 
         "positions": np.array([rows]),
         "p": P[:, rows, :],
         "acc_mass": np.stack([np.cumsum(P[h], axis=0)[rows] for h in range(heads)]),
-        "window_sums": np.stack([[[P[h, max(0, i - w + 1) : i + 1].sum(axis=0) for w in windows] for i in rows] for h in range(heads)]),
+        "window_sums": np.stack(
+            [[[P[h, max(0, i - w + 1) : i + 1].sum(axis=0) for w in windows] for i in rows] for h in range(heads)]
+        ),
         "query": queries[:, rows, :],
         "keys": keys,
         "values": values,
@@ -108,7 +110,9 @@ def test_an_audit_role_needs_a_cache_faithful_reading():
         evidence: ClassVar[frozenset] = frozenset()
         audit_role: ClassVar[str] = "audited"
 
-    with pytest.raises(ValueError, match=r"Unread.audit_role = 'audited' but no cache_faithful reading; fix: declare cache_faithful"):
+    with pytest.raises(
+        ValueError, match=r"Unread.audit_role = 'audited' but no cache_faithful reading; fix: declare cache_faithful"
+    ):
         contract(Unread())
 
     @dataclass(frozen=True)
@@ -117,7 +121,10 @@ def test_an_audit_role_needs_a_cache_faithful_reading():
         audit_role: ClassVar[str] = "deployed"
         cache_faithful: ClassVar[str] = "frozen_prefill"
 
-    with pytest.raises(ValueError, match=r"Misnamed.audit_role = 'deployed'; fix: declare one of \[None, 'audited', 'control', 'scored'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"Misnamed.audit_role = 'deployed'; fix: declare one of \[None, 'audited', 'control', 'scored'\]",
+    ):
         contract(Misnamed())
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from trustmass.certification import runner as R
 from trustmass.bench import certify as bench
 from trustmass.bench.certify_rows import shard_rows
+from trustmass.certification import runner as R
 from trustmass.certification.misocp import STATUSES
 
 
@@ -24,7 +24,10 @@ def same_named_shards(tmp_path_factory):
     root = tmp_path_factory.mktemp("capture")
     (root / "austen").mkdir()
     (root / "stdlib").mkdir()
-    return [capture_tiny_shard(root / "austen"), capture_tiny_shard(root / "stdlib", n_tokens=100, min_position=60, seed=2)]
+    return [
+        capture_tiny_shard(root / "austen"),
+        capture_tiny_shard(root / "stdlib", n_tokens=100, min_position=60, seed=2),
+    ]
 
 
 def test_shard_rows_respect_min_keys(tiny_shard):
@@ -42,7 +45,9 @@ def test_shard_rows_respect_min_keys(tiny_shard):
 
 def test_shard_mode_one_row_per_budget_and_instance(tiny_shard):
     budgets = (2, 4)
-    out = bench.run(instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets)
+    out = bench.run(
+        instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets
+    )
     rows = out["instances"]
     assert out["mode"] == "shard" and len(rows) == 2 * len(budgets)
     assert [r["budget"] for r in rows] == [2, 2, 4, 4]
@@ -55,8 +60,12 @@ def test_shard_mode_one_row_per_budget_and_instance(tiny_shard):
         assert r["enumeration_seconds"] >= 0 and r["certify_seconds"] >= 0
     assert set(out["by_budget"]) == {"2", "4"}
     assert all(sorted(v["statuses"]) == v["statuses"] and len(v["statuses"]) == 2 for v in out["by_budget"].values())
-    again = bench.run(instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets)
-    assert [(r["layer"], r["head"], r["query_pos"]) for r in again["instances"]] == [(r["layer"], r["head"], r["query_pos"]) for r in rows]
+    again = bench.run(
+        instances=2, seed=0, shard=tiny_shard, min_keys=40, time_limit=0.3, memory_limit_mb=500.0, budgets=budgets
+    )
+    assert [(r["layer"], r["head"], r["query_pos"]) for r in again["instances"]] == [
+        (r["layer"], r["head"], r["query_pos"]) for r in rows
+    ]
 
 
 def test_cli_passes_shard_and_min_keys(tmp_path, monkeypatch, capsys):
@@ -67,14 +76,29 @@ def test_cli_passes_shard_and_min_keys(tmp_path, monkeypatch, capsys):
     seen = {}
 
     def fake_run(instances=2, seed=0, shard=None, min_keys=0, time_limit=10.0, budgets=(4, 8, 16, 32)):
-        seen.update(instances=instances, seed=seed, shard=shard, min_keys=min_keys, time_limit=time_limit, budgets=budgets)
+        seen.update(
+            instances=instances, seed=seed, shard=shard, min_keys=min_keys, time_limit=time_limit, budgets=budgets
+        )
         return {"benchmark": "certify", "mode": "shard" if shard else "records"}
 
     monkeypatch.setattr(bench, "run", fake_run)
     target = tmp_path / "b.json"
-    assert main(["certify", "--shard", "x.safetensors", "--min-keys", "40", "--instances", "1", "--out", str(target)]) == 0
-    assert seen == {"instances": 1, "seed": 0, "shard": "x.safetensors", "min_keys": 40, "time_limit": 10.0, "budgets": (4, 8, 16, 32)}
-    assert json.loads(target.read_text()) == json.loads(capsys.readouterr().out) == {"benchmark": "certify", "mode": "shard"}
+    assert (
+        main(["certify", "--shard", "x.safetensors", "--min-keys", "40", "--instances", "1", "--out", str(target)]) == 0
+    )
+    assert seen == {
+        "instances": 1,
+        "seed": 0,
+        "shard": "x.safetensors",
+        "min_keys": 40,
+        "time_limit": 10.0,
+        "budgets": (4, 8, 16, 32),
+    }
+    assert (
+        json.loads(target.read_text())
+        == json.loads(capsys.readouterr().out)
+        == {"benchmark": "certify", "mode": "shard"}
+    )
     assert main(["certify", "--instances", "1"]) == 0 and seen["shard"] is None and seen["min_keys"] == 0
     assert main(["certify", "--time-limit", "120", "--budgets", "8,32"]) == 0
     assert seen["time_limit"] == 120.0 and seen["budgets"] == (8, 32)
@@ -89,13 +113,23 @@ def test_records_mode_reads_the_study_layout(tiny_shard, tmp_path):
     root = tmp_path / "capture" / "tiny" / "words"
     root.mkdir(parents=True)
     shutil.copy(tiny_shard, root / "0000.safetensors")
-    records = shard_records(str(root / "0000.safetensors"), "tiny", "words", "0000", CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2))
+    records = shard_records(
+        str(root / "0000.safetensors"),
+        "tiny",
+        "words",
+        "0000",
+        CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2),
+    )
     (tmp_path / "ceiling").mkdir()
     records.write_parquet(tmp_path / "ceiling" / "r.parquet")
     out = bench.run(
-        instances=1, records_glob=str(tmp_path / "ceiling" / "*.parquet"), capture_root=str(tmp_path / "capture"),
-        time_limit=0.3, memory_limit_mb=500.0, budgets=(2, 4),
-    )  # fmt: skip
+        instances=1,
+        records_glob=str(tmp_path / "ceiling" / "*.parquet"),
+        capture_root=str(tmp_path / "capture"),
+        time_limit=0.3,
+        memory_limit_mb=500.0,
+        budgets=(2, 4),
+    )
     assert [r["budget"] for r in out["instances"]] == [2, 4] and set(out["by_budget"]) == {"2", "4"}
     for r in out["instances"]:
         assert r["status"] in STATUSES and r["es_cert"] <= r["es_pool"] * (1 + 1e-12)
@@ -108,7 +142,9 @@ def test_compare_mode_runs_both_certifiers_on_the_same_rows(tiny_shard):
     the per-budget table of decided shares, seconds and their ratio."""
     from trustmass.bench.certify_compare import DECIDED, summarise
 
-    out = bench.run(shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, paper_time_limit=2.0, budgets=(2, 4))
+    out = bench.run(
+        shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, paper_time_limit=2.0, budgets=(2, 4)
+    )
     rows = out["instances"]
     assert out["mode"] == "compare" and len(rows) == 2 * 2  # 2 budgets x 2 deciles x 1 per stratum
     for r in rows:
@@ -127,8 +163,16 @@ def test_compare_mode_reloads_each_row_from_its_own_shard(same_named_shards):
     shards = same_named_shards
     own = {(sh, r["layer"], r["head"], r["query_pos"]): r["n_keys"] for sh in shards for r in shard_rows(sh)}
     assert len({key[1:] for key in own}) == len(own)  # the two shards sampled different rows
-    out = bench.run(shard=shards, compare=True, min_keys=1, n_deciles=1, per_stratum=100, time_limit=5.0, budgets=(2,),
-                    certifiers=("bnb",))  # fmt: skip
+    out = bench.run(
+        shard=shards,
+        compare=True,
+        min_keys=1,
+        n_deciles=1,
+        per_stratum=100,
+        time_limit=5.0,
+        budgets=(2,),
+        certifiers=("bnb",),
+    )
     rows = out["instances"]
     assert len(rows) == len(own) and {r["shard"] for r in rows} == set(shards)  # every row of both shards, once
     assert all(r["n_keys"] == own[(r["shard"], r["layer"], r["head"], r["query_pos"])] for r in rows)
@@ -141,7 +185,9 @@ def test_a_certifier_left_out_is_not_run_in_every_column(tiny_shard):
 
     from trustmass.bench.certify_compare import COLUMNS, NOT_RUN
 
-    out = bench.run(shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, budgets=(2, 4), certifiers=("bnb",))
+    out = bench.run(
+        shard=tiny_shard, compare=True, min_keys=40, n_deciles=2, time_limit=5.0, budgets=(2, 4), certifiers=("bnb",)
+    )
     assert out["certifiers"] == ["bnb"] and all(r["paper"]["status"] == NOT_RUN for r in out["instances"])
     for line in out["summary"]:
         assert all(line[f"paper_{c}"] is None for c in COLUMNS) and line["median_ratio"] is None

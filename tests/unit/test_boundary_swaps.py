@@ -51,8 +51,14 @@ def test_random_controls_are_seeded_and_the_unrestricted_one_leaves_the_disagree
     a = random_swap(kept_x, kept_y, 3, inst.n_keys, np.random.default_rng(7), restricted=False)
     b = random_swap(kept_x, kept_y, 3, inst.n_keys, np.random.default_rng(7), restricted=False)
     assert np.array_equal(a, b)
-    entered = [set(np.setdiff1d(random_swap(kept_x, kept_y, 3, inst.n_keys, np.random.default_rng(k), restricted=False),
-                                kept_x)) for k in range(20)]  # fmt: skip
+    entered = [
+        set(
+            np.setdiff1d(
+                random_swap(kept_x, kept_y, 3, inst.n_keys, np.random.default_rng(k), restricted=False), kept_x
+            )
+        )
+        for k in range(20)
+    ]
     _, d_in = disagreement(kept_x, kept_y)
     assert any(not e <= set(d_in) for e in entered)  # 200 keys: the unrestricted draw reaches beyond D_in
 
@@ -60,7 +66,9 @@ def test_random_controls_are_seeded_and_the_unrestricted_one_leaves_the_disagree
 def test_the_curve_ends_at_a_full_recovery_and_names_the_gap():
     inst, kept_x, kept_y = pair(3)
     curve = swap_curve(inst, kept_x, kept_y, inst.p, seeds=[0, 1, 2])
-    assert curve.es_boundary[0] == pytest.approx(es(inst, kept_x)) and curve.es_boundary[-1] == pytest.approx(es(inst, kept_y))
+    assert curve.es_boundary[0] == pytest.approx(es(inst, kept_x)) and curve.es_boundary[-1] == pytest.approx(
+        es(inst, kept_y)
+    )
     rec = curve.recovered("boundary")
     assert rec[0] == pytest.approx(0.0) and rec[-1] == pytest.approx(1.0)
     assert curve.recovered("random_restricted")[-1] == pytest.approx(1.0)  # the full restricted swap is Y as well

@@ -59,7 +59,9 @@ def test_statistics_modules_exist_and_the_catalog_imports_no_drawing_or_statisti
     for rule in STATISTICS:
         importlib.import_module(rule.module)
     source = Path(catalog.__file__).read_text(encoding="utf-8")
-    assert not re.search(r"^(from|import) (matplotlib|polars|numpy|trustmass\.report\.(figures|frames|tables))", source, re.M)
+    assert not re.search(
+        r"^(from|import) (matplotlib|polars|numpy|trustmass\.report\.(figures|frames|tables))", source, re.M
+    )
 
 
 def test_the_workflow_generates_a_render_rule_and_a_target_per_output():
@@ -70,3 +72,28 @@ def test_the_workflow_generates_a_render_rule_and_a_target_per_output():
     # no hand-written rule for a catalogued output remains
     for out in OUTPUTS:
         assert f"rule render_{out.name}:" not in report_smk and f"rule {out.name}:" not in snakefile
+
+
+def test_an_output_naming_its_statistics_function_gets_its_own_statistics_rule():
+    # the figure recipe's one catalog entry (README, "Extending"; tests/recipes run it through snakemake)
+    out = catalog.Output(
+        name="fig_x",
+        kind="figure",
+        title="X",
+        frames=("fig_x",),
+        draw="m:fig_x",
+        path="x.png",
+        statistics="trustmass.report.frames.audit:fig_x",
+        inputs={"audit": "audit_records"},
+        when="deploy/enabled",
+    )
+    rule = out.statistics_rule
+    assert (rule.name, rule.module, rule.function) == ("fig_x_statistics", "trustmass.report.frames.audit", "fig_x")
+    assert rule.frames == out.frames and rule.inputs == out.inputs and rule.when == "deploy/enabled"
+    assert rule.outputs == {"fig_x": "results/stats/fig_x.parquet"}
+    stage_rules = [o for o in OUTPUTS if o.statistics is None]
+    assert stage_rules and all(o.statistics_rule is None for o in stage_rules)
+    assert {o.statistics_rule.name for o in OUTPUTS if o.statistics} <= {r.name for r in STATISTICS}
+    for half in ({"statistics": "m:f"}, {"inputs": {"a": "audit_records"}}, {"when": "deploy/enabled"}):
+        with pytest.raises(ValueError, match="statistics= and inputs= go together"):
+            catalog.Output(name="y", kind="figure", title="Y", frames=("y",), draw="m:y", path="y.png", **half)

@@ -7,10 +7,18 @@ import pytest
 import torch
 
 from trustmass.capture import prefill as cap
+from trustmass.capture import shards
+from trustmass.ceiling.records import (
+    COLUMNS,
+    DIAGNOSTICS,
+    CeilingSettings,
+    Row,
+    instance_of,
+    row_records,
+    shard_records,
+)
 from trustmass.core import enumeration as en
 from trustmass.core import operator as op
-from trustmass.capture import shards
-from trustmass.ceiling.records import COLUMNS, DIAGNOSTICS, CeilingSettings, Row, instance_of, row_records, shard_records
 
 SETTINGS = CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
 
@@ -83,6 +91,10 @@ def test_shard_records_contract(tmp_path):
     # rows of one KV group share their positions
     import polars as pl
 
-    pos = frame.filter(pl.col("budget") == 2).group_by(["layer", "kv_head"]).agg(pl.col("query_pos").n_unique().alias("u"))
+    pos = (
+        frame.filter(pl.col("budget") == 2)
+        .group_by(["layer", "kv_head"])
+        .agg(pl.col("query_pos").n_unique().alias("u"))
+    )
     assert set(pos["u"].to_list()) == {2}
     assert frame.filter(frame["enumerated"])["kappa_hat"].min() >= 1.0

@@ -22,14 +22,54 @@ FAST = StatisticsSettings(bootstrap=200)
 NO_CI = StatisticsSettings(bootstrap=0)
 
 DEFAULTS = dict(
-    model="m", corpus="prose", doc="0000", layer=0, head=0, kv_head=0, group_size=1, query_pos=100, n_keys=300,
-    budget=4, dropped_mass=0.1, D=1.0, sigma=0.5, phi=0.5, es_top=1.0, es_pool=1.0, pool_extra=24, n_subsets=100,
-    es_bal=1.0, n_swaps=0, kappa_hat=1.0, c_hat=0.0, kappa_hat_bal=1.0, ef_fw=0.5, pi_hat=2.0, es_geo=1.5,
-    es_lev=3.0, es_vote=1.0, bound_2dm=2.0, bound_var=1.5, enumerated=True, pool_is_row=False, es_geo_pool=1.2,
+    model="m",
+    corpus="prose",
+    doc="0000",
+    layer=0,
+    head=0,
+    kv_head=0,
+    group_size=1,
+    query_pos=100,
+    n_keys=300,
+    budget=4,
+    dropped_mass=0.1,
+    D=1.0,
+    sigma=0.5,
+    phi=0.5,
+    es_top=1.0,
+    es_pool=1.0,
+    pool_extra=24,
+    n_subsets=100,
+    es_bal=1.0,
+    n_swaps=0,
+    kappa_hat=1.0,
+    c_hat=0.0,
+    kappa_hat_bal=1.0,
+    ef_fw=0.5,
+    pi_hat=2.0,
+    es_geo=1.5,
+    es_lev=3.0,
+    es_vote=1.0,
+    bound_2dm=2.0,
+    bound_var=1.5,
+    enumerated=True,
+    pool_is_row=False,
+    es_geo_pool=1.2,
     es_lev_pool=2.0,
-)  # fmt: skip
-ENUMERATION_ONLY = ("es_pool", "n_subsets", "kappa_hat", "c_hat", "kappa_hat_bal", "ef_fw", "pi_hat", "es_geo",
-                    "es_lev", "es_geo_pool", "es_lev_pool")  # fmt: skip
+)
+ENUMERATION_ONLY = (
+    "es_pool",
+    "n_subsets",
+    "kappa_hat",
+    "c_hat",
+    "kappa_hat_bal",
+    "ef_fw",
+    "pi_hat",
+    "es_geo",
+    "es_lev",
+    "es_geo_pool",
+    "es_lev_pool",
+)
 
 
 def rec(c_hat=None, **kw):
@@ -45,8 +85,18 @@ def rec(c_hat=None, **kw):
 
 
 def frame(rows):
-    schema = {k: (pl.Utf8 if isinstance(v, str) else pl.Boolean if isinstance(v, bool) else pl.Int64 if isinstance(v, int) else pl.Float64)
-              for k, v in DEFAULTS.items()}  # fmt: skip
+    schema = {
+        k: (
+            pl.Utf8
+            if isinstance(v, str)
+            else pl.Boolean
+            if isinstance(v, bool)
+            else pl.Int64
+            if isinstance(v, int)
+            else pl.Float64
+        )
+        for k, v in DEFAULTS.items()
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -79,7 +129,14 @@ def test_primary_slice_is_the_first_three_documents_per_model_and_corpus():
     rows += docs_rows({"0007": [0.5], "0009": [0.5], "0011": [0.5], "0012": [0.5]}, corpus="code")
     f = S.prepare(frame(rows))
     primary = f.filter(pl.col("primary"))
-    assert sorted(primary["cluster"].to_list()) == ["code/0007", "code/0009", "code/0011", "prose/0000", "prose/0001", "prose/0002"]
+    assert sorted(primary["cluster"].to_list()) == [
+        "code/0007",
+        "code/0009",
+        "code/0011",
+        "prose/0000",
+        "prose/0001",
+        "prose/0002",
+    ]
     out = S.fig1(frame(rows), NO_CI)
     assert only(out, population="primary")["n_docs"] == 6 and only(out, population="all")["n_docs"] == 9
 
@@ -141,8 +198,17 @@ def map_rows(perfect=True):
     for (layer, head), (dm, c) in cells.items():
         for doc in ("0000", "0001"):
             for i in range(3):
-                rows.append(rec(c_hat=c, dropped_mass=dm if perfect else 1 - dm, layer=layer, head=head, doc=doc,
-                                query_pos=100 + i, budget=8))  # fmt: skip
+                rows.append(
+                    rec(
+                        c_hat=c,
+                        dropped_mass=dm if perfect else 1 - dm,
+                        layer=layer,
+                        head=head,
+                        doc=doc,
+                        query_pos=100 + i,
+                        budget=8,
+                    )
+                )
     return rows
 
 
@@ -174,8 +240,18 @@ def test_table6_auc_edge_interior_and_rho_depth():
             for i in range(4):
                 labelled = layer in (0, 1, 4, 5) and i < 2 or (layer == 2 and i == 0)
                 c = 0.3 if labelled else 0.01
-                rows.append(rec(c_hat=c, dropped_mass=0.5 if labelled else 0.1, layer=layer, doc=doc, query_pos=100 + i,
-                                budget=8, phi=c, group_size=3))  # fmt: skip
+                rows.append(
+                    rec(
+                        c_hat=c,
+                        dropped_mass=0.5 if labelled else 0.1,
+                        layer=layer,
+                        doc=doc,
+                        query_pos=100 + i,
+                        budget=8,
+                        phi=c,
+                        group_size=3,
+                    )
+                )
     out = only(S.table6(frame(rows), FAST), population="all")
     assert out["auc"] == 1.0 and out["auc_low"] == 1.0
     assert out["edge_rate"] == pytest.approx(0.5) and out["interior_rate"] == pytest.approx(0.125)
@@ -195,7 +271,9 @@ def test_table1_balancing_share_and_mass_share_of_s8():
     rows = []
     for i, (bal8, bal64) in enumerate([(0.95, 0.8), (0.99, 0.97), (0.85, 0.95)]):
         rows.append(rec(c_hat=0.2, es_bal=bal8, budget=8, dropped_mass=0.2, query_pos=i))
-        rows.append(rec(es_top=1.0, es_bal=bal64, budget=64, dropped_mass=0.2 * (0.1 + 0.1 * i), enumerated=False, query_pos=i))
+        rows.append(
+            rec(es_top=1.0, es_bal=bal64, budget=64, dropped_mass=0.2 * (0.1 + 0.1 * i), enumerated=False, query_pos=i)
+        )
     out = S.table1(frame(rows), NO_CI).filter(pl.col("population") == "all")
     s64 = only(out, model="m", budget=64)
     assert s64["median_balancing_share"] == pytest.approx(0.05)
@@ -248,11 +326,22 @@ def study_rows(budgets=(4, 8, 64)):
             for layer in range(5):
                 for i, c in enumerate([0.0, 0.02, 0.05, 0.3]):
                     for budget in budgets:
-                        rows.append(rec(
-                            c_hat=None if budget == 64 else c, model=model, doc=doc, layer=layer, head=i % 2, budget=budget,
-                            query_pos=100 + i, dropped_mass=(c + 0.01 * layer) * (0.5 if budget == 64 else 1), group_size=group,
-                            es_vote=1.0 if group == 1 else 1.0 + c, enumerated=budget != 64, phi=c,
-                        ))  # fmt: skip
+                        rows.append(
+                            rec(
+                                c_hat=None if budget == 64 else c,
+                                model=model,
+                                doc=doc,
+                                layer=layer,
+                                head=i % 2,
+                                budget=budget,
+                                query_pos=100 + i,
+                                dropped_mass=(c + 0.01 * layer) * (0.5 if budget == 64 else 1),
+                                group_size=group,
+                                es_vote=1.0 if group == 1 else 1.0 + c,
+                                enumerated=budget != 64,
+                                phi=c,
+                            )
+                        )
     return rows
 
 
@@ -265,9 +354,22 @@ def test_headline_values_exist_in_the_claims_file():
 
 def test_headline_rows_and_columns():
     out = CC.headline(frame(study_rows()), FAST)
-    assert out.columns[:11] == ["claim_id", "value_name", "by_key", "by_value", "population", "estimate", "low", "high",
-                                "n_instances", "n_docs", "models"]  # fmt: skip
-    c24 = out.filter((pl.col("claim_id") == 24) & (pl.col("value_name") == "median_c_hat") & (pl.col("population") == "all"))
+    assert out.columns[:11] == [
+        "claim_id",
+        "value_name",
+        "by_key",
+        "by_value",
+        "population",
+        "estimate",
+        "low",
+        "high",
+        "n_instances",
+        "n_docs",
+        "models",
+    ]
+    c24 = out.filter(
+        (pl.col("claim_id") == 24) & (pl.col("value_name") == "median_c_hat") & (pl.col("population") == "all")
+    )
     assert c24["by_key"].unique().to_list() == ["model,budget"]
     assert sorted(c24["by_value"].to_list()) == ["a,4", "a,8", "b,4", "b,8"]
     assert c24["estimate"].to_list() == pytest.approx([0.035] * 4)  # percent claims stay fractions
@@ -285,7 +387,9 @@ def test_headline_rows_and_columns():
     c34 = out.filter(pl.col("claim_id") == 34)
     assert c34.height == 4 and set(c34["by_key"].to_list()) == {"model"}
     # every claim value the synthetic study can speak to is produced on both populations
-    assert set(out.filter(pl.col("population") == "primary")["claim_id"]) == set(out.filter(pl.col("population") == "all")["claim_id"])
+    assert set(out.filter(pl.col("population") == "primary")["claim_id"]) == set(
+        out.filter(pl.col("population") == "all")["claim_id"]
+    )
 
 
 def test_headline_rows_carry_the_dimensions_their_claims_filter_on():
@@ -300,17 +404,24 @@ def test_headline_rows_carry_the_dimensions_their_claims_filter_on():
 
     assert groups(11, "median_vote_cost_over_top_mass") == {("group_size,budget", "2,8"): pytest.approx(1.035)}
     assert groups(12, "median_vote_cost_over_es_pool").keys() == {("group_size,budget", "2,8")}
-    assert groups(13, "vote_degraded_share") == {("group_size,budget", "2,8"): 0.75}  # es_vote = 1 + c > es_top but at c = 0
+    assert groups(13, "vote_degraded_share") == {
+        ("group_size,budget", "2,8"): 0.75
+    }  # es_vote = 1 + c > es_top but at c = 0
     assert groups(13, "vote_improved_share") == {("group_size,budget", "2,8"): 0.0}
     assert groups(14, "vote_over_top_mass") == {("group_size", "1"): 1.0}  # every budget: no budget dimension
     assert groups(29, "coverage_kappa_hat_le_1_5") == {("model,budget", "a,4"): 1.0, ("model,budget", "b,4"): 1.0}
     assert groups(29, "coverage_kappa_hat_le_2") == {("model,budget", "a,4"): 1.0, ("model,budget", "b,4"): 1.0}
     assert groups(35, "auc_dropped_mass").keys() == {("model,budget", "a,8"), ("model,budget", "b,8")}
-    assert groups(38, "spearman_phi_es_pool_per_family").keys() == {("model,budget", "a,pooled"), ("model,budget", "b,pooled")}
+    assert groups(38, "spearman_phi_es_pool_per_family").keys() == {
+        ("model,budget", "a,pooled"),
+        ("model,budget", "b,pooled"),
+    }
     assert groups(88, "median_geometric_ratio_s32") == {("model,budget", "a,32"): 1.5, ("model,budget", "b,32"): 1.5}
     assert groups(88, "median_leverage_ratio_s32") == {("model,budget", "a,32"): 3.0, ("model,budget", "b,32"): 3.0}
     map16 = CC.headline(frame(study_rows((4, 16))), StatisticsSettings(bootstrap=0, map_budget=16))
-    assert set(rows_of(map16, 11, "median_vote_cost_over_top_mass")["by_value"]) == {"2,16"}  # the map budget, whichever
+    assert set(rows_of(map16, 11, "median_vote_cost_over_top_mass")["by_value"]) == {
+        "2,16"
+    }  # the map budget, whichever
 
 
 def test_summarize_is_fast_and_reuses_frames():
@@ -321,8 +432,14 @@ def test_summarize_is_fast_and_reuses_frames():
     frames = S.summarize(frame(rows), StatisticsSettings(bootstrap=1000))
     assert time.perf_counter() - started < 30
     assert list(frames) == [f for f in statistics_rule("ceiling_statistics").frames if not f.startswith("headline_")]
-    for name, schema in (("fig1", S.FIG1_SCHEMA), ("fig2", S.FIG2_SCHEMA), ("table1", S.TABLE1_SCHEMA),
-                         ("table2", S.TABLE2_SCHEMA), ("table6", S.TABLE6_SCHEMA), ("table8", S.TABLE8_SCHEMA)):  # fmt: skip
+    for name, schema in (
+        ("fig1", S.FIG1_SCHEMA),
+        ("fig2", S.FIG2_SCHEMA),
+        ("table1", S.TABLE1_SCHEMA),
+        ("table2", S.TABLE2_SCHEMA),
+        ("table6", S.TABLE6_SCHEMA),
+        ("table8", S.TABLE8_SCHEMA),
+    ):
         assert dict(frames[name].schema) == schema, name
     assert dict(CC.headline(frame(rows), NO_CI, frames=frames).schema) == HEADLINE_SCHEMA
 
@@ -354,8 +471,13 @@ def test_bootstrap_mean_matches_the_generic_cluster_bootstrap():
 
 
 def test_settings_from_config():
-    s = StatisticsSettings.from_config({"seed": 7, "labels": {"kappa_threshold": 1.2},
-                                       "statistics": {"bootstrap": 10, "map_budget": 16, "figure_population": "all"}})  # fmt: skip
+    s = StatisticsSettings.from_config(
+        {
+            "seed": 7,
+            "labels": {"kappa_threshold": 1.2},
+            "statistics": {"bootstrap": 10, "map_budget": 16, "figure_population": "all"},
+        }
+    )
     assert (s.seed, s.kappa_threshold, s.bootstrap, s.map_budget, s.primary_docs) == (7, 1.2, 10, 16, 3)
     with pytest.raises(ValueError, match="unknown keys"):
         StatisticsSettings.from_config({"statistics": {"bootstrapp": 10}})

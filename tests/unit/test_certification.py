@@ -8,13 +8,13 @@ import pytest
 from unit.headline_dimensions import assert_dimensions, rows_of
 from unit.instances import random_instance
 
+from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
-from trustmass.report.frames import certification as F
-from trustmass.core import operator as op
-from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
+from trustmass.core import operator as op
 from trustmass.core.stats import median_cap, wilson_upper
+from trustmass.report.frames import certification as F
 
 # ------------------------------------------------------------------------------------------ manifest
 
@@ -29,12 +29,27 @@ def fake_records(models=("a", "b"), budgets=(4, 8, 16, 32), docs=("0000", "0001"
                     for s in budgets:
                         es_top = float(rng.uniform(0.1, 1.0))
                         es_pool = es_top * float(rng.uniform(0.5, 1.0))
-                        rows.append({
-                            "model": m, "corpus": "c", "doc": doc, "layer": layer, "head": r % 3, "kv_head": 0, "query_pos": 300 + r, "budget": s,
-                            "dropped_mass": float(rng.uniform()), "pool_extra": 2, "D": 1.0, "es_top": es_top, "es_pool": es_pool,
-                            "es_bal": es_pool * float(rng.choice([1.0, 1.0, 1.05])), "c_hat": 1 - es_pool / es_top,
-                            "kappa_hat": es_top / es_pool, "kappa_hat_bal": 1.0,
-                        })  # fmt: skip
+                        rows.append(
+                            {
+                                "model": m,
+                                "corpus": "c",
+                                "doc": doc,
+                                "layer": layer,
+                                "head": r % 3,
+                                "kv_head": 0,
+                                "query_pos": 300 + r,
+                                "budget": s,
+                                "dropped_mass": float(rng.uniform()),
+                                "pool_extra": 2,
+                                "D": 1.0,
+                                "es_top": es_top,
+                                "es_pool": es_pool,
+                                "es_bal": es_pool * float(rng.choice([1.0, 1.0, 1.05])),
+                                "c_hat": 1 - es_pool / es_top,
+                                "kappa_hat": es_top / es_pool,
+                                "kappa_hat_bal": 1.0,
+                            }
+                        )
     return pl.DataFrame(rows)
 
 
@@ -49,11 +64,16 @@ def test_manifest_stratification_and_determinism():
     assert set(man.group_by("shard").len()["len"].to_list()) == {96}
     assert man.columns == M.MANIFEST_COLUMNS
     # deciles are ordered in dropped mass within (model, budget)
-    g = man.filter((pl.col("model") == "a") & (pl.col("budget") == 8)).group_by("decile").agg(
-        pl.col("dropped_mass").min().alias("lo"), pl.col("dropped_mass").max().alias("hi")
-    ).sort("decile")
+    g = (
+        man.filter((pl.col("model") == "a") & (pl.col("budget") == 8))
+        .group_by("decile")
+        .agg(pl.col("dropped_mass").min().alias("lo"), pl.col("dropped_mass").max().alias("hi"))
+        .sort("decile")
+    )
     assert all(h <= lo for h, lo in zip(g["hi"].to_list()[:-1], g["lo"].to_list()[1:]))
-    again = M.manifest(rec.sample(fraction=1.0, shuffle=True, seed=3), per_stratum=6, seed=0, n_shards=5, primary_docs=3)
+    again = M.manifest(
+        rec.sample(fraction=1.0, shuffle=True, seed=3), per_stratum=6, seed=0, n_shards=5, primary_docs=3
+    )
     assert again.equals(man)  # input order does not matter
     other = M.manifest(rec, per_stratum=6, seed=1, n_shards=5, primary_docs=3)
     assert not other.equals(man)
@@ -73,7 +93,9 @@ def tiny_capture(tmp_path_factory):
     from capture.tiny_models import tiny_shard
 
     path = tiny_shard(tmp_path_factory.mktemp("cap"))
-    records = shard_records(str(path), "tiny", "words", "0000", CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2))
+    records = shard_records(
+        str(path), "tiny", "words", "0000", CeilingSettings(enumerated=(2, 4), native=(8,), native_extra=2)
+    )
     return str(path), records
 
 
@@ -127,13 +149,43 @@ def synthetic(k_by_budget, n=240, unsolved_by_budget=None, seed=0):
         for j in range(n + u):
             es_top = 1.0
             es_pool = float(rng.uniform(0.8, 1.0))
-            man_rows.append({"instance": i, "shard": 0, "model": "m", "corpus": "c", "doc": "0000", "layer": 0, "head": 0, "kv_head": 0, "query_pos": j,
-                                 "budget": s, "decile": 0, "dropped_mass": 0.1, "pool_extra": 2, "D": 1.0, "es_top": es_top, "es_pool": es_pool,
-                                 "es_bal": es_pool, "c_hat": 1 - es_pool, "kappa_hat": 1 / es_pool, "kappa_hat_bal": 1.0})  # fmt: skip
+            man_rows.append(
+                {
+                    "instance": i,
+                    "shard": 0,
+                    "model": "m",
+                    "corpus": "c",
+                    "doc": "0000",
+                    "layer": 0,
+                    "head": 0,
+                    "kv_head": 0,
+                    "query_pos": j,
+                    "budget": s,
+                    "decile": 0,
+                    "dropped_mass": 0.1,
+                    "pool_extra": 2,
+                    "D": 1.0,
+                    "es_top": es_top,
+                    "es_pool": es_pool,
+                    "es_bal": es_pool,
+                    "c_hat": 1 - es_pool,
+                    "kappa_hat": 1 / es_pool,
+                    "kappa_hat_bal": 1.0,
+                }
+            )
             status = IMPROVED if j < k else (UNSOLVED if j >= n else CONFIRMED_OPTIMAL)
             es_cert = 0.9 * es_pool if status == IMPROVED else es_pool
-            cert_rows.append({"instance": i, "status": status, "es_pool": es_pool, "es_cert": es_cert, "lower_bound": 0.0,
-                                  "improvement": 1 - es_cert / es_pool, "seconds": 1.0})  # fmt: skip
+            cert_rows.append(
+                {
+                    "instance": i,
+                    "status": status,
+                    "es_pool": es_pool,
+                    "es_cert": es_cert,
+                    "lower_bound": 0.0,
+                    "improvement": 1 - es_cert / es_pool,
+                    "seconds": 1.0,
+                }
+            )
             i += 1
     return pl.DataFrame(man_rows), pl.DataFrame(cert_rows)
 
@@ -142,10 +194,16 @@ def test_table7_wilson_and_caps():
     k = {4: 0, 8: 2, 16: 8, 32: 36}
     man, cert = synthetic(k, unsolved_by_budget={32: 5})
     rng = np.random.default_rng(1)
-    records = pl.DataFrame({
-        "model": ["m"] * 4000, "corpus": ["c"] * 4000, "doc": [f"{(i // 4) % 20:04d}" for i in range(4000)],
-        "budget": [4, 8, 16, 32] * 1000, "c_hat": rng.uniform(0, 0.2, 4000), "kappa_hat_bal": np.where(rng.uniform(size=4000) < 0.9, 1.0, 1.1),
-    })  # fmt: skip
+    records = pl.DataFrame(
+        {
+            "model": ["m"] * 4000,
+            "corpus": ["c"] * 4000,
+            "doc": [f"{(i // 4) % 20:04d}" for i in range(4000)],
+            "budget": [4, 8, 16, 32] * 1000,
+            "c_hat": rng.uniform(0, 0.2, 4000),
+            "kappa_hat_bal": np.where(rng.uniform(size=4000) < 0.9, 1.0, 1.1),
+        }
+    )
     t7 = F.table7(records, man, cert)
     assert t7["improved"].to_list() == [0, 2, 8, 36]
     assert t7["n_solved"].to_list() == [240] * 4
@@ -168,8 +226,19 @@ def test_table7_wilson_and_caps():
     assert r32["worst_cell_margin"] == pytest.approx(frac - 0.5 - wilson_upper(36, 240))
     assert r32["median_kappa_hat_bal_cap"] == 1.0
     head = F.headline(t7, F.substitute(man, cert), None, "m")
-    assert set(head.columns) >= {"claim_id", "value_name", "by_key", "by_value", "population", "estimate", "low", "high",
-                                 "n_instances", "n_docs", "models"}  # fmt: skip
+    assert set(head.columns) >= {
+        "claim_id",
+        "value_name",
+        "by_key",
+        "by_value",
+        "population",
+        "estimate",
+        "low",
+        "high",
+        "n_instances",
+        "n_docs",
+        "models",
+    }
     assert {18, 21, 84, 90, 91, 92, 93, 94, 95} <= set(head["claim_id"].to_list())
     n91 = head.filter((pl.col("claim_id") == 91) & (pl.col("by_key") == "budget"))["estimate"].to_list()
     assert n91 == [0, 2, 8, 36]
@@ -180,8 +249,12 @@ def test_table7_wilson_and_caps():
 def test_table7_counts_documents_not_model_document_pairs():
     """Claim 95's "20 docs": four families on the same 20 documents are 20 documents, not 80."""
     man, cert = synthetic({4: 0, 8: 0, 16: 0, 32: 0})
-    rows = [{"model": m, "corpus": "wikitext", "doc": f"{d:04d}", "budget": s, "c_hat": 0.03, "kappa_hat_bal": 1.0}
-            for m in ("a", "b", "c", "d") for d in range(20) for s in (4, 8, 16, 32)]  # fmt: skip
+    rows = [
+        {"model": m, "corpus": "wikitext", "doc": f"{d:04d}", "budget": s, "c_hat": 0.03, "kappa_hat_bal": 1.0}
+        for m in ("a", "b", "c", "d")
+        for d in range(20)
+        for s in (4, 8, 16, 32)
+    ]
     t7 = F.table7(pl.DataFrame(rows), man, cert)
     assert t7["n_docs"].to_list() == [20] * 4 and t7["n_records"].to_list() == [80] * 4
     head = F.headline(t7, None, None, "a,b,c,d")
@@ -194,11 +267,37 @@ def test_headline_names_are_claim_values():
     claims = load_claims()
     claims = claims if isinstance(claims, dict) else {c.id: c for c in claims}
     man, cert = synthetic({32: 3}, n=20)
-    rec = pl.DataFrame({"model": ["m"] * 10, "corpus": ["c"] * 10, "doc": ["0000"] * 10, "budget": [32] * 10,
-                        "c_hat": np.linspace(0, 0.1, 10), "kappa_hat_bal": [1.0] * 10})  # fmt: skip
-    rows = pl.DataFrame([{"model": "m", "corpus": "c", "doc": "0000", "layer": 0, "head": 0, "kv_head": 0, "query_pos": i,
-                          "budget": 32, "extra": e, "es_pool": 0.5, "kappa_hat": 1.2, "c_hat": 0.1, "seconds": 0.0}
-                         for i in range(3) for e in (4, 5, 6)])  # fmt: skip
+    rec = pl.DataFrame(
+        {
+            "model": ["m"] * 10,
+            "corpus": ["c"] * 10,
+            "doc": ["0000"] * 10,
+            "budget": [32] * 10,
+            "c_hat": np.linspace(0, 0.1, 10),
+            "kappa_hat_bal": [1.0] * 10,
+        }
+    )
+    rows = pl.DataFrame(
+        [
+            {
+                "model": "m",
+                "corpus": "c",
+                "doc": "0000",
+                "layer": 0,
+                "head": 0,
+                "kv_head": 0,
+                "query_pos": i,
+                "budget": 32,
+                "extra": e,
+                "es_pool": 0.5,
+                "kappa_hat": 1.2,
+                "c_hat": 0.1,
+                "seconds": 0.0,
+            }
+            for i in range(3)
+            for e in (4, 5, 6)
+        ]
+    )
     head = F.headline(F.table7(rec, man, cert), F.substitute(man, cert), F.sweep_table(rows), "m")
     for cid, name in head.select("claim_id", "value_name").unique().iter_rows():
         assert name in {v.name for v in claims[cid].values}, (cid, name)
@@ -213,9 +312,23 @@ def test_sweep_subset_counts_and_table():
     for i in range(10):
         for e, es in ((4, 1.0), (5, 0.95), (6, 0.9)):
             es_pool = es if i < 5 else 1.0
-            rows.append({"model": "m", "corpus": "c", "doc": "0000", "layer": i, "head": 0, "kv_head": 0, "query_pos": 300,
-                         "budget": 32, "extra": e, "es_pool": es_pool, "kappa_hat": 1.2 / es_pool, "c_hat": 1 - es_pool / 1.2,
-                         "seconds": 0.0})  # fmt: skip
+            rows.append(
+                {
+                    "model": "m",
+                    "corpus": "c",
+                    "doc": "0000",
+                    "layer": i,
+                    "head": 0,
+                    "kv_head": 0,
+                    "query_pos": 300,
+                    "budget": 32,
+                    "extra": e,
+                    "es_pool": es_pool,
+                    "kappa_hat": 1.2 / es_pool,
+                    "c_hat": 1 - es_pool / 1.2,
+                    "seconds": 0.0,
+                }
+            )
     t = F.sweep_table(pl.DataFrame(rows), kappa_threshold=1.25)
     assert t["subsets"].to_list() == [58_905, 435_897, 2_760_681]
     assert t["label_rate"].to_list() == [0.0, 0.5, 0.5]
@@ -238,7 +351,9 @@ def test_sweep_rows_reproduce_the_record_at_the_record_extra(tiny_capture):
     base = int(inst["pool_extra"][0])
     rows = R.sweep_rows(inst, [base, base + 1], lambda m, c, d: path)
     assert rows.height == 2 * inst.height
-    chk = rows.filter(pl.col("extra") == base).join(inst.select(*M.IDENTITY, pl.col("es_pool").alias("rec")), on=M.IDENTITY)
+    chk = rows.filter(pl.col("extra") == base).join(
+        inst.select(*M.IDENTITY, pl.col("es_pool").alias("rec")), on=M.IDENTITY
+    )
     np.testing.assert_allclose(chk["es_pool"].to_numpy(), chk["rec"].to_numpy(), rtol=1e-12)
     wider = rows.filter(pl.col("extra") == base + 1).join(chk.select(*M.IDENTITY, "rec"), on=M.IDENTITY)
     assert (wider["es_pool"] <= wider["rec"] * (1 + 1e-12)).all()  # a wider pool never does worse
@@ -254,16 +369,38 @@ def sweep_rows(budget=32):
     for i in range(10):
         for e, es in ((4, 1.0), (5, 0.95), (6, 0.9)):
             es_pool = es if i < 5 else 1.0
-            rows.append({"model": "m", "corpus": "c", "doc": "0000", "layer": i, "head": 0, "kv_head": 0, "query_pos": 300,
-                         "budget": budget, "extra": e, "es_pool": es_pool, "kappa_hat": 1.2 / es_pool, "c_hat": 1 - es_pool / 1.2,
-                         "seconds": 0.0})  # fmt: skip
+            rows.append(
+                {
+                    "model": "m",
+                    "corpus": "c",
+                    "doc": "0000",
+                    "layer": i,
+                    "head": 0,
+                    "kv_head": 0,
+                    "query_pos": 300,
+                    "budget": budget,
+                    "extra": e,
+                    "es_pool": es_pool,
+                    "kappa_hat": 1.2 / es_pool,
+                    "c_hat": 1 - es_pool / 1.2,
+                    "seconds": 0.0,
+                }
+            )
     return pl.DataFrame(rows)
 
 
 def test_claims_18_93_94_read_the_substituted_median_and_flag_infinite_caps():
     man, cert = synthetic({8: 2, 32: 13}, n=20)  # f_hi: 0.30 at s = 8, 0.82 at s = 32 (the cap is infinite)
-    rec = pl.DataFrame({"model": ["m"] * 20, "corpus": ["c"] * 20, "doc": ["0000"] * 20, "budget": [8, 32] * 10,
-                        "c_hat": np.linspace(0, 0.19, 20), "kappa_hat_bal": [1.0] * 20})  # fmt: skip
+    rec = pl.DataFrame(
+        {
+            "model": ["m"] * 20,
+            "corpus": ["c"] * 20,
+            "doc": ["0000"] * 20,
+            "budget": [8, 32] * 10,
+            "c_hat": np.linspace(0, 0.19, 20),
+            "kappa_hat_bal": [1.0] * 20,
+        }
+    )
     t7 = F.table7(rec, man, cert)
     head = F.headline(t7, F.substitute(man, cert), F.sweep_table(sweep_rows()), "m")
     assert_dimensions(head)
@@ -274,12 +411,16 @@ def test_claims_18_93_94_read_the_substituted_median_and_flag_infinite_caps():
         return {r["by_value"]: r for r in rows_of(head, cid, name).iter_rows(named=True)}
 
     used = by_value(18, "median_c_hat_certified")  # the manifest's median after substitution
-    assert {k: r["estimate"] for k, r in used.items()} == {s: by_budget[int(s)]["manifest_median_c_hat_after"] for s in ("8", "32")}
+    assert {k: r["estimate"] for k, r in used.items()} == {
+        s: by_budget[int(s)]["manifest_median_c_hat_after"] for s in ("8", "32")
+    }
     assert {r["population"] for r in used.values()} == {"primary"} and used["32"]["n_instances"] == 20
     cap = by_value(18, "median_c_hat_certified_cap")
     assert cap["8"]["estimate"] == by_budget[8]["cap_f_hi"] and cap["8"]["uninformative"] is None
-    reason = ("the Wilson cap is infinite: 13 improved of n = 20 solved instances per budget give f_hi = 0.82, "
-              "so half the records or more may be raised")  # fmt: skip
+    reason = (
+        "the Wilson cap is infinite: 13 improved of n = 20 solved instances per budget give f_hi = 0.82, "
+        "so half the records or more may be raised"
+    )
     assert f"{wilson_upper(13, 20):.2f}" == "0.82" and cap["32"]["uninformative"] == reason
     assert by_value(93, "median_c_hat_cap")["32"]["uninformative"] == reason  # kept, with its by: budget 32
     kb = by_value(94, "median_kappa_hat_bal_cap")
@@ -295,10 +436,19 @@ def test_claims_19_20_carry_the_sweep_budget_and_both_readings_of_the_shift():
     head = F.headline(pl.DataFrame(schema=F.TABLE7_SCHEMA), None, sweep, "m")
     assert_dimensions(head)
     rates = rows_of(head, 20, "label_rate")
-    assert rates["by_key"].to_list() == ["budget,pool_extra"] * 3 and rates["by_value"].to_list() == ["32,4", "32,5", "32,6"]
+    assert rates["by_key"].to_list() == ["budget,pool_extra"] * 3 and rates["by_value"].to_list() == [
+        "32,4",
+        "32,5",
+        "32,6",
+    ]
     # median c_hat: 1/6 at e = 4; (1/6 + 1/4) / 2 at e = 6 (half the heads at ES_pool 0.9 of 1.2)
-    relative, points = rows_of(head, 19, "median_gap_change").row(0, named=True), rows_of(head, 19, "median_gap_change_points").row(0, named=True)
+    relative, points = (
+        rows_of(head, 19, "median_gap_change").row(0, named=True),
+        rows_of(head, 19, "median_gap_change_points").row(0, named=True),
+    )
     assert relative["estimate"] == pytest.approx(0.25) and points["estimate"] == pytest.approx(1 / 24)
     assert relative["by_value"] == points["by_value"] == "32"
     at16 = F.headline(pl.DataFrame(schema=F.TABLE7_SCHEMA), None, F.sweep_table(sweep_rows(16), budget=16), "m")
-    assert set(rows_of(at16, 19, "median_gap_change_points")["by_value"]) == {"16"}  # the sweep's budget, not a constant
+    assert set(rows_of(at16, 19, "median_gap_change_points")["by_value"]) == {
+        "16"
+    }  # the sweep's budget, not a constant

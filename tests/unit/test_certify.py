@@ -14,7 +14,10 @@ from trustmass.core.enumeration import candidate_pool, exact_optimum_bruteforce,
 from trustmass.core.operator import Instance, es, es_squared_rational
 from trustmass.selfcheck.worked_examples import partition_decision, partition_instance
 
-CASES = [(seed, n, s, d) for seed, (n, s, d) in enumerate([(10, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3)])]
+CASES = [
+    (seed, n, s, d)
+    for seed, (n, s, d) in enumerate([(10, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3)])
+]
 
 
 def _partition_row(u):
@@ -74,7 +77,16 @@ def test_default_incumbent_is_pool_optimum():
 
 @pytest.mark.parametrize(
     "u",
-    [(3, 1, 1, 2, 2, 1), (1, 1, 4), (1, 2, 3, 4, 5, 7), (2, 3, 7, 1), (5, 5, 6, 1, 2), (4, 9, 2, 8), (1, 2, 5, 9), (3, 3, 3, 3, 1)],
+    [
+        (3, 1, 1, 2, 2, 1),
+        (1, 1, 4),
+        (1, 2, 3, 4, 5, 7),
+        (2, 3, 7, 1),
+        (5, 5, 6, 1, 2),
+        (4, 9, 2, 8),
+        (1, 2, 5, 9),
+        (3, 3, 3, 3, 1),
+    ],
 )
 def test_partition_reduction(u):
     inst, p, v, s = _partition_row(u)

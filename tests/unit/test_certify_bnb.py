@@ -5,7 +5,6 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-
 from unit.instances import random_instance
 
 from trustmass.certification import bnb
@@ -14,8 +13,12 @@ from trustmass.certification import misocp as cert
 from trustmass.core.enumeration import exact_optimum_bruteforce, pool_optimum
 from trustmass.core.operator import Instance, es
 
-CASES = [(seed, n, s, d) for seed, (n, s, d) in enumerate(
-    [(12, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3), (18, 3, 4), (15, 7, 2)])]  # fmt: skip
+CASES = [
+    (seed, n, s, d)
+    for seed, (n, s, d) in enumerate(
+        [(12, 3, 1), (12, 4, 2), (14, 5, 3), (16, 4, 8), (16, 6, 2), (13, 2, 3), (18, 3, 4), (15, 7, 2)]
+    )
+]
 
 
 def _light_tail(seed: int) -> Instance:
@@ -59,10 +62,14 @@ def test_directional_bound_is_exact_per_direction_and_sound(seed):
     u /= np.linalg.norm(u)
     gF, pF = prep.W[F].sum(axis=0), float(prep.P[F].sum())
     ub, tail, y = np.empty(d), prep.tail(tau), np.empty(n)
-    beta = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 1, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
+    beta = K.ascent(
+        prep.V, prep.P, gF, pF, lo, r, tau, u, 1, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub
+    )
     lin, es_min = _node_min(prep, F, lo, r, tau, u)
     assert beta == pytest.approx(lin, rel=1e-9, abs=1e-12 * (1 + abs(lin)))
-    more = K.ascent(prep.V, prep.P, gF, pF, lo, r, tau, u, 30, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub)
+    more = K.ascent(
+        prep.V, prep.P, gF, pF, lo, r, tau, u, 30, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub
+    )
     assert more >= beta  # the ascent keeps the best iterate
     if more > 0:
         assert es_min > tau
@@ -182,12 +189,38 @@ def test_table7_names_its_certifier():
 
     from trustmass.report.frames import certification as F
 
-    man = pl.DataFrame({"instance": [0, 1], "budget": [4, 8], "es_pool": [1.0, 1.0], "es_top": [1.2, 1.2], "es_bal": [1.0, 1.0],
-                        "D": [2.0, 2.0], "c_hat": [0.1, 0.1], "kappa_hat_bal": [1.0, 1.0]})  # fmt: skip
-    certified = pl.DataFrame({"instance": [0, 1], "status": [cert.CONFIRMED_OPTIMAL] * 2, "es_pool": [1.0, 1.0],
-                              "es_cert": [1.0, 1.0], "improvement": [0.0, 0.0], "seconds": [0.1, 0.2],
-                              "certifier": ["bnb", "paper"]})  # fmt: skip
-    records = pl.DataFrame({"model": ["m"] * 2, "corpus": ["c"] * 2, "doc": ["0"] * 2, "budget": [4, 8], "c_hat": [0.1, 0.1],
-                            "kappa_hat_bal": [1.0, 1.0]})  # fmt: skip
+    man = pl.DataFrame(
+        {
+            "instance": [0, 1],
+            "budget": [4, 8],
+            "es_pool": [1.0, 1.0],
+            "es_top": [1.2, 1.2],
+            "es_bal": [1.0, 1.0],
+            "D": [2.0, 2.0],
+            "c_hat": [0.1, 0.1],
+            "kappa_hat_bal": [1.0, 1.0],
+        }
+    )
+    certified = pl.DataFrame(
+        {
+            "instance": [0, 1],
+            "status": [cert.CONFIRMED_OPTIMAL] * 2,
+            "es_pool": [1.0, 1.0],
+            "es_cert": [1.0, 1.0],
+            "improvement": [0.0, 0.0],
+            "seconds": [0.1, 0.2],
+            "certifier": ["bnb", "paper"],
+        }
+    )
+    records = pl.DataFrame(
+        {
+            "model": ["m"] * 2,
+            "corpus": ["c"] * 2,
+            "doc": ["0"] * 2,
+            "budget": [4, 8],
+            "c_hat": [0.1, 0.1],
+            "kappa_hat_bal": [1.0, 1.0],
+        }
+    )
     t7 = F.table7(records, man, certified)
     assert t7["certifier"].to_list() == ["branch-and-bound", "SCIP bisection (paper)"]

@@ -65,8 +65,19 @@ def test_value_fields_are_consistent():
                     assert x is None or 0 <= x <= 100
 
 
-WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                "nine": 9, "ten": 10, "tenfold": 10}
+WORD_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "tenfold": 10,
+}
 
 
 def numbers_in(text: str) -> set[float]:
@@ -219,9 +230,16 @@ def test_ratios_and_wtl():
 
 def test_per_family_values():
     assert dict(claim(97).value("allocation_delta_es").by["model"]) == {
-        "Llama-3.2-1B": 0.044, "OLMo-2-1B": 0.144, "Qwen2.5-1.5B": 0.255, "Qwen3-1.7B": 1.032}
+        "Llama-3.2-1B": 0.044,
+        "OLMo-2-1B": 0.144,
+        "Qwen2.5-1.5B": 0.255,
+        "Qwen3-1.7B": 1.032,
+    }
     assert dict(claim(56).value("map_share_of_all_cell_gain").by["model"]) == {
-        "Qwen3-0.6B": 55, "Qwen3-1.7B": 15, "Qwen3-4B": 31}
+        "Qwen3-0.6B": 55,
+        "Qwen3-1.7B": 15,
+        "Qwen3-4B": 31,
+    }
     assert claim(125).value("random_share_of_all_cell_gain").by["model"]["Qwen3-1.7B"] == 77
     assert dict(claim(20).value("label_rate").by["pool_extra"]) == {4: 35.6, 5: 37.8, 6: 38.7}
     pi = claim(22)
@@ -286,6 +304,7 @@ def test_validation_reversed_range():
     def mutate(d):
         v = by_id(d, 24)["values"][0]
         v["low"], v["high"] = v["high"], v["low"]
+
     assert "claim 24.values[1] (median_c_hat): low 0.047 > high 0.021" in problems_of(mutate)
 
 
@@ -296,7 +315,9 @@ def test_validation_enums_and_typos():
     assert "population: 'primary' unknown" in problems_of(lambda d: by_id(d, 2).__setitem__("population", "primary"))
     msg = problems_of(lambda d: by_id(d, 2).__setitem__("statistc", "x"))
     assert "unknown key 'statistc'; did you mean 'statistic'?" in msg
-    assert "figure_table: 'Figure 1' unknown" in problems_of(lambda d: by_id(d, 2).__setitem__("figure_table", "Figure 1"))
+    assert "figure_table: 'Figure 1' unknown" in problems_of(
+        lambda d: by_id(d, 2).__setitem__("figure_table", "Figure 1")
+    )
 
 
 def test_validation_numbers():
@@ -316,6 +337,7 @@ def test_validation_reports_every_problem_at_once():
     def mutate(d):
         by_id(d, 3)["population"] = "nowhere"
         by_id(d, 4)["values"][0]["unit"] = "pts"
+
     doc = raw_document()
     mutate(doc)
     with pytest.raises(ClaimsFileError) as err:
@@ -339,12 +361,16 @@ def test_load_from_a_path(tmp_path):
 
 
 def spec_path() -> Path | None:
-    candidates = [os.environ.get("TRUSTMASS_SPEC"), REPO / "spec" / "paper.md", REPO.parent / "shared" / "spec" / "paper.md"]
+    candidates = [
+        os.environ.get("TRUSTMASS_SPEC"),
+        REPO / "spec" / "paper.md",
+        REPO.parent / "shared" / "spec" / "paper.md",
+    ]
     return next((Path(p) for p in candidates if p and Path(p).is_file()), None)
 
 
 def spec_claims(text: str) -> dict[int, dict]:
-    section = text[text.index("## 9. Numbered list"):text.index("## 10.")]
+    section = text[text.index("## 9. Numbered list") : text.index("## 10.")]
     items, current, heading = {}, None, None
     for line in section.splitlines():
         if line.startswith("### "):
@@ -392,7 +418,12 @@ def _value_of(doc, cid, name):
         (105, "top_mass_label_rate", {"over": []}, "extreme"),
         (22, "median_pi_hat", {"along": None}, "along"),
         (24, "median_c_hat_ci95", {"low": None}, "ci_within needs both low and high"),
-        (14, "vote_over_top_mass", {"where": {"group_size": 1, "model": "OLMo-3"}}, "'OLMo-3' has no entry in model_roles"),
+        (
+            14,
+            "vote_over_top_mass",
+            {"where": {"group_size": 1, "model": "OLMo-3"}},
+            "'OLMo-3' has no entry in model_roles",
+        ),
         (79, "es_of_set", {"by": {"kept_points": {"{0,2}": "1/2"}}}, "cannot hold a comma"),
     ],
 )

@@ -18,7 +18,9 @@ def _entry(report, cid):
 
 def test_build_marks_unproduced_claims_and_counts_every_status():
     rows = [row(24, "median_c_hat", 0.03, "all", by={"model": "m", "budget": 8}, low=0.02, high=0.04, models="m")]
-    report = build(load_claims(), headline_frame(rows), ANALOGUE, produced_stages={"INST", "STAT", "CAP"}, run_models=["m"])
+    report = build(
+        load_claims(), headline_frame(rows), ANALOGUE, produced_stages={"INST", "STAT", "CAP"}, run_models=["m"]
+    )
     assert len(report["claims"]) == 126 and set(report["counts"]) == set(CLAIM_STATUSES)
     assert sum(report["counts"].values()) == 126
     c24 = {v["name"]: v for v in _entry(report, 24)["values"]}["median_c_hat"]
@@ -32,7 +34,9 @@ def test_build_marks_unproduced_claims_and_counts_every_status():
     assert report["summary"]["analogues"]["claims"] >= 1 and report["summary"]["analogues"]["size"]["agrees"] >= 1
     text = markdown(report)
     assert "| 24 |" in text and "0.021–0.047" in text and "analogue (m for Qwen2.5-1.5B)" in text
-    assert KEY in text and "| on analogues |" in text and "| on paper models |" in text and "| theory (no model) |" in text
+    assert (
+        KEY in text and "| on analogues |" in text and "| on paper models |" in text and "| theory (no model) |" in text
+    )
     assert report["summary"]["theory"]["claims"] == 0  # no theory claim was regenerated here
 
 
@@ -64,14 +68,22 @@ def test_alternative_readings_are_shown_and_not_counted():
     ]
     report = build(load_claims(), headline_frame(rows), ANALOGUE, {"CERT"}, ["m"])
     values = {v["name"]: v for v in _entry(report, 19)["values"]}
-    assert values["median_gap_change_points"]["size"]["status"] == "agrees" and values["median_gap_change_points"]["alternative"]
+    assert (
+        values["median_gap_change_points"]["size"]["status"] == "agrees"
+        and values["median_gap_change_points"]["alternative"]
+    )
     assert _entry(report, 19)["size"] == "disagrees"  # the reading used for the verdict
     assert "alternative reading, not counted" in markdown(report)
 
 
 def test_configuration_set_values_show_what_the_configuration_implies():
-    config = {"study": {"models": ["m"], "corpora": ["c"]}, "models": {"m": {"declared": {"layers": 2, "heads": 3}, "roles": ["reference"]}},
-              "capture": {"rows_per_head": 6}, "budgets": {"enumerated": [4, 8]}, "documents": {"n_docs": 3}}  # fmt: skip
+    config = {
+        "study": {"models": ["m"], "corpora": ["c"]},
+        "models": {"m": {"declared": {"layers": 2, "heads": 3}, "roles": ["reference"]}},
+        "capture": {"rows_per_head": 6},
+        "budgets": {"enumerated": [4, 8]},
+        "documents": {"n_docs": 3},
+    }
     rows = [row(15, "n_instances", 216, "primary", models="m")]
     report = build(load_claims(), headline_frame(rows), ANALOGUE, {"CAP"}, ["m"], config)
     value = _entry(report, 15)["values"][0]
@@ -98,6 +110,9 @@ def test_headline_rows_name_an_existing_claim_value():
 
 
 def test_several_cells_show_their_interval_span():
-    rows = [row(2, "median_c_hat", 0.03, "all", by={"model": "m", "budget": s}, low=0.02, high=0.04 + s / 1000, models="m") for s in (4, 8)]
+    rows = [
+        row(2, "median_c_hat", 0.03, "all", by={"model": "m", "budget": s}, low=0.02, high=0.04 + s / 1000, models="m")
+        for s in (4, 8)
+    ]
     text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"STAT"}, ["m"]))
     assert "(2 cells; intervals within [2%, 4.8%])" in text or "(2 cells; intervals within [2, 4.8]" in text

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from trustmass.plumbing.config import ConfigError, config_slice, load_schema, validate_config
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -26,7 +26,9 @@ def test_embedded_default_is_valid_and_unchanged():
 def test_the_defaults_are_the_embedded_default_alone():
     # one copy of every default: config.yaml; the schema holds none, a partial config is merged over config.yaml
     assert validate_config({}, SCHEMA) == DEFAULT
-    assert "default:" not in SCHEMA.read_text(encoding="utf-8").replace("(default:", "").replace("tokenizer-default:", "")
+    assert "default:" not in SCHEMA.read_text(encoding="utf-8").replace("(default:", "").replace(
+        "tokenizer-default:", ""
+    )
     other = {**DEFAULT, "seed": 5}
     assert validate_config({}, SCHEMA, defaults=other)["seed"] == 5  # read from the defaults given, nowhere else
 
@@ -41,13 +43,13 @@ def test_a_partial_config_merges_as_snakemake_merges_a_configfile():
 
 
 def test_partial_config_gets_the_remaining_defaults():
-    resolved = validate_config({"enumeration": {"subset_cap": 10}}, SCHEMA)
-    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 10}
+    resolved = validate_config({"enumeration": {"subset_cap": 1000}}, SCHEMA)
+    assert resolved["enumeration"] == {**DEFAULT["enumeration"], "subset_cap": 1000}
     assert resolved["benchmark"] == DEFAULT["benchmark"]
 
 
 def test_input_is_not_modified():
-    config = {"enumeration": {"subset_cap": 10}}
+    config = {"enumeration": {"subset_cap": 1000}}
     before = copy.deepcopy(config)
     validate_config(config, SCHEMA)
     assert config == before
@@ -78,7 +80,10 @@ def _has(config, keys) -> bool:
 def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():
     [line] = problems({**DEFAULT, "enumeratoin": {"subset_cap": 5}})
     assert line.startswith("config: unknown key 'enumeratoin' at top level; allowed: ")
-    assert "balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents, enumeration" in line
+    assert (
+        "balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents, enumeration"
+        in line
+    )
     assert "did you mean 'enumeration'?" in line
 
 
@@ -172,7 +177,14 @@ def test_stage_settings_from_the_default_config():
     config = validate_config({}, SCHEMA)
     assert CeilingSettings.from_config(config) == CeilingSettings()
     assert AuditSettings.from_config(config) == AuditSettings()
-    custom = validate_config({"budgets": {"enumerated": [4, 32]}, "enumeration": {"extra_override": {"32": 5}}}, SCHEMA)
+    custom = validate_config(
+        {
+            "budgets": {"enumerated": [4, 32]},
+            "enumeration": {"extra_override": {"32": 5}},
+            "statistics": {"map_budget": 4},
+        },
+        SCHEMA,
+    )
     ceiling, audit = CeilingSettings.from_config(custom), AuditSettings.from_config(custom)
     assert ceiling.enumerated == audit.enumerated == (4, 32) and ceiling.pool.extra(32) == audit.pool.extra(32) == 5
     assert ceiling.pool == audit.pool == PoolRule.from_config(custom)  # one pool rule, read by both stages
@@ -235,8 +247,9 @@ def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, fi
     resolved = validate_config(config, SCHEMA)
     assert heldout_first_doc(resolved) == first
     # a model's own documents: override (the paper's 7B at 3 x 16,384 tokens) moves its first chunk
-    assert heldout_first_doc(resolved, {"n_docs": 3, "doc_tokens": 16384}) == (first if "first_doc" in heldout else -(-3 * 16384 // int(resolved["loss"]["heldout"]["doc_tokens"] or 16384)))
-
+    assert heldout_first_doc(resolved, {"n_docs": 3, "doc_tokens": 16384}) == (
+        first if "first_doc" in heldout else -(-3 * 16384 // int(resolved["loss"]["heldout"]["doc_tokens"] or 16384))
+    )
 
 
 def test_a_budget_above_the_first_sampled_row_is_refused():
@@ -244,7 +257,13 @@ def test_a_budget_above_the_first_sampled_row_is_refused():
     [line] = problems({"budgets": {"native": [64, 300, 512]}})
     assert line.startswith("config.budgets.native: 300, 512 above capture.min_position 256")
     assert "fix: budgets of at most 256, or capture.min_position: 512 or more" in line
-    [line] = problems({"budgets": {"enumerated": [4, 40], "native": [32]}, "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]}})
+    [line] = problems(
+        {
+            "budgets": {"enumerated": [4, 40], "native": [32]},
+            "statistics": {"map_budget": 4},
+            "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]},
+        }
+    )
     assert line.startswith("config.budgets.enumerated: 40 above capture.min_position 32")
     # at the first sampled row itself (s = min_position) one key is still evicted: allowed
     validate_config({"budgets": {"native": [256]}}, SCHEMA)
@@ -252,9 +271,13 @@ def test_a_budget_above_the_first_sampled_row_is_refused():
 
 def test_documents_must_leave_rows_to_sample():
     [line] = problems({"documents": {"doc_tokens": 260}})  # positions 256..259: 4 < rows_per_head 6
-    assert line.startswith("config.capture.min_position: 256 leaves 4 positions to sample in the 260-token documents of documents")
+    assert line.startswith(
+        "config.capture.min_position: 256 leaves 4 positions to sample in the 260-token documents of documents"
+    )
     assert "fewer than capture.rows_per_head 6; fix:" in line
-    [line] = problems({"capture": {"max_position": 300, "min_position": 298, "rows_per_head": 6}, "budgets": {"native": [64]}})
+    [line] = problems(
+        {"capture": {"max_position": 300, "min_position": 298, "rows_per_head": 6}, "budgets": {"native": [64]}}
+    )
     assert "leaves 3 positions" in line and "(capture.max_position 300)" in line
     # a study model's own documents are checked too (another model's are not captured)
     config = {
@@ -270,10 +293,14 @@ def test_documents_must_leave_rows_to_sample():
 
 def test_access_law_tails_must_fit_in_the_documents():
     [line] = problems({"access_law": {"tail_rows": [8, 4096]}})
-    assert line == ("config.access_law.tail_rows: 4096 rows are longer than the 2048-token documents of documents; "
-                    "fix: at most 2048 (or longer documents, doc_tokens)")  # fmt: skip
+    assert line == (
+        "config.access_law.tail_rows: 4096 rows are longer than the 2048-token documents of documents; "
+        "fix: at most 2048 (or longer documents, doc_tokens)"
+    )
     [line] = problems({"access_law": {"dilution_rows": 3000}, "documents": {"doc_tokens": 1024}})
-    assert line.startswith("config.access_law.dilution_rows: 3000 rows are longer than the 1024-token documents of documents")
+    assert line.startswith(
+        "config.access_law.dilution_rows: 3000 rows are longer than the 1024-token documents of documents"
+    )
     # a study model's own documents are checked too
     config = {
         "models": {"m": {"source": "local", "path": "/x", "documents": {"doc_tokens": 300}}},
@@ -282,11 +309,21 @@ def test_access_law_tails_must_fit_in_the_documents():
         "access_law": {"tail_rows": [8, 512]},
     }
     lines = problems(config)
-    assert any(p.startswith("config.access_law.tail_rows: 512 rows are longer than the 300-token documents of models.m.documents")
-               for p in lines), lines  # fmt: skip
+    assert any(
+        p.startswith(
+            "config.access_law.tail_rows: 512 rows are longer than the 300-token documents of models.m.documents"
+        )
+        for p in lines
+    ), lines
     # switched off: not checked; the schema still refuses a K of 0 and a repeated K
     validate_config({"access_law": {"enabled": False, "tail_rows": [4096]}}, SCHEMA)
     [line] = problems({"access_law": {"tail_rows": [0]}})
     assert line.startswith("config.access_law.tail_rows[0]: got 0, must be >= 1")
     [line] = problems({"access_law": {"tail_rows": [8, 8]}})
     assert line.startswith("config.access_law.tail_rows:") and "non-unique" in line
+
+
+def test_the_map_budget_must_be_enumerated():
+    [line] = problems({"statistics": {"map_budget": 5}})
+    assert line.startswith("config.statistics.map_budget: 5 is not in budgets.enumerated [4, 8, 16, 32]")
+    assert "fix: add 5 to budgets.enumerated" in line

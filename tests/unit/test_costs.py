@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from trustmass.cli import costs
 from trustmass.cli.plan import main
 from trustmass.plumbing.config import validate_config
@@ -29,10 +29,19 @@ def small_config(**overrides) -> dict:
     """Two models (a: 3 layers x 4 heads, b: 2 x 5 with 2 documents of 1,000 tokens) on two corpora."""
     config = {
         "models": {
-            "a": {"source": "local", "path": "/nowhere/a", "parameters_b": 1.0,
-                  "declared": {"layers": 3, "heads": 4, "kv_heads": 2, "head_dim": 8}},
-            "b": {"source": "hub", "id": "org/b", "parameters_b": 2.0, "declared": {"layers": 2, "heads": 5, "head_dim": 16},
-                  "documents": {"doc_tokens": 1000, "n_docs": 2}},
+            "a": {
+                "source": "local",
+                "path": "/nowhere/a",
+                "parameters_b": 1.0,
+                "declared": {"layers": 3, "heads": 4, "kv_heads": 2, "head_dim": 8},
+            },
+            "b": {
+                "source": "hub",
+                "id": "org/b",
+                "parameters_b": 2.0,
+                "declared": {"layers": 2, "heads": 5, "head_dim": 16},
+                "documents": {"doc_tokens": 1000, "n_docs": 2},
+            },
         },
         "corpora": {"x": {"source": "python-stdlib"}, "y": {"source": "local", "path": "/nowhere/y"}},
         "documents": {"doc_tokens": 500, "n_docs": 4},
@@ -43,10 +52,18 @@ def small_config(**overrides) -> dict:
         "diagnostics": {"enabled": False},
         "deploy": {"enabled": False},
         "certification": {"certifier": "bnb", "per_stratum": 2, "n_shards": 3, "time_limit_s": 10},
-        "loss": {"models": ["a"], "continuation": 64, "heldout": {"n_docs": 2, "doc_tokens": 500}, "random_seeds": 1,
-                 "rules": ["snapkv"], "accounting": ["per_query"], "probe": {"enabled": False},
-                 "curvature": {"enabled": True, "max_docs": 1}, "allocation": {"enabled": False}},
-    }  # fmt: skip
+        "loss": {
+            "models": ["a"],
+            "continuation": 64,
+            "heldout": {"n_docs": 2, "doc_tokens": 500},
+            "random_seeds": 1,
+            "rules": ["snapkv"],
+            "accounting": ["per_query"],
+            "probe": {"enabled": False},
+            "curvature": {"enabled": True, "max_docs": 1},
+            "allocation": {"enabled": False},
+        },
+    }
     config.update(overrides)
     return validate_config(config, SCHEMA)
 
@@ -64,7 +81,11 @@ def test_jobs_per_stage():
     assert jobs["capture"] == {"capture": 4 * 2 + 2 * 2} and jobs["ceiling"] == {"ceiling": 12}
     assert jobs["audit"] == {"audit": 4, "row_diagnostics": 0}  # the headline documents: a on x
     assert jobs["certification"] == {"certify_manifest": 1, "certify_shard": 3, "certify_sweep": 1}
-    assert jobs["loss"]["loss_document"] == 2 * 2 and jobs["loss"]["loss_curvature"] == 1 and jobs["loss"]["probe_train"] == 0
+    assert (
+        jobs["loss"]["loss_document"] == 2 * 2
+        and jobs["loss"]["loss_curvature"] == 1
+        and jobs["loss"]["probe_train"] == 0
+    )
     assert sum(jobs["deployment"].values()) == 0
 
 
@@ -89,7 +110,10 @@ def test_without_a_gpu_measurement_the_gpu_stages_say_not_measured(tmp_path, cap
     config = small_config()
     stages = by_stage(costs.projection(config, UNITS, gpu=None))
     for stage in ("capture", "loss"):
-        assert stages[stage]["gpu_hours"] is None and stages[stage]["basis"] == "GPU cost: not measured yet (make gpu-check)"
+        assert (
+            stages[stage]["gpu_hours"] is None
+            and stages[stage]["basis"] == "GPU cost: not measured yet (make gpu-check)"
+        )
     costs.print_costs(config, gpu_json=tmp_path / "missing.json")
     out = capsys.readouterr().out
     assert out.count("GPU cost: not measured yet (make gpu-check)") == 2
@@ -109,21 +133,52 @@ def gpu_measurement() -> dict:
     return {
         "mode": "gpu",
         "device": {"name": "Test GPU"},
-        "capture": {"cases": [
-            {"status": "ok", "model": "ref", "dtype": "bfloat16", "n_tokens": 1000, "parameters_b": 0.5, "layers": 2, "heads": 4,
-             "head_dim": 8, "sdpa_forward_s": 1.0, "capture_s": 3.0},
-            {"status": "ok", "model": "other", "dtype": "float32", "n_tokens": 4000, "parameters_b": 0.5, "layers": 2, "heads": 4,
-             "head_dim": 8, "sdpa_forward_s": 9.0, "capture_s": 99.0},
-        ]},
-        "loss_forward": {"model": "ref", "parameters_b": 0.5, "n_tokens": 1000, "continuation": 32, "prefix_s": 2.0,
-                         "dense_continuation_s": 0.1, "top_mass_continuation_s": 0.2, "balancing_continuation_s": 0.4},
-    }  # fmt: skip
+        "capture": {
+            "cases": [
+                {
+                    "status": "ok",
+                    "model": "ref",
+                    "dtype": "bfloat16",
+                    "n_tokens": 1000,
+                    "parameters_b": 0.5,
+                    "layers": 2,
+                    "heads": 4,
+                    "head_dim": 8,
+                    "sdpa_forward_s": 1.0,
+                    "capture_s": 3.0,
+                },
+                {
+                    "status": "ok",
+                    "model": "other",
+                    "dtype": "float32",
+                    "n_tokens": 4000,
+                    "parameters_b": 0.5,
+                    "layers": 2,
+                    "heads": 4,
+                    "head_dim": 8,
+                    "sdpa_forward_s": 9.0,
+                    "capture_s": 99.0,
+                },
+            ]
+        },
+        "loss_forward": {
+            "model": "ref",
+            "parameters_b": 0.5,
+            "n_tokens": 1000,
+            "continuation": 32,
+            "prefix_s": 2.0,
+            "dense_continuation_s": 0.1,
+            "top_mass_continuation_s": 0.2,
+            "balancing_continuation_s": 0.4,
+        },
+    }
 
 
 def test_gpu_hours_from_the_measured_capture_and_loss():
     config = small_config()
     gpu = gpu_measurement()
     stages = by_stage(costs.projection(config, UNITS, gpu))
+
     # capture, two terms (the bf16 case): forward x (params x tokens) ratio + (capture - forward) x (L H d N^2) ratio
     def doc(params, layers, heads, d, tokens):
         return 1.0 * params * tokens / (0.5 * 1000) + 2.0 * layers * heads * d * tokens**2 / (2 * 4 * 8 * 1000**2)
@@ -133,7 +188,9 @@ def test_gpu_hours_from_the_measured_capture_and_loss():
     assert "Test GPU" in stages["capture"]["basis"]
     # loss: (prefix x tokens ratio + configurations x mean restricted continuation x C ratio) x params ratio
     n_configs = costs.loss_configurations(config, "a")
-    assert n_configs == 2 + 3 + 1 + 2  # dense, keep-all; top-mass, all-cell, flat switch; one random seed; snapkv, snapkv+flat
+    assert (
+        n_configs == 2 + 3 + 1 + 2
+    )  # dense, keep-all; top-mass, all-cell, flat switch; one random seed; snapkv, snapkv+flat
     per_doc = (2.0 * 500 / 1000 + n_configs * 0.3 * 64 / 32) * 1.0 / 0.5
     assert stages["loss"]["gpu_hours"] == pytest.approx(4 * per_doc / 3600)
 
@@ -152,15 +209,24 @@ def test_the_committed_unit_costs_follow_from_their_inputs():
     for stage in ("ceiling", "audit"):
         entry = units["cpu"][stage]
         inputs = entry["inputs"]
-        assert entry["core_seconds_per_unit"] == pytest.approx(inputs["job_seconds"] * inputs["threads"] / inputs["instances"], rel=1e-4)
+        assert entry["core_seconds_per_unit"] == pytest.approx(
+            inputs["job_seconds"] * inputs["threads"] / inputs["instances"], rel=1e-4
+        )
         assert entry["source"] and entry["measured"] and entry["scaling"]
     for rule in units["cpu"]["certification"]["per_certifier"].values():
-        assert rule["seconds_per_unit_over_time_limit"] == pytest.approx(rule["inputs"]["median_seconds"] / rule["inputs"]["time_limit_s"], rel=1e-4)
+        assert rule["seconds_per_unit_over_time_limit"] == pytest.approx(
+            rule["inputs"]["median_seconds"] / rule["inputs"]["time_limit_s"], rel=1e-4
+        )
         assert rule["source"]
 
 
 def test_the_paper_config_prints_its_projection(tmp_path, capsys):
-    assert main(["--configfile", str(REPO / "config" / "paper.yaml"), "--costs", "--gpu-json", str(tmp_path / "none.json")]) == 0
+    assert (
+        main(
+            ["--configfile", str(REPO / "config" / "paper.yaml"), "--costs", "--gpu-json", str(tmp_path / "none.json")]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "263 capture" in lines["capture"] and "263 ceiling" in lines["ceiling/enumeration"]

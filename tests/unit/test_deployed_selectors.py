@@ -322,8 +322,12 @@ def test_select_units_fits_whole_units_then_fills():
     units = contiguous_units(0, 7, 3)  # [0,1,2] [3,4,5] [6]
     assert select_units(7, 5, units, np.array([1.0, 3.0, 2.0]), np.arange(7.0)).tolist() == [2, 3, 4, 5, 6]
     assert select_units(7, 5, units, np.array([1.0, 3.0, 2.0]), np.arange(7.0), forced=np.array([0])).tolist() == [
-        0, 3, 4, 5, 6,
-    ]  # fmt: skip
+        0,
+        3,
+        4,
+        5,
+        6,
+    ]
 
 
 @pytest.mark.parametrize("n", [1, 5, 16, 17, 2047])
@@ -333,5 +337,9 @@ def test_block_reduce_matches_reduceat(n, size):
     starts = np.arange(0, n, size)
     for ufunc in (np.maximum, np.minimum):
         assert np.array_equal(block_reduce(ufunc, a, size), ufunc.reduceat(a, starts, axis=0))
-    np.testing.assert_allclose(block_reduce(np.add, a, size), np.add.reduceat(a, starts, axis=0), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(block_reduce(np.add, a[:, 0], size), np.add.reduceat(a[:, 0], starts), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        block_reduce(np.add, a, size), np.add.reduceat(a, starts, axis=0), rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        block_reduce(np.add, a[:, 0], size), np.add.reduceat(a[:, 0], starts), rtol=1e-12, atol=1e-12
+    )

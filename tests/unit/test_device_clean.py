@@ -54,8 +54,15 @@ def synthetic_rows(seed=0, n_q=4, n_kv=2, m=5, n=48, d=8, window=None, levels=No
     p = (p / p.sum(axis=-1, keepdims=True)).astype(np.float32)
     acc = np.where(j <= positions[..., None], draw(n_q, m, n) * 10, 0.0).astype(np.float32)
     sums = np.where(j <= positions[..., None, None], draw(n_q, m, len(WINDOWS), n) * 4, 0.0).astype(np.float32)
-    return LayerRows(p=p, positions=positions, keys=keys, values=values, query=query, acc_mass=acc,
-                     window_sums={w: sums[:, :, k] for k, w in enumerate(WINDOWS)})  # fmt: skip
+    return LayerRows(
+        p=p,
+        positions=positions,
+        keys=keys,
+        values=values,
+        query=query,
+        acc_mass=acc,
+        window_sums={w: sums[:, :, k] for k, w in enumerate(WINDOWS)},
+    )
 
 
 def rows_tensors(rows: LayerRows) -> list:
@@ -86,8 +93,12 @@ def test_the_guard_catches_cpu_tensors_and_follows_device_arguments():
 @pytest.mark.parametrize("name", SUPPORTED)
 @pytest.mark.parametrize("case", ["random", "ties", "sliding_window", "short_rows"])
 def test_batched_selectors_are_device_clean(name, case):
-    kw = {"random": {}, "ties": {"levels": 4}, "sliding_window": {"window": 12},
-          "short_rows": {"positions": np.full((4, 5), 9)}}[case]  # fmt: skip
+    kw = {
+        "random": {},
+        "ties": {"levels": 4},
+        "sliding_window": {"window": 12},
+        "short_rows": {"positions": np.full((4, 5), 9)},
+    }[case]
     budget = max(8, REGISTRY[name].min_budget)
     want = select(name, synthetic_rows(seed=2, **kw), budget)
     rows = synthetic_rows(seed=2, **kw)
@@ -118,7 +129,11 @@ def test_balancing_screens_and_exact_rounds_are_device_clean(monkeypatch):
 def restricted_inputs(window, keep_all, seed=0, heads=4, kv_heads=2, m=7, n=40, d=8):
     """q, k, v, rows and CSR kept sets (ragged, random order, empty ones; or every visible key)."""
     g = torch.Generator().manual_seed(seed)
-    q, k, v = torch.randn(heads, m, d, generator=g) * 2, torch.randn(kv_heads, n, d, generator=g), torch.randn(kv_heads, n, d, generator=g)
+    q, k, v = (
+        torch.randn(heads, m, d, generator=g) * 2,
+        torch.randn(kv_heads, n, d, generator=g),
+        torch.randn(kv_heads, n, d, generator=g),
+    )
     rows = torch.cat([torch.tensor([0, n - 1]), 1 + torch.randperm(n - 2, generator=g)[: m - 2]]).sort().values
     sets = []
     for r in range(heads * m):
@@ -129,7 +144,9 @@ def restricted_inputs(window, keep_all, seed=0, heads=4, kv_heads=2, m=7, n=40, 
     return [q, k, v, rows, ptr, torch.cat(sets)]
 
 
-@pytest.mark.parametrize(("softcap", "window", "logits_dtype"), [(None, None, None), (5.0, 11, None), (None, None, torch.bfloat16)])
+@pytest.mark.parametrize(
+    ("softcap", "window", "logits_dtype"), [(None, None, None), (5.0, 11, None), (None, None, torch.bfloat16)]
+)
 @pytest.mark.parametrize("keep_all", [False, True])  # the sparse and the dense value product
 def test_restricted_twin_is_device_clean(softcap, window, logits_dtype, keep_all):
     args = restricted_inputs(window, keep_all)
@@ -149,10 +166,16 @@ def test_capture_twins_are_device_clean(softcap, window):
     q, k = torch.randn(4, 40, 8, generator=g), torch.randn(4, 40, 8, generator=g)
     positions = torch.tensor([[3, 17, 39]] * 4)
     kw = {"scaling": 0.35, "softcap": softcap, "window": window}
-    want = (kernels.sampled_row_probs_torch(q, k, positions, **kw), *kernels.column_mass_and_window_sums_torch(q, k, positions, block_rows=16, **kw))
+    want = (
+        kernels.sampled_row_probs_torch(q, k, positions, **kw),
+        *kernels.column_mass_and_window_sums_torch(q, k, positions, block_rows=16, **kw),
+    )
     with VirtualDevice() as dev:
         dev.place([q, k, positions])
-        got = (kernels.sampled_row_probs_torch(q, k, positions, **kw), *kernels.column_mass_and_window_sums_torch(q, k, positions, block_rows=16, **kw))
+        got = (
+            kernels.sampled_row_probs_torch(q, k, positions, **kw),
+            *kernels.column_mass_and_window_sums_torch(q, k, positions, block_rows=16, **kw),
+        )
         assert all(t.is_cuda for t in got)
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
 
@@ -163,8 +186,15 @@ def test_loss_forward_is_device_clean():
     from capture.tiny_models import tiny_model
 
     from trustmass.loss import forward
-    from trustmass.loss.configurations import (ALL_CELLS, BALANCING, CACHE_FAITHFUL, FLAT_CELLS, KEEP_ALL, TOP_MASS,
-                                               Configuration)  # fmt: skip
+    from trustmass.loss.configurations import (
+        ALL_CELLS,
+        BALANCING,
+        CACHE_FAITHFUL,
+        FLAT_CELLS,
+        KEEP_ALL,
+        TOP_MASS,
+        Configuration,
+    )
     from trustmass.loss.diagnostics import run_diagnostics
     from trustmass.loss.document import run_document
     from trustmass.loss.probe import ProbeParams
@@ -174,13 +204,19 @@ def test_loss_forward_is_device_clean():
     ids = torch.randint(0, 96, (32,), generator=torch.Generator().manual_seed(5))
     flat = np.array([[True, False, True, False], [False, False, False, True]])
     configs = [  # the rules themselves are checked on every kind of row above; here each kind of policy
-        Configuration(KEEP_ALL, KEEP_ALL), Configuration("all_cell", TOP_MASS, BALANCING, ALL_CELLS),
-        Configuration("flat_switch", TOP_MASS, BALANCING, FLAT_CELLS), Configuration("snapkv+flat", "snapkv", BALANCING, FLAT_CELLS),
-        Configuration("h2o@cf", "h2o", accounting=CACHE_FAITHFUL), Configuration("probe@0.5", "probe", alpha=0.5),
-    ]  # fmt: skip
+        Configuration(KEEP_ALL, KEEP_ALL),
+        Configuration("all_cell", TOP_MASS, BALANCING, ALL_CELLS),
+        Configuration("flat_switch", TOP_MASS, BALANCING, FLAT_CELLS),
+        Configuration("snapkv+flat", "snapkv", BALANCING, FLAT_CELLS),
+        Configuration("h2o@cf", "h2o", accounting=CACHE_FAITHFUL),
+        Configuration("probe@0.5", "probe", alpha=0.5),
+    ]
     gen = torch.Generator().manual_seed(3)
-    probe = ProbeParams(u={l: torch.randn(4, 16, 16, generator=gen) for l in (0, 1)},
-                        v={l: torch.randn(4, 16, 16, generator=gen) for l in (0, 1)}, budget=8)  # on the CPU, as loaded  # fmt: skip
+    probe = ProbeParams(
+        u={l: torch.randn(4, 16, 16, generator=gen) for l in (0, 1)},
+        v={l: torch.randn(4, 16, 16, generator=gen) for l in (0, 1)},
+        budget=8,
+    )  # on the CPU, as loaded
     swaps = [SwapConfiguration("h2o", "snapkv", "random", 0.5, 0)]
 
     def run(model):
@@ -215,10 +251,11 @@ def test_capture_with_access_laws_is_device_clean():
         assert all(torch.equal(got.tensors[name], want.tensors[name]) for name in want.tensors)
         assert got.deviations == want.deviations and got.bounds == want.bounds
         for layer in want.access.prefill:
-            assert all(np.array_equal(got.access.prefill[layer][k], want.access.prefill[layer][k]) for k in ("column_mass", "tails", "last"))
+            assert all(
+                np.array_equal(got.access.prefill[layer][k], want.access.prefill[layer][k])
+                for k in ("column_mass", "tails", "last")
+            )
             assert np.array_equal(got.access.decode[layer], want.access.decode[layer])
-
-
 
 
 def test_curvature_is_device_clean():

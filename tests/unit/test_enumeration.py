@@ -5,13 +5,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from unit.instances import random_cases, random_instance
 
 from trustmass.core import enumeration as en
 from trustmass.core import operator as op
 from trustmass.core.operator import Instance
 from trustmass.core.selectors import balancing
 from trustmass.selfcheck.worked_examples import partition_decision, partition_instance
-from unit.instances import random_cases, random_instance
 
 
 def test_cap_rule_reproduces_paper_extras():
@@ -35,10 +35,11 @@ def test_pool_rule_is_the_cap_rule_with_the_configs_overrides(override):
     """PoolRule.from_config equals the formula the ceiling and the audit each wrote before
     (override.get(s, extras_for_budget(s, subset_cap, max_extra))) at the default config's budgets."""
     from conftest import REPO
-
     from trustmass.plumbing.config import validate_config
 
-    cfg = validate_config({"enumeration": {"extra_override": override}}, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    cfg = validate_config(
+        {"enumeration": {"extra_override": override}}, REPO / "workflow" / "schemas" / "config.schema.yaml"
+    )
     rule = en.PoolRule.from_config(cfg)
     cap, most = cfg["enumeration"]["subset_cap"], cfg["enumeration"]["max_extra"]
     budgets = [*cfg["budgets"]["enumerated"], *cfg["budgets"]["native"]]
@@ -119,7 +120,9 @@ def test_full_pool_equals_exact_optimum():
     for seed in range(10):
         inst = random_instance(300 + seed, n=12, d=3)
         for s in (2, 5, 9):
-            assert en.pool_optimum(inst, s, 12 - s).es_pool == pytest.approx(en.exact_optimum_bruteforce(inst, s)[0], rel=1e-12)
+            assert en.pool_optimum(inst, s, 12 - s).es_pool == pytest.approx(
+                en.exact_optimum_bruteforce(inst, s)[0], rel=1e-12
+            )
 
 
 def test_cap_widening_counts():
@@ -140,7 +143,11 @@ def test_lexicographic_tie_break():
 
 @pytest.mark.parametrize(
     "u, yes, value",
-    [((3, 1, 1, 2, 2, 1), True, Fraction(0)), ((1, 1, 4), False, Fraction(1, 3)), ((1, 2, 3, 4, 5, 7), True, Fraction(0))],
+    [
+        ((3, 1, 1, 2, 2, 1), True, Fraction(0)),
+        ((1, 1, 4), False, Fraction(1, 3)),
+        ((1, 2, 3, 4, 5, 7), True, Fraction(0)),
+    ],
 )
 def test_partition_reduction_exact(u, yes, value):
     p, v, s = partition_instance(u)

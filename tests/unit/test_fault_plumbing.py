@@ -2,7 +2,6 @@
 writer's temporaries, a full or read-only disk, inputs checked against their recorded sha256."""
 
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -81,7 +80,9 @@ def test_writers_that_wrap_the_os_error_in_their_own_type():
     class ComputeError(Exception):
         pass
 
-    assert disk_error(ComputeError("failed to write: No space left on device (os error 28)"), "r/x").errno == errno.ENOSPC
+    assert (
+        disk_error(ComputeError("failed to write: No space left on device (os error 28)"), "r/x").errno == errno.ENOSPC
+    )
     assert "read-only" in str(disk_error(OSError(errno.EROFS, "Read-only file system"), "r/x"))
     assert disk_error(ValueError("bad value"), "r/x") is None
     assert disk_error(OSError(errno.ENOENT, "No such file"), "r/x") is None
@@ -114,7 +115,9 @@ def test_an_output_is_checked_against_its_sidecar(written):
     out, manifest = written
     assert verify_output(out, fix="rerun", recorded_inputs=[manifest]) == P.sha256_path(out)
     out.write_bytes(out.read_bytes()[:50])  # truncated
-    with pytest.raises(IntegrityError, match=rf"^{out} has changed since it was written: its sha256 is .*now 50 bytes; .*fix: rerun$"):
+    with pytest.raises(
+        IntegrityError, match=rf"^{out} has changed since it was written: its sha256 is .*now 50 bytes; .*fix: rerun$"
+    ):
         verify_output(out, fix="rerun")
 
 
@@ -146,7 +149,9 @@ def test_prepared_files_are_checked_against_their_record(tmp_path):
     hashes = {"model.safetensors": P.sha256_path(tmp_path / "model.safetensors")}
     verify_files(tmp_path, hashes, "the record", "prepare again")
     (tmp_path / "model.safetensors").write_bytes(b"weightz")
-    with pytest.raises(IntegrityError, match="model.safetensors has changed since it was written: .* the record recorded"):
+    with pytest.raises(
+        IntegrityError, match="model.safetensors has changed since it was written: .* the record recorded"
+    ):
         verify_files(tmp_path, hashes, "the record", "prepare again")
     (tmp_path / "model.safetensors").unlink()
     with pytest.raises(IntegrityError, match="model.safetensors is missing"):
@@ -167,15 +172,26 @@ def test_a_rule_script_reports_a_clean_error_in_one_line(tmp_path):
     assert done.stderr == "ceiling tiny/words/0000: results/x has changed since it was written; fix: delete it\n"
     assert log.read_text() == "error: results/x has changed since it was written; fix: delete it\n"
     # any other error keeps its traceback (in the log)
-    done = subprocess.run([sys.executable, "-c", code.replace('raise IntegrityError("', 'raise KeyError("')], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code.replace('raise IntegrityError("', 'raise KeyError("')],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and "Traceback" in log.read_text()
 
 
 @pytest.mark.parametrize(
     ("argv", "runs"),
-    [(["--cores", "2", "all"], True), (["-pn"], False), (["--dry-run", "x"], False), (["--unlock"], False),
-     (["--cores", "2", "--report", "r.html"], False), (["--configfile", "n.yaml", "-c2"], True), (["-S"], False)],
-)  # fmt: skip
+    [
+        (["--cores", "2", "all"], True),
+        (["-pn"], False),
+        (["--dry-run", "x"], False),
+        (["--unlock"], False),
+        (["--cores", "2", "--report", "r.html"], False),
+        (["--configfile", "n.yaml", "-c2"], True),
+        (["-S"], False),
+    ],
+)
 def test_which_snakemake_calls_run_jobs(argv, runs):
     from trustmass.plumbing.run_checks import runs_jobs
 

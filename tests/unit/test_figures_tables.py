@@ -34,19 +34,45 @@ def synthetic_records(seed=0):
                                 enumerated = budget != 64
                                 c = base * (1.0 if enumerated else 0.5) * rng.uniform(0.5, 1.0)
                                 es_top = 1.0
-                                rows.append(dict(
-                                    model=model, corpus=corpus, doc=doc, layer=layer, head=head, kv_head=head,
-                                    group_size=1, query_pos=300 + r, n_keys=301 + r, budget=budget,
-                                    dropped_mass=base * 8 / budget + 0.01, D=2.0, sigma=0.5, phi=c,
-                                    es_top=es_top, es_pool=(1 - c) if enumerated else None, pool_extra=4,
-                                    n_subsets=100 if enumerated else None, es_bal=1 - 0.9 * c, n_swaps=1,
-                                    kappa_hat=1 / (1 - c) if enumerated else None, c_hat=c if enumerated else None,
-                                    kappa_hat_bal=1 / 0.95 if enumerated and r == 0 else (1.0 if enumerated else None),
-                                    ef_fw=0.5 if enumerated else None, pi_hat=2 * (1 - c) if enumerated else None,
-                                    es_geo=1.4 if enumerated else None, es_lev=5.0 if enumerated else None,
-                                    es_vote=1.0 + c / 3, bound_2dm=4 * base, bound_var=3 * base, enumerated=enumerated,
-                                    es_geo_pool=1.1 if enumerated else None, es_lev_pool=2.0 if enumerated else None,
-                                ))  # fmt: skip
+                                rows.append(
+                                    dict(
+                                        model=model,
+                                        corpus=corpus,
+                                        doc=doc,
+                                        layer=layer,
+                                        head=head,
+                                        kv_head=head,
+                                        group_size=1,
+                                        query_pos=300 + r,
+                                        n_keys=301 + r,
+                                        budget=budget,
+                                        dropped_mass=base * 8 / budget + 0.01,
+                                        D=2.0,
+                                        sigma=0.5,
+                                        phi=c,
+                                        es_top=es_top,
+                                        es_pool=(1 - c) if enumerated else None,
+                                        pool_extra=4,
+                                        n_subsets=100 if enumerated else None,
+                                        es_bal=1 - 0.9 * c,
+                                        n_swaps=1,
+                                        kappa_hat=1 / (1 - c) if enumerated else None,
+                                        c_hat=c if enumerated else None,
+                                        kappa_hat_bal=1 / 0.95
+                                        if enumerated and r == 0
+                                        else (1.0 if enumerated else None),
+                                        ef_fw=0.5 if enumerated else None,
+                                        pi_hat=2 * (1 - c) if enumerated else None,
+                                        es_geo=1.4 if enumerated else None,
+                                        es_lev=5.0 if enumerated else None,
+                                        es_vote=1.0 + c / 3,
+                                        bound_2dm=4 * base,
+                                        bound_var=3 * base,
+                                        enumerated=enumerated,
+                                        es_geo_pool=1.1 if enumerated else None,
+                                        es_lev_pool=2.0 if enumerated else None,
+                                    )
+                                )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
@@ -87,7 +113,9 @@ def test_figure2_one_row_of_two_heatmaps_per_model(summaries, tmp_path):
         assert ax.get_xlabel() == "query head" and ax.get_ylabel() == "layer"
     colorbars = [ax for ax in fig.axes if not ax.images and ax.get_ylabel()]
     assert len(colorbars) == 2 * len(MODELS)
-    assert {"median dropped mass m̄ at s = 8", "median κ̂ at s = 8 (≥ 1.5 saturates)"} == {ax.get_ylabel() for ax in colorbars}
+    assert {"median dropped mass m̄ at s = 8", "median κ̂ at s = 8 (≥ 1.5 saturates)"} == {
+        ax.get_ylabel() for ax in colorbars
+    }
     titles = " ".join(ax.get_title(loc="left") for ax in images)
     assert all(m in titles for m in MODELS) and "cell-level AUC" in titles and "flat cells" in titles
     assert "all documents" in fig._suptitle.get_text()
@@ -111,8 +139,12 @@ def test_figure4_fits_its_axis_to_the_estimates_and_writes_out_a_clipped_interva
 
     one = pl.read_parquet(REPO / "reference/default/results/stats/loss_table.parquet")
     three = pl.concat([one.with_columns(pl.lit(m).alias("model")) for m in ("a", "b", "c")])
-    three = three.with_columns(pl.when((pl.col("model") == "b") & (pl.col("config") == "random"))
-                               .then(-24.7).otherwise(pl.col("share_low")).alias("share_low"))  # fmt: skip
+    three = three.with_columns(
+        pl.when((pl.col("model") == "b") & (pl.col("config") == "random"))
+        .then(-24.7)
+        .otherwise(pl.col("share_low"))
+        .alias("share_low")
+    )
     small, big = loss_figures.figure4(one), loss_figures.figure4(three)
     bottom, top = big.axes[0].get_ylim()
     assert -3 < bottom < 0 < 1 < top < 3
@@ -122,7 +154,9 @@ def test_figure4_fits_its_axis_to_the_estimates_and_writes_out_a_clipped_interva
 
 
 def test_style_lives_in_one_dict():
-    assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi", "rule_colors"} <= set(style.STYLE)
+    assert {"remainder_color", "cap_color", "balancing_color", "mass_cmap", "kappa_cmap", "dpi", "rule_colors"} <= set(
+        style.STYLE
+    )
     assert figures.STYLE is style.STYLE and loss_figures.STYLE is style.STYLE  # one style for every figure
 
 
@@ -151,7 +185,13 @@ def test_table2_6_8_columns_and_markdown(summaries, tmp_path):
     md2 = tables.markdown(LAYOUTS["table2"], summaries["table2"], kappa_threshold=1.11)
     assert "share κ̂ > 1.11" in md2 and "[" in md2
     t6 = table_layouts.table6(summaries["table6"])
-    assert t6.height == 2 * len(MODELS) and {"auc", "edge_int_ratio", "rho_depth", "rho_phi_es_pool", "median_kappa_hat_bal"} <= set(t6.columns)
+    assert t6.height == 2 * len(MODELS) and {
+        "auc",
+        "edge_int_ratio",
+        "rho_depth",
+        "rho_phi_es_pool",
+        "median_kappa_hat_bal",
+    } <= set(t6.columns)
     t8 = table_layouts.table8(summaries["table8"])
     assert t8.filter(pl.col("population") == "all")["budget"].to_list() == [4, 8, 4, 8]
     md8 = tables.markdown(LAYOUTS["table8"], summaries["table8"])
@@ -191,27 +231,39 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
     read that module.  (Snakemake compares checksums, so a bare touch would plan nothing.)"""
     import shutil
 
-    from conftest import SNAKEFILE, Workflow, planned_jobs
     from workflow.tiny_study import tiny_study_config
 
     import trustmass
+    from conftest import SNAKEFILE, Workflow, planned_jobs
 
     if "report.smk" not in SNAKEFILE.read_text(encoding="utf-8"):
         pytest.skip("the Snakefile does not include workflow/rules/report.smk yet")
     package = tmp_path / "src" / "trustmass"
-    shutil.copytree(os.path.dirname(trustmass.__file__), package, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
-    shutil.copy(SNAKEFILE.parent / "config.yaml", tmp_path / "config.yaml")  # the copy's checkout root holds its defaults
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "src"), os.environ.get("PYTHONPATH")])))
+    shutil.copytree(
+        os.path.dirname(trustmass.__file__), package, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc")
+    )
+    shutil.copy(
+        SNAKEFILE.parent / "config.yaml", tmp_path / "config.yaml"
+    )  # the copy's checkout root holds its defaults
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "src"), os.environ.get("PYTHONPATH")]))
+    )
     wf = Workflow(tmp_path)
     config = wf.write_config("tiny.yaml", TINY + tiny_study_config(tmp_path))
     done = wf.run(*REPORT_TARGETS, "--cores", "2", "--configfile", str(config), timeout=900)
     assert done.returncode == 0, done.output
-    for name in ["results/figures/fig1_ceiling.png", "results/figures/fig2_map.png", "results/tables/table8_profile.md",
-                 "results/stats/headline_ceiling.parquet"]:  # fmt: skip
+    for name in [
+        "results/figures/fig1_ceiling.png",
+        "results/figures/fig2_map.png",
+        "results/tables/table8_profile.md",
+        "results/stats/headline_ceiling.parquet",
+    ]:
         assert (tmp_path / name).is_file(), name
         assert (tmp_path / f"{name}.prov.json").is_file(), name
     prov = (tmp_path / "results/figures/fig1_ceiling.png.prov.json").read_text()
-    assert '"path": "src/trustmass/report/figures/ceiling.py"' in prov  # the run used the private copy (paths relative to the workdir)
+    assert (
+        '"path": "src/trustmass/report/figures/ceiling.py"' in prov
+    )  # the run used the private copy (paths relative to the workdir)
 
     def planned_after_editing(module, old, new):
         path = package / module
@@ -226,7 +278,11 @@ def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch
     table_renders = {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
     restyled = planned_after_editing("report/style.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
     assert restyled == figure_renders
-    rerounded = planned_after_editing("report/layouts/ceiling.py", 'Column("median κ̂", "median_kappa_hat", 3)', 'Column("median κ̂", "median_kappa_hat", 4)')
+    rerounded = planned_after_editing(
+        "report/layouts/ceiling.py",
+        'Column("median κ̂", "median_kappa_hat", 3)',
+        'Column("median κ̂", "median_kappa_hat", 4)',
+    )
     assert rerounded == figure_renders | table_renders
     recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
     assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed
@@ -247,7 +303,6 @@ def test_the_swap_figure_draws_a_row_of_panels_per_model():
     """Three models' curves in one panel joined their points into one line with vertical jumps (the
     CPU panel's first run): each model gets its own row."""
     from conftest import REPO
-
     from trustmass.report.figures.diagnostics import swap_figure
 
     one = pl.read_parquet(REPO / "reference/default/results/stats/swap_curves.parquet")

@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import pytest
+
 from conftest import REPO
 
 #: a child python in which importing polars or snakemake fails, as on the GPU machine
@@ -44,8 +45,14 @@ LIGHT = [
 
 
 def _child(code: str, timeout: float = 240, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKED + textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **env})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKED + textwrap.dedent(code)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+    )
 
 
 def test_the_check_and_the_kernel_chains_import_without_polars_or_snakemake():
@@ -115,8 +122,12 @@ def test_the_dry_run_writes_the_json_and_the_table(dry_run):
 def test_the_dry_run_measures_every_section(dry_run):
     doc, _, _ = dry_run
     side = doc["side_statistics"]["rows"]
-    assert side and all(r["separate_ms"] == pytest.approx(r["rows_ms"] + r["column_ms"]) and r["sdpa_causal_ms"] > 0 for r in side)
-    assert all(r["side_over_sdpa"] == pytest.approx(r["side_ms"] / r["sdpa_causal_ms"]) and r["side_ms"] > 0 for r in side)
+    assert side and all(
+        r["separate_ms"] == pytest.approx(r["rows_ms"] + r["column_ms"]) and r["sdpa_causal_ms"] > 0 for r in side
+    )
+    assert all(
+        r["side_over_sdpa"] == pytest.approx(r["side_ms"] / r["sdpa_causal_ms"]) and r["side_ms"] > 0 for r in side
+    )
     assert all(r["roofline"]["bound_ms"] > 0 and r["roofline"]["passes"] == 2 for r in side)
     assert {r["dtype"] for r in side} == {"float32", "bfloat16"}
     rest = doc["restricted"]["rows"]
@@ -139,14 +150,23 @@ def test_the_dry_run_times_the_claims(dry_run):
     claims = dry_run[0]["claims"]
     assert set(claims) == {"40", "102", "103", "115"} and all(c["status"] == "ok" for c in claims.values()), claims
     c40 = claims["40"]
-    assert len(c40["dropped_mass_cost_over_dense_layer"]) == len(c40["n_keys"]) and c40["dropped_mass_time_per_layer_ms"] > 0
+    assert (
+        len(c40["dropped_mass_cost_over_dense_layer"]) == len(c40["n_keys"])
+        and c40["dropped_mass_time_per_layer_ms"] > 0
+    )
     assert claims["102"]["swap_pairs"] == 192 and claims["102"]["swap_round_cost_share_percent"] > 0
     c103 = claims["103"]
     assert len(c103["prefill_mask_cost_over_dense"]) == len(c103["mu_cost_over_dense"]) == len(c103["shapes"]) >= 1
     c115 = claims["115"]  # structure only: tiny shapes on a shared CPU order no timings (a ratio once came out 0.16)
     assert c115["reconstruction_cost_over_prefill"] > 0 and c115["snapkv_compresskv_cost_over_prefill"] > 0
-    assert c115["reconstruction_time_s"] > 0 and c115["prefill_time_s"] > 0 and c115["compresskv_cost_over_prefill"] is None
-    assert c115["reconstruction_cost_over_prefill"] == pytest.approx(c115["reconstruction_time_s"] / c115["prefill_time_s"])
+    assert (
+        c115["reconstruction_time_s"] > 0
+        and c115["prefill_time_s"] > 0
+        and c115["compresskv_cost_over_prefill"] is None
+    )
+    assert c115["reconstruction_cost_over_prefill"] == pytest.approx(
+        c115["reconstruction_time_s"] / c115["prefill_time_s"]
+    )
 
 
 def test_wheel_tags():
@@ -167,9 +187,13 @@ def test_wheels_already_present_are_not_unpacked(tmp_path):
 
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    for name, files in {"pytest-9.2.0-py3-none-any.whl": {"pytest/__init__.py": ""},
-                        "zzcarried-1.0-py3-none-any.whl": {"zzcarried/__init__.py": "X = 1\n",
-                                                           "zzcarried-1.0.dist-info/METADATA": "Name: zzcarried\nVersion: 1.0\n"}}.items():  # fmt: skip
+    for name, files in {
+        "pytest-9.2.0-py3-none-any.whl": {"pytest/__init__.py": ""},
+        "zzcarried-1.0-py3-none-any.whl": {
+            "zzcarried/__init__.py": "X = 1\n",
+            "zzcarried-1.0.dist-info/METADATA": "Name: zzcarried\nVersion: 1.0\n",
+        },
+    }.items():
         with zipfile.ZipFile(wheels / name, "w") as archive:
             for path, text in files.items():
                 archive.writestr(path, text)

@@ -12,23 +12,36 @@ CHECK = {
     "mode": "gpu",
     "device": {"name": "NVIDIA H200"},
     "claims": {
-        "40": {"status": "ok", "n_keys": [2048, 16384], "dropped_mass_cost_over_dense_layer": [0.004, 0.02],
-               "dropped_mass_time_per_layer_ms": 0.11, "dropped_mass_time_per_layer_n_keys": 16384},
+        "40": {
+            "status": "ok",
+            "n_keys": [2048, 16384],
+            "dropped_mass_cost_over_dense_layer": [0.004, 0.02],
+            "dropped_mass_time_per_layer_ms": 0.11,
+            "dropped_mass_time_per_layer_n_keys": 16384,
+        },
         "102": {"status": "ok", "n_keys": 4096, "swap_round_cost_share_percent": 2.1},
-        "103": {"status": "ok", "shapes": [{"n_keys": 4096}], "prefill_mask_cost_over_dense": [50.0], "mu_cost_over_dense": [0.4]},
+        "103": {
+            "status": "ok",
+            "shapes": [{"n_keys": 4096}],
+            "prefill_mask_cost_over_dense": [50.0],
+            "mu_cost_over_dense": [0.4],
+        },
         "115": {"status": "error", "error": "out of memory"},
     },
-}  # fmt: skip
+}
 
 
 def test_a_measured_check_gives_one_row_per_timing_named_by_its_gpu():
     frame = headline(CHECK)
     got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in frame.iter_rows(named=True)}
     assert got == {
-        (40, "dropped_mass_cost_over_dense_layer", "2048"): 0.004, (40, "dropped_mass_cost_over_dense_layer", "16384"): 0.02,
-        (40, "dropped_mass_time_per_layer", "16384"): 0.11, (102, "swap_round_cost_share", "4096"): pytest.approx(0.021),
-        (103, "prefill_mask_cost_over_dense", "4096"): 50.0, (103, "mu_cost_over_dense", "4096"): 0.4,
-    }  # fmt: skip
+        (40, "dropped_mass_cost_over_dense_layer", "2048"): 0.004,
+        (40, "dropped_mass_cost_over_dense_layer", "16384"): 0.02,
+        (40, "dropped_mass_time_per_layer", "16384"): 0.11,
+        (102, "swap_round_cost_share", "4096"): pytest.approx(0.021),
+        (103, "prefill_mask_cost_over_dense", "4096"): 50.0,
+        (103, "mu_cost_over_dense", "4096"): 0.4,
+    }
     assert set(frame["models"]) == {"NVIDIA H200"}  # claim 115's section failed: no row, the value stays unproduced
 
 

@@ -6,13 +6,13 @@ import time
 
 import numpy as np
 import polars as pl
+from unit.instances import random_instance
+from unit.test_certification import tiny_capture  # noqa: F401 -- the shared fixture
 
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED
 from trustmass.plumbing.isolation import CRASHED, RAISED, TIMEOUT, isolated_call
-from unit.instances import random_instance
-from unit.test_certification import tiny_capture  # noqa: F401 -- the shared fixture
 
 
 def _segfault():

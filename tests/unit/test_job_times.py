@@ -25,7 +25,14 @@ def _job(tmp_path, monkeypatch, rule: str, outputs: list[str], started: float, a
 def test_jobs_are_counted_once_per_job_and_summed_per_rule(tmp_path, monkeypatch):
     start = time.time() - 100.0
     # one job, two outputs (one start stamp, one generated script): one job
-    _job(tmp_path, monkeypatch, "loss_document", ["loss/a.parquet", "loss/a.cells.parquet"], start, "tmp1.loss_document.py")
+    _job(
+        tmp_path,
+        monkeypatch,
+        "loss_document",
+        ["loss/a.parquet", "loss/a.cells.parquet"],
+        start,
+        "tmp1.loss_document.py",
+    )
     # a second job of the same rule started in the same second: its own script, so its own job
     _job(tmp_path, monkeypatch, "loss_document", ["loss/b.parquet"], start, "tmp2.loss_document.py")
     _job(tmp_path, monkeypatch, "capture", ["capture/0000.safetensors"], start - 50.0, "tmp3.capture.py")

@@ -69,8 +69,12 @@ def test_imports_point_down_and_stages_do_not_import_each_other(path):
         other = _package_of(module)
         if other is None or other == own or other not in LAYERS:
             continue
-        assert not (own in STAGES and other in STAGES), f"{path.relative_to(SRC)} imports {module}: stages hand data over by files"
-        assert LAYERS[other] <= LAYERS[own], f"{path.relative_to(SRC)} ({own}) imports {module} ({other}), a layer above it"
+        assert not (own in STAGES and other in STAGES), (
+            f"{path.relative_to(SRC)} imports {module}: stages hand data over by files"
+        )
+        assert LAYERS[other] <= LAYERS[own], (
+            f"{path.relative_to(SRC)} ({own}) imports {module} ({other}), a layer above it"
+        )
 
 
 def test_every_package_has_a_layer():
@@ -80,7 +84,11 @@ def test_every_package_has_a_layer():
 
 
 def test_no_module_is_too_long_to_read():
-    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
 
 
@@ -89,7 +97,9 @@ def test_no_private_name_is_imported_across_modules():
     for path in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("trustmass"):
-                found += [f"{path.relative_to(SRC)}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                found += [
+                    f"{path.relative_to(SRC)}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")
+                ]
     assert not found, found
 
 
@@ -99,7 +109,10 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 
 def _module_graph() -> dict[str, set[str]]:
     """module -> the trustmass modules it imports (at any depth; a package's ``__init__`` is the package)."""
-    paths = {".".join(("trustmass", *p.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__"): p for p in SRC.rglob("*.py")}
+    paths = {
+        ".".join(("trustmass", *p.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__"): p
+        for p in SRC.rglob("*.py")
+    }
     graph = {}
     for name, path in paths.items():
         found = set()

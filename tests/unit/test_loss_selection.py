@@ -58,7 +58,11 @@ def assert_matches_registry(name, rows, inputs, budget, rule=None):
 
 
 def shard_inputs(t, windows):
-    return {(h, m): SelectorInput.from_layer(t, h, m, windows) for h in range(t["p"].shape[0]) for m in range(t["p"].shape[1])}
+    return {
+        (h, m): SelectorInput.from_layer(t, h, m, windows)
+        for h in range(t["p"].shape[0])
+        for m in range(t["p"].shape[1])
+    }
 
 
 @pytest.mark.parametrize("name", SUPPORTED)
@@ -115,11 +119,18 @@ def synthetic(seed=0, n_q=4, n_kv=2, m=5, n=48, d=8, window=None, levels=None, p
     p = np.where(seen, p, 0.0)
     p = (p / p.sum(axis=-1, keepdims=True)).astype(np.float32)
     if levels:  # quantised masses stay tied after the float32 renormalisation
-        p = np.where(seen, np.float32(1.0 / n), 0.0).astype(np.float32) * (1 + np.floor(rng.random((n_q, m, n)) * 3)).astype(np.float32)
+        p = np.where(seen, np.float32(1.0 / n), 0.0).astype(np.float32) * (
+            1 + np.floor(rng.random((n_q, m, n)) * 3)
+        ).astype(np.float32)
     acc = np.where(j <= positions[..., None], draw(n_q, m, n) * 10, 0.0).astype(np.float32)
     sums = np.where(j <= positions[..., None, None], draw(n_q, m, len(WINDOWS), n) * 4, 0.0).astype(np.float32)
     rows = LayerRows(
-        p=p, positions=positions, keys=keys, values=values, query=query, acc_mass=acc,
+        p=p,
+        positions=positions,
+        keys=keys,
+        values=values,
+        query=query,
+        acc_mass=acc,
         window_sums={w: sums[:, :, k] for k, w in enumerate(WINDOWS)},
     )
     group = n_q // n_kv
@@ -128,8 +139,13 @@ def synthetic(seed=0, n_q=4, n_kv=2, m=5, n=48, d=8, window=None, levels=None, p
         for r in range(m):
             i, kv = int(positions[h, r]), h // group
             inputs[h, r] = SelectorInput(
-                p=p[h, r, : i + 1], values=values[kv, : i + 1], keys=keys[kv, : i + 1], query=query[h, r],
-                acc_mass=acc[h, r, : i + 1], window_sums=sums[h, r, :, : i + 1], windows=WINDOWS,
+                p=p[h, r, : i + 1],
+                values=values[kv, : i + 1],
+                keys=keys[kv, : i + 1],
+                query=query[h, r],
+                acc_mass=acc[h, r, : i + 1],
+                window_sums=sums[h, r, :, : i + 1],
+                windows=WINDOWS,
             )
     return rows, inputs
 
@@ -137,7 +153,9 @@ def synthetic(seed=0, n_q=4, n_kv=2, m=5, n=48, d=8, window=None, levels=None, p
 @pytest.mark.parametrize("name", SUPPORTED)
 @pytest.mark.parametrize("case", ["ties", "sliding_window", "short_rows"])
 def test_synthetic_rows_match_the_registry(name, case):
-    kw = {"ties": {"levels": 4}, "sliding_window": {"window": 12}, "short_rows": {"positions": np.full((4, 5), 9)}}[case]
+    kw = {"ties": {"levels": 4}, "sliding_window": {"window": 12}, "short_rows": {"positions": np.full((4, 5), 9)}}[
+        case
+    ]
     for seed in range(3):
         rows, inputs = synthetic(seed=seed, **kw)
         for budget in (4, 8, 16, 32):
@@ -175,7 +193,9 @@ def test_the_policy_takes_the_switch_rule_on_the_chosen_heads():
 
     rows, _ = synthetic()
     top, bal = select("top_mass", rows, 8), select("balancing", rows, 8)
-    policy = SelectionPolicy(Configuration("flat_switch", "top_mass", "balancing", "flat"), np.zeros((1, 4), bool), 8, CellRecorder((1, 4)))
+    policy = SelectionPolicy(
+        Configuration("flat_switch", "top_mass", "balancing", "flat"), np.zeros((1, 4), bool), 8, CellRecorder((1, 4))
+    )
     heads = torch.tensor([False, True, False, True])
     kept, swaps = policy._switched_select(rows, heads)
     assert torch.equal(kept[heads], bal.kept[heads]) and torch.equal(kept[~heads], top.kept[~heads])
@@ -227,16 +247,21 @@ def test_the_screened_round_decides_as_the_exact_round(case):
 
     gen = torch.Generator().manual_seed(7)
     r, pool, budget, d = 400, 20, 8, 16
-    w = torch.randn(r, pool, d, generator=gen, dtype=torch.float64) * torch.rand(r, pool, 1, generator=gen, dtype=torch.float64)
+    w = torch.randn(r, pool, d, generator=gen, dtype=torch.float64) * torch.rand(
+        r, pool, 1, generator=gen, dtype=torch.float64
+    )
     pm = torch.rand(r, pool, generator=gen, dtype=torch.float64) + 0.01
     if case == "duplicates":  # every in-slot a copy of another: exact ties between swaps
-        w[:, budget + 1 :: 2], pm[:, budget + 1 :: 2] = w[:, budget::2][:, : w[:, budget + 1 :: 2].shape[1]], pm[:, budget::2][:, : pm[:, budget + 1 :: 2].shape[1]]
+        w[:, budget + 1 :: 2], pm[:, budget + 1 :: 2] = (
+            w[:, budget::2][:, : w[:, budget + 1 :: 2].shape[1]],
+            pm[:, budget::2][:, : pm[:, budget + 1 :: 2].shape[1]],
+        )
     kept = torch.zeros(r, pool, dtype=torch.bool)
     kept[:, :budget] = True
     valid = torch.ones(r, pool, dtype=torch.bool)
     valid[::5, -3:] = False  # some rows with a shorter pool
     if case == "threshold":  # in-slots equal to the out-slots: swaps that change nothing (es' = es)
-        w[:, budget:2 * budget], pm[:, budget:2 * budget] = w[:, :budget], pm[:, :budget]
+        w[:, budget : 2 * budget], pm[:, budget : 2 * budget] = w[:, :budget], pm[:, :budget]
     seen = set()
     for _ in range(30):  # every round until no row improves, applying the exact round's swaps
         got, want = best_swaps(w, pm, kept, valid, budget), exact_best_swaps(w, pm, kept, valid, budget)
@@ -321,7 +346,9 @@ def test_top_k_mask_is_the_stable_descending_sort(seed, n, k_low, k_high):
     eligible = g.random((rows, n)) < 0.8
     k = g.integers(k_low, k_high, size=rows)
     for mask in (eligible, None):
-        got = batched.top_k_mask(torch.from_numpy(score), torch.from_numpy(k), None if mask is None else torch.from_numpy(mask)).numpy()
+        got = batched.top_k_mask(
+            torch.from_numpy(score), torch.from_numpy(k), None if mask is None else torch.from_numpy(mask)
+        ).numpy()
         for r in range(rows):
             candidates = np.arange(n) if mask is None else np.flatnonzero(mask[r])
             order = candidates[np.argsort(-score[r, candidates], kind="stable")][: k[r]]
@@ -343,7 +370,9 @@ def test_value_aware_projections_match_the_registry(captured, projection, score)
             sel = select(f"value_aware_{score}", rows, budget, rule=rule)
             for (h, m), x in inputs.items():
                 want = run(rule, x, budget)
-                np.testing.assert_array_equal(kept_of(sel, h, m), want, err_msg=f"{projection} at s={budget}, head {h}, row {m}")
+                np.testing.assert_array_equal(
+                    kept_of(sel, h, m), want, err_msg=f"{projection} at s={budget}, head {h}, row {m}"
+                )
     rows, inputs = synthetic(seed=1, levels=4)  # exact ties everywhere
     sel = select(f"value_aware_{score}", rows, 16, rule=rule)
     for (h, m), x in inputs.items():

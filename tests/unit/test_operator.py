@@ -5,10 +5,10 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from unit.instances import random_cases, random_instance
 
 from trustmass.core import operator as op
 from trustmass.core.operator import Instance
-from unit.instances import random_cases, random_instance
 
 EX22 = Instance.from_arrays([0.45, 0.45, 0.10], [-1.0, 1.0, 5.0])
 
@@ -26,10 +26,15 @@ class TestExample22:
         assert close(op.sigma(EX22) ** 2, 3.15)
         assert close(op.least_dropped_mass(EX22, 2), 0.1)
 
-    @pytest.mark.parametrize("kept, value", [((0, 1), Fraction(1, 2)), ((0, 2), Fraction(9, 22)), ((1, 2), Fraction(27, 22))])
+    @pytest.mark.parametrize(
+        "kept, value", [((0, 1), Fraction(1, 2)), ((0, 2), Fraction(9, 22)), ((1, 2), Fraction(27, 22))]
+    )
     def test_pair_errors(self, kept, value):
         assert close(op.es(EX22, kept), value)
-        assert op.es_squared_rational([Fraction(45, 100), Fraction(45, 100), Fraction(1, 10)], [[-1], [1], [5]], kept) == value**2
+        assert (
+            op.es_squared_rational([Fraction(45, 100), Fraction(45, 100), Fraction(1, 10)], [[-1], [1], [5]], kept)
+            == value**2
+        )
 
     def test_top_mass_phi_and_bounds(self):
         top = op.top_mass(EX22, 2)
@@ -55,7 +60,16 @@ class TestExampleA2:
 
     @pytest.mark.parametrize(
         "kept, value",
-        [((2,), "1/2"), ((0, 2), "1/2"), ((1, 2), "0"), ((0, 1, 2), "1/2"), ((1,), "1/2"), ((0, 1), "1"), ((1, 3), "1/2"), ((0, 1, 3), "1/6")],
+        [
+            ((2,), "1/2"),
+            ((0, 2), "1/2"),
+            ((1, 2), "0"),
+            ((0, 1, 2), "1/2"),
+            ((1,), "1/2"),
+            ((0, 1), "1"),
+            ((1, 3), "1/2"),
+            ((0, 1, 3), "1/6"),
+        ],
     )
     def test_values(self, kept, value):
         assert close(op.es(self.inst, kept), Fraction(value))

@@ -8,6 +8,7 @@ import tomllib
 
 import pytest
 import yaml
+
 from conftest import REPO
 
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
@@ -66,7 +67,10 @@ def test_make_installs_pinned_torch_before_the_package(project, tmp_path):
     assert len(torch) == 1
     plan = subprocess.run(
         ["make", "-n", "-B", "venv", f"VENV={tmp_path / 'venv'}"],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     install_torch = re.search(rf'pip install --no-input +"{re.escape(torch[0])}"', plan)
     install_package = plan.find("pip install --no-input -e '.[test,slurm,kernels]'")

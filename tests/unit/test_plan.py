@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import REPO
 
-from trustmass.plumbing.config import validate_config
+from conftest import REPO
 from trustmass.cli.plan import (
     PRIMARY_DOCS,
     DryRunParseError,
@@ -19,6 +18,7 @@ from trustmass.cli.plan import (
     resolve_config,
     summed,
 )
+from trustmass.plumbing.config import validate_config
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -48,7 +48,14 @@ def test_instances_are_layers_heads_rows_docs_budgets():
     plan = planned_instances(resolved())
     assert plan.columns[:2] == ["model", "corpus"] and plan.height == 4
     a = plan.filter((pl.col("model") == "a") & (pl.col("corpus") == "x")).row(0, named=True)
-    assert (a["layers"], a["heads"], a["rows_per_head"], a["budgets"], a["docs"], a["doc_tokens"]) == (3, 4, 6, 3, 5, 512)
+    assert (a["layers"], a["heads"], a["rows_per_head"], a["budgets"], a["docs"], a["doc_tokens"]) == (
+        3,
+        4,
+        6,
+        3,
+        5,
+        512,
+    )
     assert a["instances"] == 3 * 4 * 6 * 3 * 5 == 1080
     assert (a["primary_docs"], a["primary_instances"]) == (PRIMARY_DOCS, 3 * 4 * 6 * 3 * 3)
     # b overrides documents: 2 docs of 1,024 tokens, so its primary slice is both documents
@@ -59,7 +66,12 @@ def test_instances_are_layers_heads_rows_docs_budgets():
 
 def test_summed_over_all_or_some_models():
     plan = planned_instances(resolved())
-    assert summed(plan) == {"docs": 14, "instances": 2 * (1080 + 360), "primary_docs": 10, "primary_instances": 2 * (648 + 360)}
+    assert summed(plan) == {
+        "docs": 14,
+        "instances": 2 * (1080 + 360),
+        "primary_docs": 10,
+        "primary_instances": 2 * (648 + 360),
+    }
     assert summed(plan, ["b"])["instances"] == 720
     with pytest.raises(KeyError, match="'c'"):
         summed(plan, ["a", "c"])
@@ -136,14 +148,38 @@ def test_instances_from_dryrun_counts_the_jobs_not_the_config():
     config = resolved()
     plan = instances_from_dryrun(capture_dry_run(), config)
     assert plan.rows(named=True) == [
-        {"model": "a", "corpus": "x", "layers": 3, "heads": 4, "rows_per_head": 6, "budgets": 3, "doc_tokens": 512,
-         "docs": 3, "instances": 3 * 216, "primary_docs": 2, "primary_instances": 2 * 216},
-        {"model": "b", "corpus": "y", "layers": 2, "heads": 5, "rows_per_head": 6, "budgets": 3, "doc_tokens": 1024,
-         "docs": 1, "instances": 180, "primary_docs": 1, "primary_instances": 180},
-    ]  # fmt: skip
+        {
+            "model": "a",
+            "corpus": "x",
+            "layers": 3,
+            "heads": 4,
+            "rows_per_head": 6,
+            "budgets": 3,
+            "doc_tokens": 512,
+            "docs": 3,
+            "instances": 3 * 216,
+            "primary_docs": 2,
+            "primary_instances": 2 * 216,
+        },
+        {
+            "model": "b",
+            "corpus": "y",
+            "layers": 2,
+            "heads": 5,
+            "rows_per_head": 6,
+            "budgets": 3,
+            "doc_tokens": 1024,
+            "docs": 1,
+            "instances": 180,
+            "primary_docs": 1,
+            "primary_instances": 180,
+        },
+    ]
     # a DAG that plans exactly the configured documents agrees with the config's arithmetic
     every = [(m, c, f"{d:04d}") for m, n in (("a", 5), ("b", 2)) for c in ("x", "y") for d in range(n)]
-    assert instances_from_dryrun(capture_dry_run(every), config).equals(planned_instances(config).sort("model", "corpus"))
+    assert instances_from_dryrun(capture_dry_run(every), config).equals(
+        planned_instances(config).sort("model", "corpus")
+    )
 
 
 def test_output_without_the_job_list_is_an_error_not_zero():
@@ -154,7 +190,9 @@ def test_output_without_the_job_list_is_an_error_not_zero():
         planned_captures(capture_dry_run(stated=5))
     with pytest.raises(DryRunParseError, match="no 'Job stats:'"):
         planned_captures("Building DAG of jobs...\n")
-    assert planned_captures("Building DAG of jobs...\nNothing to be done (all requested files are present and up to date).\n").is_empty()
+    assert planned_captures(
+        "Building DAG of jobs...\nNothing to be done (all requested files are present and up to date).\n"
+    ).is_empty()
 
 
 def test_duplicated_and_malformed_jobs_are_errors():
@@ -169,10 +207,17 @@ def test_duplicated_and_malformed_jobs_are_errors():
 
 def test_resolve_config_merges_mappings_and_replaces_lists(tmp_path):
     extra = tmp_path / "extra.yaml"
-    extra.write_text("study: {corpora: [stdlib]}\ndocuments: {n_docs: 7}\ncapture: {rows_per_head: 2}\n"
-                     "task_contexts: {retrieval_rows: 1}\n", encoding="utf-8")
+    extra.write_text(
+        "study: {corpora: [stdlib]}\ndocuments: {n_docs: 7}\ncapture: {rows_per_head: 2}\n"
+        "task_contexts: {retrieval_rows: 1}\n",
+        encoding="utf-8",
+    )
     config = resolve_config(extra)
-    assert config["study"] == {"models": ["smollm2-135m"], "corpora": ["stdlib"], "headline": {"models": [], "corpus": None}}  # list replaced, models kept
+    assert config["study"] == {
+        "models": ["smollm2-135m"],
+        "corpora": ["stdlib"],
+        "headline": {"models": [], "corpus": None},
+    }  # list replaced, models kept
     assert config["documents"] == {"doc_tokens": 2048, "n_docs": 7, "bos": "tokenizer-default"}
     assert "smollm2-135m" in config["models"] and config["capture"]["min_position"] == 256
     plan = planned_instances(config)

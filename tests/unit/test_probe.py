@@ -46,7 +46,10 @@ def test_rows_match_registry_rules(shard, rows):
             np.testing.assert_array_equal(b.top[h, r].numpy(), run(REGISTRY["top_mass"], x, S))
             np.testing.assert_array_equal(b.bal[h, r].numpy(), run(REGISTRY["balancing"], x, S))
             i = int(b.positions[h, r])
-            assert np.isneginf(b.logits[h, r, i + 1 :].numpy()).all() and np.isfinite(b.logits[h, r, : i + 1].numpy()).all()
+            assert (
+                np.isneginf(b.logits[h, r, i + 1 :].numpy()).all()
+                and np.isfinite(b.logits[h, r, : i + 1].numpy()).all()
+            )
     assert int(b.swaps.sum()) > 0  # the random tiny model swaps: the training test below can fail
 
 
@@ -113,8 +116,12 @@ def test_load_rejects_foreign_file(tmp_path):
 
 def test_select_top_ties_and_invisible_keys():
     inf = float("inf")
-    scores = torch.tensor([[[1.0, 2.0, 2.0, 2.0, 0.5, -inf]],  # tie at 2: the smaller positions win
-                           [[3.0, -inf, -inf, -inf, 1.0, -inf]]])  # only two visible keys
+    scores = torch.tensor(
+        [
+            [[1.0, 2.0, 2.0, 2.0, 0.5, -inf]],  # tie at 2: the smaller positions win
+            [[3.0, -inf, -inf, -inf, 1.0, -inf]],
+        ]
+    )  # only two visible keys
     kept = pr.select_top(scores, 3)
     assert kept.tolist() == [[[1, 2, 3]], [[0, 4, -1]]]
     assert pr.select_top(torch.tensor([[[0.0, 0.0, 0.0, 0.0]]]), 2).tolist() == [[[0, 1]]]
@@ -156,10 +163,13 @@ def test_threshold_loss_by_hand():
     scores = torch.tensor([[3.0, 1.0, 2.0, 0.0, -inf], [1.0, 2.0, 3.0, 4.0, 5.0]])
     logits = scores.clone()
     bal = torch.tensor([[0, 2], [-1, -1]])
-    want = float(torch.nn.functional.softplus(torch.tensor(1.0 - 2.0)) + torch.nn.functional.softplus(torch.tensor(0.0 - 2.0)))
+    want = float(
+        torch.nn.functional.softplus(torch.tensor(1.0 - 2.0)) + torch.nn.functional.softplus(torch.tensor(0.0 - 2.0))
+    )
     assert float(pr.threshold_loss(scores, bal, logits)) == pytest.approx(want)
     # a key at the zero-mass floor is no positive (and, as a negative, costs nothing)
     floor = logits.clone()
     floor[0, 2] = pr.ZERO_MASS_LOGIT
     assert float(pr.threshold_loss(floor, bal, floor)) == pytest.approx(
-        float(sum(torch.nn.functional.softplus(torch.tensor(x - 3.0)) for x in (1.0, 0.0))))
+        float(sum(torch.nn.functional.softplus(torch.tensor(x - 3.0)) for x in (1.0, 0.0)))
+    )

@@ -31,7 +31,14 @@ def project(projection, n, budget, block, unit_score, token_score):
 
 
 def test_the_block_rules_of_the_registry_take_every_projection():
-    assert set(BLOCK_RULES) == {"quest", "quest_page16", "value_aware_mass", "value_aware_nolev", "value_aware_mii", "block_select"}
+    assert set(BLOCK_RULES) == {
+        "quest",
+        "quest_page16",
+        "value_aware_mass",
+        "value_aware_nolev",
+        "value_aware_mii",
+        "block_select",
+    }
     for name in BLOCK_RULES:
         assert REGISTRY[name].projection == FIT_THEN_FILL and REGISTRY[name].fills_budget
         assert not dataclasses.replace(REGISTRY[name], projection=STRICT).fills_budget
@@ -50,7 +57,11 @@ def test_a_short_winning_block_separates_the_three_projections():
     assert project(FIT_THEN_FILL, 10, 6, 4, units, tokens).tolist() == [4, 5, 6, 7, 8, 9]
     assert lattice_slack_tokens(6, 4) == 2
     sizes = contiguous_units(0, 10, 4).sizes
-    assert chosen_units(units, sizes, 6, STRICT).tolist() == chosen_units(units, sizes, 6, STRICT_THEN_FILL).tolist() == [2]
+    assert (
+        chosen_units(units, sizes, 6, STRICT).tolist()
+        == chosen_units(units, sizes, 6, STRICT_THEN_FILL).tolist()
+        == [2]
+    )
     assert chosen_units(units, sizes, 6, FIT_THEN_FILL).tolist() == [2, 1]
 
 
@@ -93,7 +104,11 @@ def test_token_fill_keeps_strict_block_topk_and_spends_the_slack_on_the_best_tok
 def captured_row(seed: int, n: int, d: int = 4) -> SelectorInput:
     """Row n - 1 of a causal softmax over random queries and keys, with what every block rule reads."""
     rng = np.random.default_rng(seed)
-    keys, values, queries = rng.standard_normal((n, d)) * 1.5, rng.standard_normal((n, d)), rng.standard_normal((n, d)) * 1.5
+    keys, values, queries = (
+        rng.standard_normal((n, d)) * 1.5,
+        rng.standard_normal((n, d)),
+        rng.standard_normal((n, d)) * 1.5,
+    )
     logits = np.where(np.tril(np.ones((n, n), dtype=bool)), queries @ keys.T / np.sqrt(d), -np.inf)
     P = np.exp(logits - logits.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)

@@ -135,7 +135,11 @@ def test_sidecar_records_hashes_config_seeds_and_time(made):
     out, inputs = made
     started = time.time() - 2.0
     path = write_sidecar(
-        out, inputs=inputs, config_slice={"budgets": {"enumerated": [4]}}, seeds={"seed": 7}, started=started,
+        out,
+        inputs=inputs,
+        config_slice={"budgets": {"enumerated": [4]}},
+        seeds={"seed": 7},
+        started=started,
         extra={"rule": "r"},
     )
     assert path == sidecar_path(out) and path.name == "result.json.prov.json"
@@ -187,8 +191,10 @@ def test_writing_a_sidecar_does_not_import_torch(tmp_path):
 def _git(repo, *args):
     env = {
         **os.environ,
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
     }
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
@@ -261,13 +267,24 @@ def test_imported_modules_resolve_relative_imports(tmp_path):
         "from ..outside import x\nfrom trustmass.core.enumeration import pool_optimum\n"
     )
     found = set(provenance._imported_modules("trustmass.bench.m", src))
-    assert {"trustmass.core.operator", "trustmass.bench.simplex", "trustmass.bench.selectors.balancing",
-            "trustmass.core.enumeration", "trustmass.core.enumeration.pool_optimum"} <= found
+    assert {
+        "trustmass.core.operator",
+        "trustmass.bench.simplex",
+        "trustmass.bench.selectors.balancing",
+        "trustmass.core.enumeration",
+        "trustmass.core.enumeration.pool_optimum",
+    } <= found
     assert "numpy" not in found
 
 
 @pytest.mark.parametrize(
-    "reader", ["trustmass.ceiling.records", "trustmass.audit.records", "trustmass.certification.runner", "trustmass.bench.certify"]
+    "reader",
+    [
+        "trustmass.ceiling.records",
+        "trustmass.audit.records",
+        "trustmass.certification.runner",
+        "trustmass.bench.certify",
+    ],
 )
 def test_stages_reading_shards_depend_on_the_contract_not_on_capture(reader):
     """Editing the capture code or a kernel must not rerun every ceiling, audit and certification job."""

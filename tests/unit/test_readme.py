@@ -53,8 +53,11 @@ def test_the_layout_names_every_library_package():
     packages = sorted(p.name for p in (REPO / "src/trustmass").iterdir() if p.is_dir() and not p.name.startswith("__"))
     assert {"core", "deploy", "report"} <= set(packages)
     # the src/trustmass/ tree: lines indented by two spaces, "name/" (or "a/, b/") then the description
-    named = {name.strip().rstrip("/") for line in re.findall(r"^  (\S.*?)(?:\s{2,}|$)", layout, flags=re.M)
-             for name in line.split(",")}  # fmt: skip
+    named = {
+        name.strip().rstrip("/")
+        for line in re.findall(r"^  (\S.*?)(?:\s{2,}|$)", layout, flags=re.M)
+        for name in line.split(",")
+    }
     missing = [p for p in packages if p not in named]
     assert not missing, f"README.md, 'Layout', does not name src/trustmass/{missing}"
     assert "kernels/" in layout and "docs/" in layout
@@ -92,7 +95,9 @@ def test_the_readme_links_every_docs_page():
 
 def test_the_fault_table_names_every_fault_test():
     table = (REPO / "docs/reliability.md").read_text(encoding="utf-8")
-    tests = re.findall(r"^def (test_\w+)", (REPO / "tests/faults/test_faults.py").read_text(encoding="utf-8"), flags=re.M)
+    tests = re.findall(
+        r"^def (test_\w+)", (REPO / "tests/faults/test_faults.py").read_text(encoding="utf-8"), flags=re.M
+    )
     assert len(tests) >= 10
     missing = [t for t in tests if f"`{t}`" not in table]
     assert not missing, f"docs/reliability.md's fault table lacks {missing}"

@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _sidecar(path, config):
-    path.with_name(path.name + ".prov.json").write_text(json.dumps({"config": config, "seeds": None, "wall_time_s": 1.0}))
+    path.with_name(path.name + ".prov.json").write_text(
+        json.dumps({"config": config, "seeds": None, "wall_time_s": 1.0})
+    )
 
 
 @pytest.fixture
@@ -31,8 +33,12 @@ def run(tmp_path):
     pl.DataFrame({"seconds": [1.0]}).write_parquet(root / "results/stats/deploy_timing.parquet")
     image = np.zeros((40, 50, 3), dtype=np.uint8)
     Image.fromarray(image).save(root / "results/figures/fig1_ceiling.png")
-    claims = {"claims": [{"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
-                         {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]}]}  # fmt: skip
+    claims = {
+        "claims": [
+            {"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
+            {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]},
+        ]
+    }
     (root / "results/claims.json").write_text(json.dumps(claims))
     (root / "results/capture").mkdir()
     (root / "results/capture/shard.safetensors").write_bytes(b"big")  # not kept
@@ -67,7 +73,9 @@ def test_a_float_beyond_tolerance_is_named_by_file_and_column(run, tmp_path):
     path = run / "results/stats/fig1.parquet"
     pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 + 1e-3], "n": [3, 4]}).write_parquet(path)
     report = reference.check(run, ref)
-    assert [(d.path, "c_hat" in d.what and "row 1" in d.what) for d in report.differences] == [("results/stats/fig1.parquet", True)]
+    assert [(d.path, "c_hat" in d.what and "row 1" in d.what) for d in report.differences] == [
+        ("results/stats/fig1.parquet", True)
+    ]
     pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 + 1e-12], "n": [3, 4]}).write_parquet(path)
     report = reference.check(run, ref)
     assert report.differences == [] and report.close == 1
@@ -127,7 +135,10 @@ def test_the_readme_names_the_command_that_regenerates_the_reference():
     from trustmass.report.reference import run_command
 
     assert run_command(["config.yaml"]) == "make run"
-    assert run_command(["config.yaml", "config/cpu-panel.yaml"]) == "snakemake --cores all --configfile config/cpu-panel.yaml"
+    assert (
+        run_command(["config.yaml", "config/cpu-panel.yaml"])
+        == "snakemake --cores all --configfile config/cpu-panel.yaml"
+    )
 
 
 # ---- the panel's claims report: what the issue "claims that mean something" asked of it -------------------
@@ -161,4 +172,95 @@ def test_every_value_the_panel_does_not_produce_says_what_is_missing():
     for c, v in _panel_values():
         for axis in (v["direction"], v["size"]):
             if axis and axis["status"] == "not produced":
-                assert any(k in axis["reason"] for k in ("no study model takes that role", "did not run", "needs ")), (c["id"], v["name"], axis)
+                assert any(k in axis["reason"] for k in ("no study model takes that role", "did not run", "needs ")), (
+                    c["id"],
+                    v["name"],
+                    axis,
+                )
+
+
+# -- numbers printed in strings, statistics with their own tolerance (issue 31, item 5) ---------------
+
+
+def test_a_float_printed_in_a_json_string_is_compared_as_a_number(run, tmp_path):
+    """headline_selfcheck's ``context`` holds JSON text: a last-bit change of a float inside it is not a
+    difference, a change beyond tolerance or in the text is."""
+    path = run / "results/stats/headline_selfcheck.parquet"
+
+    def write(context):
+        pl.DataFrame({"claim_id": [1, 2], "context": [context, None]}).write_parquet(path)
+
+    write('{"D": 3.1217742012986895, "N": 8, "sigma": 0.8119498220279262}')
+    ref, _ = saved(run, tmp_path)
+    write('{"D": 3.12177420129869, "N": 8, "sigma": 0.8119498220279262}')
+    report = reference.check(run, ref)
+    assert report.differences == [] and report.close == 1
+    write('{"D": 3.1218, "N": 8, "sigma": 0.8119498220279262}')
+    assert ["context" in d.what and "row 0" in d.what for d in reference.check(run, ref).differences] == [True]
+    write('{"D": 3.1217742012986895, "N": 9, "sigma": 0.8119498220279262}')
+    assert len(reference.check(run, ref).differences) == 1
+    write('{"E": 3.1217742012986895, "N": 8, "sigma": 0.8119498220279262}')
+    assert len(reference.check(run, ref).differences) == 1
+
+
+def test_texts_close_matches_text_exactly_and_numbers_within_tolerance():
+    close = reference.texts_close
+    assert close("regenerated 1.045 -> 2.448", "regenerated 1.045 -> 2.448", 1e-6, 1e-9)
+    assert close("x=0.30000000000000004", "x=0.3", 1e-6, 1e-9)
+    assert not close("x=0.31", "x=0.3", 1e-6, 1e-9)
+    assert not close("agrees: 0.3", "disagrees: 0.3", 1e-6, 1e-9)
+    assert not close("0.3 and 1", "0.3", 1e-6, 1e-9)
+    assert close("1e-3", "0.001", 1e-6, 1e-9) and close("-2", "-2.0", 1e-6, 1e-9)
+
+
+def test_a_number_printed_to_a_few_decimals_may_round_either_side_of_its_last_digit():
+    """A claim's reason prints "regenerated 2.945": a value within rtol may print as 2.946; two
+    units, or a number printed to other decimals, still differ."""
+    close = reference.texts_close
+    assert close("regenerated 2.945; within 2.06", "regenerated 2.946; within 2.06", 1e-6, 1e-9)
+    assert not close("regenerated 2.945", "regenerated 2.947", 1e-6, 1e-9)
+    assert not close("regenerated 2.95", "regenerated 2.945", 1e-6, 1e-9)
+
+
+def test_a_claims_reason_string_is_compared_by_its_numbers(run, tmp_path):
+    claims = json.loads((run / "results/claims.json").read_text())
+    claims["claims"][0]["values"][0]["reason"] = "increasing along budget: 1.0447740863469832 -> 2.448"
+    (run / "results/claims.json").write_text(json.dumps(claims))
+    ref, _ = saved(run, tmp_path)
+    claims["claims"][0]["values"][0]["reason"] = "increasing along budget: 1.0447740863469830 -> 2.448"
+    (run / "results/claims.json").write_text(json.dumps(claims))
+    assert reference.check(run, ref).differences == []
+    claims["claims"][0]["values"][0]["reason"] = "increasing along budget: 1.0447740863469832 -> 2.5"
+    (run / "results/claims.json").write_text(json.dumps(claims))
+    assert [d.path for d in reference.check(run, ref).differences] == ["results/claims.json"]
+
+
+def test_a_statistic_with_its_own_tolerance_is_compared_with_it_and_the_report_says_so(
+    run, tmp_path, monkeypatch, capsys
+):
+    ref, _ = saved(run, tmp_path)
+    pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25 * (1 + 1e-3)], "n": [3, 4]}).write_parquet(
+        run / "results/stats/fig1.parquet"
+    )
+    claims = json.loads((run / "results/claims.json").read_text())
+    claims["claims"][0]["values"][0].update(name="c_hat", value=0.5 * (1 + 1e-3))
+    (run / "results/claims.json").write_text(json.dumps(claims))
+    ref_claims = json.loads((ref / "results/claims.json").read_text())
+    ref_claims["claims"][0]["values"][0]["name"] = "c_hat"
+    (ref / "results/claims.json").write_text(json.dumps(ref_claims))
+    assert {d.path for d in reference.check(run, ref).differences} == {
+        "results/stats/fig1.parquet",
+        "results/claims.json",
+    }
+    monkeypatch.setitem(reference.TOLERANCES, "c_hat", (1e-2, "a test's reason"))
+    report = reference.check(run, ref)
+    assert report.differences == []
+    reference.print_report(report, ref)
+    assert "own tolerance: c_hat within rtol 0.01 (a test's reason)" in capsys.readouterr().out
+    monkeypatch.setitem(reference.TOLERANCES, "c_hat", (1e-4, "tighter than the change"))
+    assert len(reference.check(run, ref).differences) == 2
+
+
+def test_every_own_tolerance_states_its_reason():
+    for name, (rtol, why) in reference.TOLERANCES.items():
+        assert 0 < rtol < 1 and len(why) > 20, name

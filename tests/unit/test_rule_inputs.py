@@ -49,7 +49,9 @@ def test_an_input_changed_since_it_was_written_is_refused_naming_its_rule(tmp_pa
     path = written(tmp_path / "records.parquet")
     assert verify_inputs([path, "src/x.py"]) == [path]
     flip(path)
-    with pytest.raises(IntegrityError, match=r"records\.parquet has changed since it was written.*rule ceiling writes it again"):
+    with pytest.raises(
+        IntegrityError, match=r"records\.parquet has changed since it was written.*rule ceiling writes it again"
+    ):
         verify_inputs([path])
 
 

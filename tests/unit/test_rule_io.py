@@ -69,13 +69,18 @@ def rules_and_their_code() -> dict[str, tuple[str, set[str]]]:
             script = re.search(r'script:\s*"([^"]+)"', block)
             code = re.search(r"library_code\(([^)]*)\)", block)
             if script:
-                found[name] = (Path(script.group(1)).name, set(re.findall(r'"([^"]+)"', code.group(1))) if code else set())
+                found[name] = (
+                    Path(script.group(1)).name,
+                    set(re.findall(r'"([^"]+)"', code.group(1))) if code else set(),
+                )
     return found
 
 
 def test_scripts_use_the_glue_instead_of_opening_logs_by_hand():
     by_hand = {p.name for p in (ROOT / "scripts").glob("*.py") if "open(snakemake.log[0]" in p.read_text()}
-    assert by_hand <= NOT_YET_ON_RULE_IO, f"use trustmass.plumbing.rule_io (start_log, finish) in {sorted(by_hand - NOT_YET_ON_RULE_IO)}"
+    assert by_hand <= NOT_YET_ON_RULE_IO, (
+        f"use trustmass.plumbing.rule_io (start_log, finish) in {sorted(by_hand - NOT_YET_ON_RULE_IO)}"
+    )
 
 
 def test_rules_whose_scripts_run_the_glue_declare_it_as_library_code():
@@ -84,6 +89,7 @@ def test_rules_whose_scripts_run_the_glue_declare_it_as_library_code():
     undeclared = [
         name
         for name, (script, modules) in rules.items()
-        if "trustmass.plumbing.rule_io" in (ROOT / "scripts" / script).read_text() and "trustmass.plumbing.rule_io" not in modules
+        if "trustmass.plumbing.rule_io" in (ROOT / "scripts" / script).read_text()
+        and "trustmass.plumbing.rule_io" not in modules
     ]
     assert undeclared == [], "add trustmass.plumbing.rule_io to these rules' library_code(...)"

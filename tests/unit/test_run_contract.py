@@ -72,7 +72,9 @@ def test_equal_records_hash_equally_whatever_their_spelling():
     assert spelled == BASE and spelled.sha256 == BASE.sha256
     assert comparable(BASE, BASE) and differing_fields(BASE, BASE) == ()
     whole = dataclasses.replace(BASE, layer_weights=(1, 0))  # ints are weights too
-    assert whole.layer_weights == (1.0, 0.0) and whole.sha256 == dataclasses.replace(BASE, layer_weights=(1.0, 0.0)).sha256
+    assert (
+        whole.layer_weights == (1.0, 0.0) and whole.sha256 == dataclasses.replace(BASE, layer_weights=(1.0, 0.0)).sha256
+    )
     two_changes = dataclasses.replace(BASE, ranking="block_mii", projection="strict:p=4")
     assert not comparable(BASE, two_changes) and differing_fields(BASE, two_changes) == ("projection", "ranking")
 
@@ -96,7 +98,9 @@ print(BASE.sha256)
 def test_the_hash_is_the_same_in_another_process():
     tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    child = subprocess.run([sys.executable, "-c", SHA_IN_CHILD.format(tests=tests)], capture_output=True, text=True, env=env, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", SHA_IN_CHILD.format(tests=tests)], capture_output=True, text=True, env=env, check=True
+    )
     assert child.stdout.strip() == BASE.sha256
 
 
@@ -144,7 +148,9 @@ def test_stage_ii_pairs_of_the_registry_differ_in_the_ranking_alone(budget):
     snap, h2o = registered_run("snapkv", budget), registered_run("h2o", budget)
     assert not comparable(snap, h2o)
     assert {"query_domain", "observation_window", "pooling", "ranking"} <= set(differing_fields(snap, h2o))
-    strict = selector_run(dataclasses.replace(REGISTRY["value_aware_mii"], projection=STRICT), budget, "tiny/words/0000", (3,))
+    strict = selector_run(
+        dataclasses.replace(REGISTRY["value_aware_mii"], projection=STRICT), budget, "tiny/words/0000", (3,)
+    )
     assert differing_fields(registered_run("value_aware_mii", budget), strict) == ("projection",)
     # every rule runs under its own record -- except Quest at s = 64, whose pages max(2, s/4) = 16
     # make it the page-16 configuration: the same run, so the same record

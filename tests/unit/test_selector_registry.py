@@ -121,9 +121,22 @@ def replacement(x: SelectorInput, evidence: str, rng) -> dict:
 
 def test_registry_contracts_are_valid():
     assert set(REGISTRY) >= {
-        "top_mass", "balancing", "geometric", "leverage", "group_vote", "snapkv", "h2o", "quest", "quest_page16",
-        "streaming_llm", "tova", "value_aware_mass", "value_aware_nolev", "value_aware_mii", "block_select",
-    }  # fmt: skip
+        "top_mass",
+        "balancing",
+        "geometric",
+        "leverage",
+        "group_vote",
+        "snapkv",
+        "h2o",
+        "quest",
+        "quest_page16",
+        "streaming_llm",
+        "tova",
+        "value_aware_mass",
+        "value_aware_nolev",
+        "value_aware_mii",
+        "block_select",
+    }
     for name, rule in REGISTRY.items():
         c = contract(rule)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -136,11 +149,23 @@ def test_a_rule_declares_whether_the_loss_forward_batches_it_as_configured():
     """loss_batched is the rule's own declaration, and follows its configuration where the batched
     version covers only one (H2O's raw exposure, Quest's greedy fill, SnapKV's odd max-pool kernel)."""
     assert R.names_where(lambda c: c.loss_batched) == (
-        "top_mass", "balancing", "snapkv", "h2o", "quest", "quest_page16", "streaming_llm", "recency",
-        "value_aware_mass", "value_aware_nolev", "value_aware_mii",
-    )  # fmt: skip
+        "top_mass",
+        "balancing",
+        "snapkv",
+        "h2o",
+        "quest",
+        "quest_page16",
+        "streaming_llm",
+        "recency",
+        "value_aware_mass",
+        "value_aware_nolev",
+        "value_aware_mii",
+    )
     h2o, quest, snapkv = (type(REGISTRY[n]) for n in ("h2o", "quest", "snapkv"))
-    assert not contract(h2o(exposure="count_debiased")).loss_batched and not contract(REGISTRY["h2o_debiased"]).loss_batched
+    assert (
+        not contract(h2o(exposure="count_debiased")).loss_batched
+        and not contract(REGISTRY["h2o_debiased"]).loss_batched
+    )
     assert not contract(quest(projection="strict")).loss_batched
     assert not contract(snapkv(pooling="avg")).loss_batched and not contract(snapkv(kernel=4)).loss_batched
     assert not contract(REGISTRY["tova"]).loss_batched and not contract(REGISTRY["block_select"]).loss_batched

@@ -4,6 +4,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from unit.instances import random_cases, random_instance
 
 from trustmass.core import enumeration as en
 from trustmass.core import operator as op
@@ -17,7 +18,6 @@ from trustmass.core.selectors import (
     leverage,
     ridge_leverage_scores,
 )
-from unit.instances import random_cases, random_instance
 
 
 def exact_ef(inst: Instance, s: int) -> float:

@@ -197,7 +197,12 @@ def test_debian_without_dpkg_deb_suggests_local(tmp_path, monkeypatch):
     deb.write_bytes(b"not really a deb")
     monkeypatch.setattr(common.shutil, "which", lambda name: None)
     monkeypatch.setattr(C.shutil, "which", lambda name: None)
-    spec = {"source": "debian", "package": "r-cran-janeaustenr", "reader": "janeaustenr", "sha256": sha256_bytes(b"not really a deb")}
+    spec = {
+        "source": "debian",
+        "package": "r-cran-janeaustenr",
+        "reader": "janeaustenr",
+        "sha256": sha256_bytes(b"not really a deb"),
+    }
     with pytest.raises(SourceError) as err:
         C.prepare_corpus("austen", spec, tmp_path / "o", cache_dir=tmp_path / "cache", log=quiet)
     assert "dpkg-deb" in str(err.value) and "source: local" in str(err.value)
@@ -208,6 +213,7 @@ def test_deb_pin_mismatch(tmp_path, monkeypatch):
     cache.mkdir()
     (cache / "pkg_1.0_all.deb").write_bytes(b"x")
     calls = []
+
     def fake_apt(args, **kw):  # "downloads" the same file again
         calls.append(args)
         if args[1] == "download":

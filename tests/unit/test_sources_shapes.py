@@ -9,7 +9,15 @@ import transformers as T  # noqa: E402
 
 from trustmass.sources import SourceError, check_declared_shape, model_shapes  # noqa: E402
 
-SMALL = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+SMALL = dict(
+    vocab_size=128,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=6,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+)
 FULL, SLIDING = "full_attention", "sliding_attention"
 
 
@@ -56,7 +64,9 @@ def test_gemma2_softcap_windows_and_scaling():
 
 
 def test_gemma3_windows_rope_per_layer_type_and_qk_norm():
-    s = shapes_of("Gemma3TextConfig", num_key_value_heads=1, sliding_window=512, head_dim=256, query_pre_attn_scalar=256)
+    s = shapes_of(
+        "Gemma3TextConfig", num_key_value_heads=1, sliding_window=512, head_dim=256, query_pre_attn_scalar=256
+    )
     assert s["attention_types"] == [SLIDING] * 5 + [FULL]  # one global layer in six
     assert s["sliding_window"] == [512] * 5 + [None]
     assert s["rope"]["theta"] == [10000.0] * 5 + [1000000.0]

@@ -21,8 +21,12 @@ from trustmass.report.frames import gpu
 from trustmass.report.statistics import compute, function_of
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = {"seed": 0, "labels": {"kappa_threshold": 1.11}, "statistics": {"bootstrap": 0},
-          "study": {"models": ["a", "b"], "corpora": ["wikitext"]}}  # fmt: skip
+CONFIG = {
+    "seed": 0,
+    "labels": {"kappa_threshold": 1.11},
+    "statistics": {"bootstrap": 0},
+    "study": {"models": ["a", "b"], "corpora": ["wikitext"]},
+}
 
 
 @pytest.mark.parametrize("entry", STATISTICS, ids=[e.name for e in STATISTICS])
@@ -37,8 +41,12 @@ def test_the_frames_a_rule_writes_are_declared_once_in_the_catalog():
     assert len({e.name for e in STATISTICS}) == len(STATISTICS)
     for info in pkgutil.iter_modules(frames_package.__path__):
         module = __import__(f"trustmass.report.frames.{info.name}", fromlist=["_"])
-        assert not [name for name in vars(module) if name.startswith("FRAMES")], f"{info.name}: frames belong in the catalog"
-    assert not list((REPO / "scripts").glob("*_statistics.py")), "one script runs every statistics rule: scripts/statistics.py"
+        assert not [name for name in vars(module) if name.startswith("FRAMES")], (
+            f"{info.name}: frames belong in the catalog"
+        )
+    assert not list((REPO / "scripts").glob("*_statistics.py")), (
+        "one script runs every statistics rule: scripts/statistics.py"
+    )
     assert statistics_rule("certification_statistics").outputs["joined"] == "results/certify/certified.parquet"
     with pytest.raises(KeyError, match="known: ceiling_statistics"):
         statistics_rule("nothing_statistics")
@@ -57,8 +65,13 @@ def test_the_ceiling_function_returns_exactly_its_entrys_frames(tmp_path):
 def test_compute_refuses_a_function_whose_frames_differ_from_its_entry(tmp_path):
     check = tmp_path / "gpu-check.json"
     check.write_text(json.dumps(CHECK))
-    wrong = StatisticsRule(name="gpu_statistics", module="trustmass.report.frames.gpu", frames=("headline_gpu", "extra"),
-                           doc="", inputs={"check": "gpu_check"})  # fmt: skip
+    wrong = StatisticsRule(
+        name="gpu_statistics",
+        module="trustmass.report.frames.gpu",
+        frames=("headline_gpu", "extra"),
+        doc="",
+        inputs={"check": "gpu_check"},
+    )
     with pytest.raises(ValueError, match="the catalog entry declares"):
         compute(wrong, {"check": [str(check)]}, {"seed": 0})
 
@@ -95,10 +108,12 @@ def test_the_one_script_writes_the_frames_and_their_sidecars(tmp_path, monkeypat
     out = tmp_path / stats_path("headline_gpu")
     out.parent.mkdir(parents=True)
     smk = SimpleNamespace(
-        rule="gpu_statistics", log=[str(tmp_path / "job.log")],
+        rule="gpu_statistics",
+        log=[str(tmp_path / "job.log")],
         input=_Named(check=str(check), code=[str(REPO / "src" / "trustmass" / "report" / "frames" / "gpu.py")]),
-        output=_Named(headline_gpu=str(out), prov=[f"{out}.prov.json"]), params=_Named(config={"seed": 0}),
-    )  # fmt: skip
+        output=_Named(headline_gpu=str(out), prov=[f"{out}.prov.json"]),
+        params=_Named(config={"seed": 0}),
+    )
     runpy.run_path(str(REPO / "scripts" / "statistics.py"), init_globals={"snakemake": smk})
     sys.stdout.flush()
     written = pl.read_parquet(out)
@@ -106,7 +121,9 @@ def test_the_one_script_writes_the_frames_and_their_sidecars(tmp_path, monkeypat
     sidecar = json.loads(Path(f"{out}.prov.json").read_text())
     assert [Path(i["path"]).name for i in sidecar["inputs"]] == ["gpu-check.json", "gpu.py"]
     assert sidecar["config"] == {"seed": 0} and sidecar["seeds"] is None
-    assert sidecar["extra"] == {"rule": "gpu_statistics", "summary": {"rows": 6, "device": "NVIDIA H200", "mode": "gpu"}}
+    assert sidecar["extra"] == {
+        "rule": "gpu_statistics",
+        "summary": {"rows": 6, "device": "NVIDIA H200", "mode": "gpu"},
+    }
     log = (tmp_path / "job.log").read_text()
     assert "headline_gpu: 6 rows" in log and log.rstrip().endswith("ok")
-

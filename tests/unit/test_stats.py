@@ -305,7 +305,9 @@ class TestClusterBootstrap:
         for q in (0.5, 0.9, 0.99):
             f = stats.median if q == 0.5 else (lambda v: stats.quantile(v, q))  # noqa: B023
             generic = stats.cluster_bootstrap(df, lambda d: f(d["c_hat"]), B=150, seed=4, columns=["c_hat"])  # noqa: B023
-            fast = closed_form.cluster_bootstrap_quantile(df["c_hat"].to_numpy(), df["doc"].to_numpy(), q=q, B=150, seed=4)
+            fast = closed_form.cluster_bootstrap_quantile(
+                df["c_hat"].to_numpy(), df["doc"].to_numpy(), q=q, B=150, seed=4
+            )
             assert fast == generic
 
     @pytest.mark.parametrize("n_docs,rows,infinite", [(2, 3, False), (9, 25, True), (40, 7, True)])
@@ -316,7 +318,9 @@ class TestClusterBootstrap:
             values[::5] = np.inf  # kappa_hat = +inf records, and ties
         for q in (0.5, 0.9, 0.25):
             f = stats.median if q == 0.5 else (lambda v: stats.quantile(v, q))  # noqa: B023
-            generic = stats.cluster_bootstrap({"v": values, "doc": df["doc"].to_numpy()}, lambda d: f(d["v"]), B=120, seed=9, columns=["v"])  # noqa: B023
+            generic = stats.cluster_bootstrap(
+                {"v": values, "doc": df["doc"].to_numpy()}, lambda d: f(d["v"]), B=120, seed=9, columns=["v"]
+            )  # noqa: B023
             bisection = closed_form.cluster_bootstrap_quantile(values, df["doc"].to_numpy(), q=q, B=120, seed=9)
             with monkeypatch.context() as m:
                 m.setattr(closed_form, "_BISECT_LIMIT", 0)  # the scan, one resample at a time
@@ -330,15 +334,23 @@ class TestClusterBootstrap:
         codes = rng.integers(0, n_codes, doc.size)  # ties when n_codes is small
         label = rng.random(doc.size) < 0.4
         label[doc == 0] = True  # resamples drawing only document 0 have no negatives: NaN, omitted
-        generic = stats.cluster_bootstrap({"c": codes, "y": label}, lambda d: stats.auc_from_codes(d["c"], d["y"], n_codes),
-                                          cluster=doc, B=200, seed=5, nan_policy="omit")  # fmt: skip
+        generic = stats.cluster_bootstrap(
+            {"c": codes, "y": label},
+            lambda d: stats.auc_from_codes(d["c"], d["y"], n_codes),
+            cluster=doc,
+            B=200,
+            seed=5,
+            nan_policy="omit",
+        )
         fast = closed_form.cluster_bootstrap_auc(codes, label, doc, B=200, seed=5, n_codes=n_codes)
         assert fast == generic
         assert n_docs > 2 or fast.n_invalid > 0  # two documents: some resamples are document 0 twice
 
     def test_vector_statistic(self):
         df = frame()
-        reps = stats.bootstrap_replicates(df, lambda d: [np.median(d["c_hat"]), np.mean(d["mass"])], B=30, columns=["c_hat", "mass"])
+        reps = stats.bootstrap_replicates(
+            df, lambda d: [np.median(d["c_hat"]), np.mean(d["mass"])], B=30, columns=["c_hat", "mass"]
+        )
         assert reps.shape == (30, 2)
         low, high = stats.percentile_interval(reps)
         assert low.shape == (2,) and np.all(low <= high)
@@ -361,8 +373,9 @@ class TestClusterBootstrap:
         )
         assert iv.estimate == pytest.approx(-1.0) and iv.low == pytest.approx(-1.0) and iv.high == pytest.approx(-1.0)
         assert iv.excludes(0.0)
-        same = stats.paired_bootstrap_difference(df, lambda d: np.median(d["c_hat"]), lambda d: np.median(d["c_hat"]),
-                                                 B=50, columns=["c_hat"])
+        same = stats.paired_bootstrap_difference(
+            df, lambda d: np.median(d["c_hat"]), lambda d: np.median(d["c_hat"]), B=50, columns=["c_hat"]
+        )
         assert (same.low, same.high) == (0.0, 0.0)
         # resampled independently, the same two samples give a genuinely wide interval
         ind = stats.independent_bootstrap_difference(df, df, lambda d: np.mean(d["c_hat"]), B=200, columns=["c_hat"])
@@ -379,6 +392,7 @@ class TestClusterBootstrap:
         codes = stats.score_codes(values)
         label = rng.random(n) < 0.3
         start = time.perf_counter()
-        stats.cluster_bootstrap({"doc": doc, "code": codes, "y": label},
-                                lambda d: stats.auc_from_codes(d["code"], d["y"]), B=100)
+        stats.cluster_bootstrap(
+            {"doc": doc, "code": codes, "y": label}, lambda d: stats.auc_from_codes(d["code"], d["y"]), B=100
+        )
         assert time.perf_counter() - start < 5.0

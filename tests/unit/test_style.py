@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO
 
 
@@ -28,5 +29,9 @@ def test_ruff_format_leaves_everything_unchanged():
 
 def test_no_noqa_for_what_the_configuration_covers():
     """Rule scripts get `snakemake` as a builtin (scripts/ruff.toml) and import inside main(): no F821/E402 noqa."""
-    noisy = [str(p.relative_to(REPO)) for p in (REPO / "scripts").glob("*.py") if "noqa: F821" in p.read_text() or "noqa: E402" in p.read_text()]
+    noisy = [
+        str(p.relative_to(REPO))
+        for p in (REPO / "scripts").glob("*.py")
+        if "noqa: F821" in p.read_text() or "noqa: E402" in p.read_text()
+    ]
     assert not noisy, f"scripts with F821/E402 noqa: {noisy}"

@@ -17,7 +17,9 @@ def records(tmp_path_factory):
     from capture.tiny_models import tiny_shard
 
     path = tiny_shard(tmp_path_factory.mktemp("swaps"), n_tokens=120, rows_per_head=3, seed=2)
-    settings = SwapSettings(pairs=(("h2o", "snapkv"), ("top_mass", "balancing")), budgets=(4, 8), fractions=(0.5, 1.0), seeds=2)
+    settings = SwapSettings(
+        pairs=(("h2o", "snapkv"), ("top_mass", "balancing")), budgets=(4, 8), fractions=(0.5, 1.0), seeds=2
+    )
     return shard_swaps(path, "tiny", "words", "0000", settings)
 
 
@@ -36,7 +38,9 @@ def test_a_rule_keeping_no_key_with_mass_gives_its_pair_no_records():
     p = np.zeros(20)
     p[8:11] = [0.5, 0.3, 0.2]
     x = SelectorInput(p=p, values=np.random.default_rng(0).normal(size=(20, 4)))
-    settings = SwapSettings(pairs=(("streaming_llm", "top_mass"), ("top_mass", "balancing")), budgets=(2,), fractions=(1.0,), seeds=1)
+    settings = SwapSettings(
+        pairs=(("streaming_llm", "top_mass"), ("top_mass", "balancing")), budgets=(2,), fractions=(1.0,), seeds=1
+    )
     records = row_swaps(x, settings, (0, 0, 19))
     assert {r["pair"] for r in records} == {"top_mass>balancing"}
 
@@ -48,7 +52,10 @@ def test_the_statistics_recover_the_whole_gap_at_fraction_one(records):
     full = curves.filter(pl.col("kind") == "boundary", pl.col("fraction") == 1.0, pl.col("gap_recovered").is_not_null())
     assert full.height and np.allclose(full["gap_recovered"].to_numpy(), 1.0)
     bounds = swap_boundaries(units, settings)
-    assert set(bounds["contracts"].to_list()) == {pair_contracts("h2o>snapkv", 8), pair_contracts("top_mass>balancing", 8)}
+    assert set(bounds["contracts"].to_list()) == {
+        pair_contracts("h2o>snapkv", 8),
+        pair_contracts("top_mass>balancing", 8),
+    }
     assert bounds["improving_full"].is_between(0, 1).all()
 
 

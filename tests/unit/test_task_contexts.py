@@ -13,11 +13,12 @@ from unit.headline_dimensions import assert_dimensions
 from unit.test_ceiling_frames import frame, rec
 
 from trustmass.capture import prefill as cap
+from trustmass.core.config_conflict import ConfigConflict
+from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames import tasks as T
 from trustmass.sources.common import SourceError
 from trustmass.sources.task_contexts import ANSWER_TOKENS, TYPES, build_context, build_task_documents
-from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_contexts_have_exact_length_answer_and_retrieval_rows(task, tok, hay):  
     assert ctx.retrieval_positions(shift=1)[0] == start
     answer = decode(tok, ctx.ids[start:end])
     if task == "quote_qa":  # token for token the continuation of the quoted passage, inside the document
-        (p0, p1), = ctx.planted
+        ((p0, p1),) = ctx.planted
         assert end - start == ANSWER_TOKENS and p1 < start
         assert np.array_equal(ctx.ids[p1 - ANSWER_TOKENS : p1], ctx.ids[start:end])
     else:  # the gold value(s), planted earlier in the context
@@ -60,7 +61,7 @@ def test_contexts_are_seeded_by_their_index(task, tok, hay):  # noqa: F811
 
 
 def test_bad_context_requests_are_named(tok, hay):  # noqa: F811
-    with pytest.raises(SourceError, match="task_contexts.types: 'recall'"):
+    with pytest.raises(ConfigConflict, match="task_contexts.types: 'recall'"):
         build_context("recall", 0, haystack=hay, tokenizer=tok, length=900, seed=0)
     with pytest.raises(SourceError, match="haystack chunk has 100 tokens, 900 needed"):
         build_context("quote_qa", 0, haystack=hay[:100], tokenizer=tok, length=900, seed=0)
@@ -70,12 +71,24 @@ def test_the_retrieval_share_below_20_percent_is_refused(tmp_path):
     assert retrieval_design_problem(2, 6) is None  # 33 %
     assert retrieval_design_problem(1, 5) is None  # exactly 20 %
     assert retrieval_design_problem(1, 6).endswith(
-        "makes retrieval rows 17% of the instances, below the pre-registered 20% (claim 46); fix: raise it to at least 2")
+        "makes retrieval rows 17% of the instances, below the pre-registered 20% (claim 46); fix: raise it to at least 2"
+    )
     assert "below capture.rows_per_head = 3" in retrieval_design_problem(3, 3)
     assert MIN_RETRIEVAL_SHARE == 0.20
-    with pytest.raises(SourceError, match="claim 46"):  # the builder refuses it too, before reading anything
-        build_task_documents(tmp_path, tmp_path / "none.txt", tmp_path / "t.safetensors", types=["quote_qa"], per_type=1,
-                             doc_tokens=512, first_chunk=0, retrieval_rows=1, rows_per_head=6, min_position=0, seed=0)  # fmt: skip
+    with pytest.raises(ConfigConflict, match="claim 46"):  # the builder refuses it too, before reading anything
+        build_task_documents(
+            tmp_path,
+            tmp_path / "none.txt",
+            tmp_path / "t.safetensors",
+            types=["quote_qa"],
+            per_type=1,
+            doc_tokens=512,
+            first_chunk=0,
+            retrieval_rows=1,
+            rows_per_head=6,
+            min_position=0,
+            seed=0,
+        )
 
 
 # ---------------------------------------------------------------------------------- capture's rows
@@ -90,9 +103,17 @@ def test_capture_draws_the_retrieval_rows_from_the_named_positions():
         assert sum(int(r) in retrieval for r in rows) == 2  # exactly retrieval_rows, the rest background
     again = cap.sample_positions(options, "m", "tasks-0000", 4, 0, 1000)
     assert np.array_equal(rows, again)
-    with pytest.raises(ValueError, match="cannot give 2 retrieval and 4 background rows; fix: task_contexts.retrieval_rows"):
-        cap.sample_positions(cap.CaptureOptions(rows_per_head=6, min_position=256, retrieval_positions=(999,), retrieval_rows=2),
-                             "m", "d", 0, 0, 1000)  # fmt: skip
+    with pytest.raises(
+        ValueError, match="cannot give 2 retrieval and 4 background rows; fix: task_contexts.retrieval_rows"
+    ):
+        cap.sample_positions(
+            cap.CaptureOptions(rows_per_head=6, min_position=256, retrieval_positions=(999,), retrieval_rows=2),
+            "m",
+            "d",
+            0,
+            0,
+            1000,
+        )
 
 
 def test_plain_documents_sample_and_record_as_before():
@@ -113,7 +134,10 @@ SETTINGS = StatisticsSettings(bootstrap=0)
 
 
 def manifest(model="m", docs=2, retrieval=(500, 501)):
-    return {"model": model, "documents": [{"index": i, "task": "quote_qa", "retrieval_positions": list(retrieval)} for i in range(docs)]}
+    return {
+        "model": model,
+        "documents": [{"index": i, "task": "quote_qa", "retrieval_positions": list(retrieval)} for i in range(docs)],
+    }
 
 
 def task_records(c_retrieval, c_background, budgets=(4, 8), model="m"):
@@ -122,9 +146,17 @@ def task_records(c_retrieval, c_background, budgets=(4, 8), model="m"):
     for doc in ("0000", "0001"):
         for s in budgets:
             for i, c in enumerate(c_retrieval):
-                rows.append(rec(c_hat=c, model=model, corpus="tasks", doc=doc, query_pos=500 + i, budget=s, dropped_mass=0.5 + c))
+                rows.append(
+                    rec(
+                        c_hat=c, model=model, corpus="tasks", doc=doc, query_pos=500 + i, budget=s, dropped_mass=0.5 + c
+                    )
+                )
             for i, c in enumerate(c_background):
-                rows.append(rec(c_hat=c, model=model, corpus="tasks", doc=doc, query_pos=300 + i, budget=s, dropped_mass=0.1 + c))
+                rows.append(
+                    rec(
+                        c_hat=c, model=model, corpus="tasks", doc=doc, query_pos=300 + i, budget=s, dropped_mass=0.1 + c
+                    )
+                )
     return frame(rows)
 
 
@@ -138,13 +170,17 @@ def test_roles_shares_rates_and_the_headroom_ratio():
     assert at8["background"]["value_aware_rate"] == 0.0
     assert at8["all"]["auc_dropped_mass"] == pytest.approx(1.0)  # dropped mass ranks the labelled rows first
     head = T.headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS), SETTINGS)
-    ratio = head.filter(pl.col("value_name") == "p90_headroom_ratio_retrieval_vs_background", pl.col("by_value") == "m,8")
+    ratio = head.filter(
+        pl.col("value_name") == "p90_headroom_ratio_retrieval_vs_background", pl.col("by_value") == "m,8"
+    )
     p90 = lambda xs: float(np.quantile(xs, 0.9))  # noqa: E731
     expected = p90([1.0, 1.25] * 2) / p90([1.0, 1.0, 1.0, 1 / 0.95, 1.0, 1.0] * 2)
     assert ratio["estimate"][0] == pytest.approx(expected)
     share = head.filter(pl.col("claim_id") == 46)
     assert share.height == 2 and set(share["estimate"]) == {0.25}
-    rate = head.filter(pl.col("value_name") == "value_aware_case_rate_kappa_hat")  # the used reading: kappa_hat_bal, below
+    rate = head.filter(
+        pl.col("value_name") == "value_aware_case_rate_kappa_hat"
+    )  # the used reading: kappa_hat_bal, below
     assert rate["by_value"].to_list() == ["m,8,retrieval"] and rate["estimate"][0] == pytest.approx(0.5)
     pooled = head.filter(pl.col("claim_id") == 42)
     assert set(pooled["by_value"]) == {"4", "8"} and pooled.height == 4  # the value and its ceiling, per budget
@@ -162,26 +198,43 @@ def test_claim_44_reads_the_value_aware_rule_missing_the_ceiling():
     assert at8["background"]["value_aware_bal_rate"] == 0.0 and at8["all"]["value_aware_bal_rate"] == 0.125
     head = T.headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS), SETTINGS)
     assert_dimensions(head)
-    c44 = {r["value_name"]: (r["by_value"], r["estimate"]) for r in head.filter(pl.col("claim_id") == 44).iter_rows(named=True)}
-    assert c44 == {"value_aware_case_rate": ("m,8,retrieval", 0.25), "value_aware_case_rate_ceiling": ("m,8,retrieval", 0.25),
-                   "value_aware_case_rate_kappa_hat": ("m,8,retrieval", 0.5)}  # fmt: skip
-    interval = T.task_contexts(T.with_roles(records, [manifest()], StatisticsSettings(bootstrap=50)), StatisticsSettings(bootstrap=50))
-    retrieval = interval.filter((pl.col("model") == "m") & (pl.col("budget") == 8) & (pl.col("rows") == "retrieval")).row(0, named=True)
+    c44 = {
+        r["value_name"]: (r["by_value"], r["estimate"])
+        for r in head.filter(pl.col("claim_id") == 44).iter_rows(named=True)
+    }
+    assert c44 == {
+        "value_aware_case_rate": ("m,8,retrieval", 0.25),
+        "value_aware_case_rate_ceiling": ("m,8,retrieval", 0.25),
+        "value_aware_case_rate_kappa_hat": ("m,8,retrieval", 0.5),
+    }
+    interval = T.task_contexts(
+        T.with_roles(records, [manifest()], StatisticsSettings(bootstrap=50)), StatisticsSettings(bootstrap=50)
+    )
+    retrieval = interval.filter(
+        (pl.col("model") == "m") & (pl.col("budget") == 8) & (pl.col("rows") == "retrieval")
+    ).row(0, named=True)
     assert retrieval["value_aware_bal_rate_low"] <= 0.25 <= retrieval["value_aware_bal_rate_high"]
 
 
 def test_the_map_comparison_agrees_on_identical_maps_and_not_on_flipped_ones():
     records = task_records([0.0], [0.0])
-    records = pl.concat([records.with_columns(head=pl.lit(h), dropped_mass=pl.col("dropped_mass") * (h + 1) / 3) for h in range(3)])
+    records = pl.concat(
+        [records.with_columns(head=pl.lit(h), dropped_mass=pl.col("dropped_mass") * (h + 1) / 3) for h in range(3)]
+    )
     prose = records.with_columns(corpus=pl.lit("prose"))
-    same = T.headline(T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS),
-                      T.task_map(records, prose, SETTINGS), SETTINGS)  # fmt: skip
+    same = T.headline(
+        T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS),
+        T.task_map(records, prose, SETTINGS),
+        SETTINGS,
+    )
     value = dict(zip(same["value_name"], same["estimate"]))
     assert value["map_label_agreement"] == 1.0 and value["map_order_correlation"] == pytest.approx(1.0)
     flipped = prose.with_columns(dropped_mass=1.0 - pl.col("dropped_mass"))
     cells = T.task_map(records, flipped, SETTINGS)
     assert cells.height == 3
-    other = T.headline(T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS), cells, SETTINGS)
+    other = T.headline(
+        T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS), cells, SETTINGS
+    )
     value = dict(zip(other["value_name"], other["estimate"]))
     assert value["map_order_correlation"] == pytest.approx(-1.0) and value["map_label_agreement"] < 1.0
 
@@ -193,8 +246,17 @@ def test_the_task_document_set_is_reproducible_bit_for_bit(tok, tmp_path):  # no
     (tmp_path / "austen").mkdir()
     haystack = tmp_path / "austen" / "corpus.txt"
     haystack.write_text(PROSE * 40, encoding="utf-8")
-    kw = dict(types=["niah_single", "vt", "quote_qa"], per_type=1, doc_tokens=600, first_chunk=1, retrieval_rows=2,
-              rows_per_head=6, min_position=100, seed=0, bos="none")  # fmt: skip
+    kw = dict(
+        types=["niah_single", "vt", "quote_qa"],
+        per_type=1,
+        doc_tokens=600,
+        first_chunk=1,
+        retrieval_rows=2,
+        rows_per_head=6,
+        min_position=100,
+        seed=0,
+        bos="none",
+    )
     paths = [tmp_path / f"run{i}" / "tasks.safetensors" for i in range(2)]
     manifests = [build_task_documents(tmp_path / "model", haystack, p, **kw) for p in paths]
     assert paths[0].read_bytes() == paths[1].read_bytes()

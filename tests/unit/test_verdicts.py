@@ -29,7 +29,14 @@ ANALOGUE_RUN = StudyModels(roles={"reference": "smollm2-135m"}, role_definitions
 
 
 def row(est, low=None, high=None, models="Qwen2.5-1.5B", context=None, uninformative=None, **group):
-    out = {"estimate": est, "low": low, "high": high, "models": models, "context": context, "uninformative": uninformative}
+    out = {
+        "estimate": est,
+        "low": low,
+        "high": high,
+        "models": models,
+        "context": context,
+        "uninformative": uninformative,
+    }
     if group:
         out.update(by_key=",".join(group), by_value=",".join(str(v) for v in group.values()))
     return out
@@ -117,7 +124,11 @@ def _twice_off(value: Value, x):
     if isinstance(x, tuple):
         end = max((float(x[0]), float(x[1])), key=abs)
         off = 2 * end if end else 1.0
-        return (float(x[0]), off) if value.kind == "ci_within" and off > float(x[1]) else (off if value.kind != "ci_within" else (off, float(x[1])))
+        return (
+            (float(x[0]), off)
+            if value.kind == "ci_within" and off > float(x[1])
+            else (off if value.kind != "ci_within" else (off, float(x[1])))
+        )
     x_ = float(x)
     if value.kind == "lower":
         return x_ / 2 if x_ > 0 else x_ - max(1.0, abs(x_))
@@ -177,20 +188,42 @@ def _direction_rows(value: Value, flip: bool) -> tuple[list[dict], dict]:
     for key, e in entries.items():
         mid = (float(e[0]) + float(e[1])) / 2 if isinstance(e, tuple) else float(e)
         group = {**base, value.along: key}
-        rows.append(row(sign * mid / _scale(value) + (0 if value.along != "model" else 0), models=key if value.along == "model" else model, **group))
+        rows.append(
+            row(
+                sign * mid / _scale(value) + (0 if value.along != "model" else 0),
+                models=key if value.along == "model" else model,
+                **group,
+            )
+        )
     return rows, {}
 
 
 @pytest.mark.parametrize("cid,value", DIRECTED, ids=[f"{c}-{v.name}" for c, v in DIRECTED])
 def test_the_papers_own_direction_agrees_and_the_opposite_disagrees(cid, value):
     rows, others = _direction_rows(value, flip=False)
-    assert direction_of(value, rows, others=others) == AGREES, (cid, value.name, judge(value, rows, PAPER_RUN, others=others))
+    assert direction_of(value, rows, others=others) == AGREES, (
+        cid,
+        value.name,
+        judge(value, rows, PAPER_RUN, others=others),
+    )
     rows, others = _direction_rows(value, flip=True)
-    assert direction_of(value, rows, others=others) == DISAGREES, (cid, value.name, judge(value, rows, PAPER_RUN, others=others))
+    assert direction_of(value, rows, others=others) == DISAGREES, (
+        cid,
+        value.name,
+        judge(value, rows, PAPER_RUN, others=others),
+    )
 
 
 def test_every_direction_is_covered():
-    assert {v.stated_direction for _, v in DIRECTED} == {"positive", "negative", "above", "below", "increasing", "decreasing", "order"}
+    assert {v.stated_direction for _, v in DIRECTED} == {
+        "positive",
+        "negative",
+        "above",
+        "below",
+        "increasing",
+        "decreasing",
+        "order",
+    }
 
 
 # ----------------------------------------------------------------- what is never judged, what never loads
@@ -209,11 +242,23 @@ def test_the_issues_configuration_set_values_are_configured():
     """Counts and sizes set by the run's configuration (the issue's list): instances, models, documents,
     pairs, byte shares fixed by s/N, conditions, the doc-rows design."""
     expected = {
-        (1, "n_instances"), (1, "n_models"), (15, "n_instances"), (17, "n_models"), (17, "n_lineages"), (17, "model_size"),
-        (95, "n_instances_per_budget"), (91, "n_improvements"), (55, "n_pairs"), (59, "uniform_methods_cache_share"),
-        (61, "snapkv_compactor_cache_share"), (63, "kept_cache_share"), (113, "kvzip_bytes_over_snapkv"),
-        (114, "bytes_over_enforcing_methods"), (114, "overkeep_over_nominal"), (78, "question_rows_evicted"),
-    }  # fmt: skip
+        (1, "n_instances"),
+        (1, "n_models"),
+        (15, "n_instances"),
+        (17, "n_models"),
+        (17, "n_lineages"),
+        (17, "model_size"),
+        (95, "n_instances_per_budget"),
+        (91, "n_improvements"),
+        (55, "n_pairs"),
+        (59, "uniform_methods_cache_share"),
+        (61, "snapkv_compactor_cache_share"),
+        (63, "kept_cache_share"),
+        (113, "kvzip_bytes_over_snapkv"),
+        (114, "bytes_over_enforcing_methods"),
+        (114, "overkeep_over_nominal"),
+        (78, "question_rows_evicted"),
+    }
     configured = {(c, v.name) for c, v in CONFIGURED}
     assert expected <= configured, expected - configured
     assert {v.configured for _, v in CONFIGURED} <= set(IMPLIED)
@@ -308,8 +353,14 @@ def test_formula_bounds_are_evaluated_per_instance():
 def test_claim_91_per_budget_counts_are_configuration_set_but_their_rise_is_judged():
     v = claim(91).value("n_improvements")  # 46 = 0/2/8/36, out of a 960-instance manifest
     rows = [row(46.0)] + [row(float(k), budget=s) for s, k in ((4, 0), (8, 2), (16, 8), (32, 36))]
-    verdict = judge(v, rows, PAPER_RUN, implied=IMPLIED["manifest_size"]({"study": {"models": ["a"]}, "budgets": {"enumerated": [4]},
-                                                                          "certification": {"per_stratum": 1}}))  # fmt: skip
+    verdict = judge(
+        v,
+        rows,
+        PAPER_RUN,
+        implied=IMPLIED["manifest_size"](
+            {"study": {"models": ["a"]}, "budgets": {"enumerated": [4]}, "certification": {"per_stratum": 1}}
+        ),
+    )
     assert verdict.size.status == NOT_COMPARABLE and "10 instances" in verdict.size.reason
     assert verdict.direction.status == AGREES  # improvements concentrate at larger budgets
     rows = [row(float(k), budget=s) for s, k in ((4, 9), (32, 3))]
@@ -320,8 +371,13 @@ def test_claim_91_per_budget_counts_are_configuration_set_but_their_rise_is_judg
 
 
 def test_claim_1_15_counts_show_what_the_configuration_implies():
-    config = {"study": {"models": ["m"], "corpora": ["c"]}, "models": {"m": {"declared": {"layers": 2, "heads": 3}}},
-              "capture": {"rows_per_head": 6}, "budgets": {"enumerated": [4, 8]}, "documents": {"n_docs": 5}}  # fmt: skip
+    config = {
+        "study": {"models": ["m"], "corpora": ["c"]},
+        "models": {"m": {"declared": {"layers": 2, "heads": 3}}},
+        "capture": {"rows_per_head": 6},
+        "budgets": {"enumerated": [4, 8]},
+        "documents": {"n_docs": 5},
+    }
     got = IMPLIED["headline_primary_instances"](config)
     assert got.value == 2 * 3 * 6 * 2 * 3  # the primary slice: 3 of the 5 documents
     verdict = judge(claim(15).value("n_instances"), [row(216.0, models="m")], ANALOGUE_RUN, implied=got)
@@ -368,7 +424,9 @@ def test_claim_52_exceptions_are_judged_the_other_way():
     run = StudyModels(roles={"second_family": "smollm2", "qk_norm_family": "gemma"}, role_definitions=ROLES)
     rows = [row(-0.005, model="smollm2", budget=8), row(0.0168, model="gemma", budget=8)]
     verdict = judge(v, rows, run)
-    assert verdict.size is None and verdict.direction.status == AGREES, verdict  # Gemma's CI reaching above 0 is what the paper says
+    assert verdict.size is None and verdict.direction.status == AGREES, (
+        verdict
+    )  # Gemma's CI reaching above 0 is what the paper says
     rows[1] = row(-0.02, model="gemma", budget=8)
     assert judge(v, rows, run).direction.status == MIXED
 
@@ -425,7 +483,11 @@ def test_claim_41_half_a_unit_of_001_is_not_half_the_number():
 
 def test_claim_20_rises_by_construction_and_its_size_is_judged():
     v = claim(20).value("label_rate")
-    rows = [row(0.3711, pool_extra=4, budget=32), row(0.3843, pool_extra=5, budget=32), row(0.3943, pool_extra=6, budget=32)]
+    rows = [
+        row(0.3711, pool_extra=4, budget=32),
+        row(0.3843, pool_extra=5, budget=32),
+        row(0.3943, pool_extra=6, budget=32),
+    ]
     verdict = judge(v, rows, ANALOGUE_RUN)
     assert verdict.direction.status == "by construction" and verdict.size.status == DISAGREES
 
@@ -455,19 +517,30 @@ def test_claims_naming_a_paper_model_are_judged_on_the_model_in_its_role():
 
 
 def test_a_role_nobody_plays_says_how_to_play_it():
-    verdict = judge(claim(14).value("vote_over_top_mass"), [row(1.0, models="smollm2-135m", group_size=1)], ANALOGUE_RUN)
+    verdict = judge(
+        claim(14).value("vote_over_top_mass"), [row(1.0, models="smollm2-135m", group_size=1)], ANALOGUE_RUN
+    )
     assert verdict.size.status == "not produced"
     assert "group_size_1" in verdict.size.reason and "roles:" in verdict.size.reason
 
 
-@pytest.mark.parametrize("cid,name", [(56, "map_share_of_all_cell_gain"), (97, "allocation_delta_es"),
-                                      (124, "swap_recall"), (125, "random_share_of_all_cell_gain")])  # fmt: skip
+@pytest.mark.parametrize(
+    "cid,name",
+    [
+        (56, "map_share_of_all_cell_gain"),
+        (97, "allocation_delta_es"),
+        (124, "swap_recall"),
+        (125, "random_share_of_all_cell_gain"),
+    ],
+)
 def test_claims_once_keyed_by_paper_model_names_are_producible(cid, name):
     v = claim(cid).value(name)
     paper_model = next(iter(v.by["model"]))
     role = next(r for r in ROLES.values() if r.paper_model == paper_model)
     run = StudyModels(roles={role.name: "my-model"}, role_definitions=ROLES)
-    verdict = judge(v, [row(0.5, model="my-model", **{k: (x[0] if isinstance(x, tuple) else x) for k, x in v.where.items()})], run)
+    verdict = judge(
+        v, [row(0.5, model="my-model", **{k: (x[0] if isinstance(x, tuple) else x) for k, x in v.where.items()})], run
+    )
     assert verdict.size.status != "not produced", verdict
     assert verdict.analogue == f"my-model for {paper_model}"
 
@@ -476,7 +549,9 @@ def test_analogues_get_both_answers():
     v = claim(22).value("median_pi_hat")  # rises 1.07 -> 1.79 over s 4 -> 32, reference family
     up = [row(1.2, model="smollm2-135m", budget=4), row(1.5, model="smollm2-135m", budget=32)]
     verdict = judge(v, up, ANALOGUE_RUN)
-    assert verdict.direction.status == AGREES and verdict.size.status == DISAGREES  # the digits differ, the direction holds
+    assert (
+        verdict.direction.status == AGREES and verdict.size.status == DISAGREES
+    )  # the digits differ, the direction holds
     down = [row(1.5, model="smollm2-135m", budget=4), row(1.2, model="smollm2-135m", budget=32)]
     assert judge(v, down, ANALOGUE_RUN).direction.status == DISAGREES
 
@@ -484,7 +559,10 @@ def test_analogues_get_both_answers():
 def test_paper_arms_come_from_hub_ids():
     config = {
         "study": {"models": ["q", "s"]},
-        "models": {"q": {"source": "hub", "id": "Qwen/Qwen2.5-1.5B", "roles": ["reference"]}, "s": {"source": "packaged"}},
+        "models": {
+            "q": {"source": "hub", "id": "Qwen/Qwen2.5-1.5B", "roles": ["reference"]},
+            "s": {"source": "packaged"},
+        },
     }
     models = StudyModels.from_config(config, ROLES)
     assert models.paper_arms == {"q"} and models.run_model_for("Qwen2.5-1.5B") == "q"
@@ -494,6 +572,8 @@ def test_paper_arms_come_from_hub_ids():
 
 
 def test_half_units_follow_the_literal():
-    assert claim(28).value("median_r_bal_ci95").low == 1.0 and half_unit(claim(28).value("median_r_bal_ci95").low) == 0.005
+    assert (
+        claim(28).value("median_r_bal_ci95").low == 1.0 and half_unit(claim(28).value("median_r_bal_ci95").low) == 0.005
+    )
     assert math.isclose(half_unit(claim(25).value("median_c_hat_labelled").low), 5e-4)
     assert half_unit(19) == 0.5 and half_unit(Fraction(9, 22)) == 0.0

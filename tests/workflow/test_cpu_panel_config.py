@@ -6,10 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, planned_jobs
 from test_paper_config import assert_planned_offline, offline_dry_run
 
-from trustmass.plumbing.config import validate_config
+from conftest import REPO, planned_jobs
 from trustmass.cli.plan import (
     instances_from_dryrun,
     planned_captures,
@@ -17,6 +16,7 @@ from trustmass.cli.plan import (
     resolve_config,
     summed,
 )
+from trustmass.plumbing.config import validate_config
 
 pytestmark = pytest.mark.workflow
 
@@ -47,9 +47,17 @@ def test_panel_models_are_the_packaged_entries_pins_included():
 
 def test_panel_config_is_valid(panel_config):
     assert validate_config(_yaml(PANEL), SCHEMA)
-    assert panel_config["study"] == {"models": MODELS, "corpora": CORPORA, "headline": {"models": MODELS, "corpus": "austen"}}
+    assert panel_config["study"] == {
+        "models": MODELS,
+        "corpora": CORPORA,
+        "headline": {"models": MODELS, "corpus": "austen"},
+    }
     roles = {m: panel_config["models"][m]["roles"] for m in MODELS}
-    assert roles == {"smollm2-135m": ["second_family"], "gemma3-270m": ["qk_norm_family"], "qwen2.5-coder-0.5b": ["reference"]}
+    assert roles == {
+        "smollm2-135m": ["second_family"],
+        "gemma3-270m": ["qk_norm_family"],
+        "qwen2.5-coder-0.5b": ["reference"],
+    }
     assert (panel_config["documents"]["doc_tokens"], panel_config["documents"]["n_docs"]) == (4096, N_DOCS)
     assert all(not panel_config["models"][m].get("documents") for m in MODELS)  # no per-model overrides
     assert set(CORPORA) <= set(panel_config["corpora"])  # defined in config.yaml, merged
@@ -92,15 +100,15 @@ def test_the_loss_overlay_plans_21_heldout_documents_per_model_and_only_the_capt
 
 def test_deploy_cpu_overlay_plans_the_issues_grid(tmp_path):
     from conftest import Workflow, planned_jobs
-
     from trustmass.cli.plan import resolve_config
 
     packaged, overlay = REPO / "config" / "models-packaged.yaml", REPO / "config" / "deploy-cpu.yaml"
     deploy = resolve_config(packaged, overlay)["deploy"]
     assert deploy["items"] >= 40 and deploy["budgets"] == [32, 64, 128] and deploy["lengths"] == [1024, 2048, 4096]
     assert "kvzip" in deploy["methods"] and deploy["decomposition"]["methods"]
-    done = Workflow(tmp_path).run("--dry-run", "table3", "table4", "table5", "bytes_table",
-                                  "--configfile", str(packaged), str(overlay))
+    done = Workflow(tmp_path).run(
+        "--dry-run", "table3", "table4", "table5", "bytes_table", "--configfile", str(packaged), str(overlay)
+    )
     assert done.returncode == 0, done.output
     jobs = planned_jobs(done.output)
     assert jobs["deploy_condition"] == 2 * 4 * 3 and jobs["deploy_replay"] == 2
@@ -109,8 +117,16 @@ def test_deploy_cpu_overlay_plans_the_issues_grid(tmp_path):
 def test_the_diagnostics_overlay_plans_only_what_its_outputs_read(tmp_path):
     """config/diagnostics-cpu.yaml over the panel: the diagnostics' targets plan 3 documents per (model,
     corpus) plus 4 task contexts per model, ceilings only where the task table reads them, offline."""
-    targets = ["fig_swaps", "swap_table", "boundary_table", "margin_table", "margin_cells_table", "access_table",
-               "access_figure", "task_table"]  # fmt: skip
+    targets = [
+        "fig_swaps",
+        "swap_table",
+        "boundary_table",
+        "margin_table",
+        "margin_cells_table",
+        "access_table",
+        "access_figure",
+        "task_table",
+    ]
     overlay = REPO / "config" / "diagnostics-cpu.yaml"
     run, done = offline_dry_run(tmp_path, *targets, "--configfile", str(PANEL), str(overlay))
     assert_planned_offline(run, done)

@@ -1,6 +1,7 @@
 """Dry-runs of the default configuration: the DAG, the workflow profile, single targets."""
 
 import pytest
+
 from conftest import planned_jobs
 
 pytestmark = pytest.mark.workflow
@@ -31,7 +32,9 @@ def test_library_code_is_an_input_of_the_rules_that_run_it(workflow):
     done = workflow.run("--dry-run", "--forceall", "bench")
     assert done.returncode == 0, done.output
     inputs = [line for line in done.output.splitlines() if line.strip().startswith("input:")]
-    assert any("trustmass/bench/enumeration.py" in line and "trustmass/core/enumeration.py" in line for line in inputs), done.output
+    assert any(
+        "trustmass/bench/enumeration.py" in line and "trustmass/core/enumeration.py" in line for line in inputs
+    ), done.output
     assert not any("trustmass/selfcheck/" in line for line in inputs), done.output
 
 

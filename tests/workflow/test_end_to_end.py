@@ -5,6 +5,7 @@ import json
 from importlib.metadata import version
 
 import pytest
+
 from conftest import planned_jobs
 
 pytestmark = pytest.mark.workflow
@@ -55,9 +56,9 @@ STUDY = [
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from conftest import Workflow
-
     from tiny_study import tiny_study_config
+
+    from conftest import Workflow
 
     wf = Workflow(tmp_path_factory.mktemp("tiny"))
     config = wf.write_config("tiny.yaml", TINY + tiny_study_config(wf.workdir))
@@ -157,7 +158,9 @@ def test_changing_a_benchmark_setting_reruns_only_the_benchmark(tiny_run):
     done = wf.run("--dry-run", "--configfile", str(changed))
     assert done.returncode == 0, done.output
     jobs = planned_jobs(done.output)
-    assert "bench_enumeration" in jobs and not {"worked_examples", "capture", "ceiling", "audit"} & set(jobs), done.output
+    assert "bench_enumeration" in jobs and not {"worked_examples", "capture", "ceiling", "audit"} & set(jobs), (
+        done.output
+    )
 
 
 def test_the_loss_stage_ran_every_configuration_and_keep_all_is_the_model(tiny_run):
@@ -194,7 +197,10 @@ def test_the_diagnostics_swapped_every_pair_and_split_the_margin(tiny_run):
     assert (split["n_cells"] == 2).all()  # one corpus x two budgets
     assert set(split["contracts"]) == {"like_for_like"}
     projection = pl.read_parquet(wf.workdir / "results/stats/projection.parquet")
-    assert set(projection["outcome"]) == {"es", "ce", "kl"} and set(projection["rule"]) == {"block_select", "value_aware_mii"}
+    assert set(projection["outcome"]) == {"es", "ce", "kl"} and set(projection["rule"]) == {
+        "block_select",
+        "value_aware_mii",
+    }
     es = projection.filter(pl.col("outcome") == "es")
     assert (es["slack_strict"] > 0).all() and (es["slack_fill"] == 0).all()  # b = 5 at s = 8: slack, then none
 
@@ -239,7 +245,9 @@ def test_the_access_laws_were_recorded_beside_every_capture_and_summarised(tiny_
         assert prov["extra"]["access"]["seconds"] > 0 and prov["extra"]["access"]["decode_max_abs_dev"] < 1e-5
     manifest = json.loads((wf.workdir / "resources/documents/tiny/tasks.json").read_text())
     (doc,) = manifest["documents"]
-    target = pl.read_parquet(wf.workdir / task_shard.replace(".safetensors", ".access.parquet"))["target"].unique().to_list()
+    target = (
+        pl.read_parquet(wf.workdir / task_shard.replace(".safetensors", ".access.parquet"))["target"].unique().to_list()
+    )
     (start, end), (a, b) = doc["planted"][0], doc["answer"]
     first, last = (int(x) for x in target[0].split(".."))
     assert len(target) == 1 and start <= first <= last < end and last - first + 1 <= b - a  # inside the planted span

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+
 from conftest import REPO
 
 pytestmark = pytest.mark.workflow

@@ -4,6 +4,7 @@ statistics, the loss stage's map, the allocation panel), so changing it reruns t
 from pathlib import Path
 
 import pytest
+
 from conftest import SNAKEFILE
 
 pytestmark = pytest.mark.workflow
@@ -17,8 +18,12 @@ def _rule_params(tmp_path: Path, config: dict) -> dict:
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
     with SnakemakeApi(OutputSettings(quiet=None)) as api:
-        wf = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config=config),
-                          snakefile=SNAKEFILE, workdir=tmp_path)  # fmt: skip
+        wf = api.workflow(
+            resource_settings=ResourceSettings(cores=1),
+            config_settings=ConfigSettings(config=config),
+            snakefile=SNAKEFILE,
+            workdir=tmp_path,
+        )
         return {name: dict(wf._workflow.get_rule(name).params["config"]) for name in READERS}
 
 

@@ -19,10 +19,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, Workflow, planned_jobs
 
-from trustmass.report.claims.data import claim
-from trustmass.plumbing.config import validate_config
+from conftest import REPO, Workflow, planned_jobs
 from trustmass.cli.plan import (
     PRIMARY_DOCS,
     instances_from_dryrun,
@@ -32,6 +30,8 @@ from trustmass.cli.plan import (
     resolve_config,
     summed,
 )
+from trustmass.plumbing.config import validate_config
+from trustmass.report.claims.data import claim
 from trustmass.sources import SourceError, check_declared_shape, model_shapes
 
 pytestmark = pytest.mark.workflow
@@ -121,7 +121,11 @@ class OfflineRun:
         (self.guard / "sitecustomize.py").write_text(_NETWORK_GUARD, encoding="utf-8")
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_")) and k != "TRANSFORMERS_CACHE"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HF_", "HUGGINGFACE_")) and k != "TRANSFORMERS_CACHE"
+        }
         # HF_HUB_OFFLINE is left unset on purpose: a hub call would try the network and be recorded
         env.update(
             HF_HOME=str(self.hf_home),
@@ -178,7 +182,9 @@ def test_the_network_guard_records_a_hub_call(tmp_path):
     # the call prepare_model makes for a `source: hub` model
     run = OfflineRun(tmp_path)
     code = "from trustmass.sources.models import hub_snapshot; hub_snapshot('m', 'Qwen/Qwen2.5-1.5B', None, ['config.json'])"
-    done = subprocess.run([sys.executable, "-c", code], check=False, env=run.env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, env=run.env(), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode != 0 and "needs Hugging Face hub access" in done.stderr, done.stderr[-2000:]
     assert any("huggingface.co" in line for line in run.network_attempts()), run.network_attempts()
 
@@ -218,7 +224,11 @@ def test_the_config_arithmetic_gives_the_papers_checksums(paper_config):
     assert summed(plan, [SEVEN_B])["primary_instances"] == claimed(16) == 56_448
     assert summed(plan, [*HEADLINE, SEVEN_B])["primary_instances"] == claimed(1) == 168_192
     # Table 7: the headline families over all 20 documents, per budget
-    assert headline["instances"] // len(paper_config["budgets"]["enumerated"]) == claimed(95, "n_instances_per_budget") == 186_240
+    assert (
+        headline["instances"] // len(paper_config["budgets"]["enumerated"])
+        == claimed(95, "n_instances_per_budget")
+        == 186_240
+    )
     assert summed(plan, [REFERENCE])["primary_instances"] // 4 == 6_048  # Table 8, per budget
     assert set(plan["primary_docs"]) == {PRIMARY_DOCS}
 
@@ -229,8 +239,16 @@ def test_the_claims_set_by_the_configuration_are_planned_exactly_as_the_paper_st
     from trustmass.cli.plan import paper_plan
 
     planned = {(r["claim"], r["value"]): r for r in paper_plan(paper_config)}
-    for key in [(1, "n_instances"), (1, "n_models"), (15, "n_instances"), (16, "n_instances"), (17, "n_models"),
-                (17, "n_lineages"), (17, "model_size"), (95, "n_instances_per_budget")]:  # fmt: skip
+    for key in [
+        (1, "n_instances"),
+        (1, "n_models"),
+        (15, "n_instances"),
+        (16, "n_instances"),
+        (17, "n_models"),
+        (17, "n_lineages"),
+        (17, "model_size"),
+        (95, "n_instances_per_budget"),
+    ]:
         assert planned[key]["equal"], planned[key]
     content = {(r["claim"], r["value"]): r for r in paper_plan(resolve_config(PAPER, CONTENT))}
     assert content[(41, "n_instances")]["equal"] and content[(41, "n_instances")]["planned"] == 72_576
@@ -245,7 +263,9 @@ def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run, paper_
     run, done = paper_dry_run
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
-    assert jobs["prepare_model"] == len(ARMS) and jobs["prepare_corpus"] == 1 and jobs["tokenize_documents"] == len(ARMS)
+    assert (
+        jobs["prepare_model"] == len(ARMS) and jobs["prepare_corpus"] == 1 and jobs["tokenize_documents"] == len(ARMS)
+    )
     # 20 docs per arm, 3 for the 7B at 16,384 tokens; the task contexts (§2.7) of each headline family
     tasks = len(paper_config["task_contexts"]["types"]) * paper_config["task_contexts"]["per_type"]
     assert jobs["task_documents"] == len(HEADLINE)
@@ -281,13 +301,21 @@ def test_the_certification_manifest_is_the_papers_960_at_120_s(paper_dry_run, pa
     jobs = planned_jobs(done.output)
     assert jobs["certify_manifest"] == 1 and jobs["certify_shard"] == paper_config["certification"]["n_shards"]
     block = done.output.split("rule certify_manifest:")[1].split("\n\n")[0]
-    inputs = [p.strip() for p in block.split("input:")[1].split("\n")[0].split(", ") if p.strip().startswith("results/ceiling/")]
+    inputs = [
+        p.strip()
+        for p in block.split("input:")[1].split("\n")[0].split(", ")
+        if p.strip().startswith("results/ceiling/")
+    ]
     assert len(inputs) == len(HEADLINE) * 20 and {p.split("/")[2] for p in inputs} == set(HEADLINE)
     assert all(p.split("/")[3] == "wikitext" for p in inputs)
     assert jobs["audit"] == len(HEADLINE) * 20  # the audit scores the headline population only
     roles = {m: paper_config["models"][m].get("roles") for m in HEADLINE}
-    assert roles == {"qwen2.5-1.5b": ["reference"], "llama-3.2-1b": ["second_family"], "olmo-2-1b": ["group_size_1"],
-                     "qwen3-1.7b": ["qk_norm_family"]}  # fmt: skip
+    assert roles == {
+        "qwen2.5-1.5b": ["reference"],
+        "llama-3.2-1b": ["second_family"],
+        "olmo-2-1b": ["group_size_1"],
+        "qwen3-1.7b": ["qk_norm_family"],
+    }
 
 
 def test_the_ceiling_jobs_match_the_capture_jobs(paper_dry_run):
@@ -329,29 +357,109 @@ def test_content_run_plans_the_table_2_population(tmp_path):
 
 #: the attention-relevant part of each arm's public config.json [R], as transformers reads it
 PUBLIC_CONFIGS = {
-    "qwen2.5-1.5b": dict(model_type="qwen2", hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                         num_attention_heads=12, num_key_value_heads=2, vocab_size=151936),
-    "llama-3.2-1b": dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                         num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256),
-    "olmo-2-1b": dict(model_type="olmo2", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                      num_attention_heads=16, num_key_value_heads=16, vocab_size=100352),
-    "qwen3-1.7b": dict(model_type="qwen3", hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
-                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936),
-    "qwen3-0.6b": dict(model_type="qwen3", hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936),
-    "qwen3-4b": dict(model_type="qwen3", hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
-                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936),
-    "gemma-2-2b": dict(model_type="gemma2", hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
-                       num_attention_heads=8, num_key_value_heads=4, head_dim=256, vocab_size=256000,
-                       sliding_window=4096, attn_logit_softcapping=50.0, query_pre_attn_scalar=256),
-    "gemma-3-1b-pt": dict(model_type="gemma3_text", hidden_size=1152, intermediate_size=6912, num_hidden_layers=26,
-                          num_attention_heads=4, num_key_value_heads=1, head_dim=256, vocab_size=262144,
-                          sliding_window=512, query_pre_attn_scalar=256),
-    "qwen2.5-7b": dict(model_type="qwen2", hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                       num_attention_heads=28, num_key_value_heads=4, vocab_size=152064),
-    "qwen3-14b": dict(model_type="qwen3", hidden_size=5120, intermediate_size=17408, num_hidden_layers=40,
-                      num_attention_heads=40, num_key_value_heads=8, head_dim=128, vocab_size=151936),
-}  # fmt: skip
+    "qwen2.5-1.5b": dict(
+        model_type="qwen2",
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+    "llama-3.2-1b": dict(
+        model_type="llama",
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        vocab_size=128256,
+    ),
+    "olmo-2-1b": dict(
+        model_type="olmo2",
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        vocab_size=100352,
+    ),
+    "qwen3-1.7b": dict(
+        model_type="qwen3",
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+    ),
+    "qwen3-0.6b": dict(
+        model_type="qwen3",
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+    ),
+    "qwen3-4b": dict(
+        model_type="qwen3",
+        hidden_size=2560,
+        intermediate_size=9728,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+    ),
+    "gemma-2-2b": dict(
+        model_type="gemma2",
+        hidden_size=2304,
+        intermediate_size=9216,
+        num_hidden_layers=26,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+        vocab_size=256000,
+        sliding_window=4096,
+        attn_logit_softcapping=50.0,
+        query_pre_attn_scalar=256,
+    ),
+    "gemma-3-1b-pt": dict(
+        model_type="gemma3_text",
+        hidden_size=1152,
+        intermediate_size=6912,
+        num_hidden_layers=26,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        vocab_size=262144,
+        sliding_window=512,
+        query_pre_attn_scalar=256,
+    ),
+    "qwen2.5-7b": dict(
+        model_type="qwen2",
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        vocab_size=152064,
+    ),
+    "qwen3-14b": dict(
+        model_type="qwen3",
+        hidden_size=5120,
+        intermediate_size=17408,
+        num_hidden_layers=40,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -369,7 +477,9 @@ def test_declared_shapes_agree_with_the_arms_configs(paper_config, public_shapes
 def test_a_wrong_checkpoint_is_caught_by_its_declared_shape(paper_config, public_shapes):
     # Qwen2.5-1.5B's checkpoint where the config expects Qwen3-1.7B: every differing field is named
     with pytest.raises(SourceError) as err:
-        check_declared_shape(public_shapes[REFERENCE], paper_config["models"]["qwen3-1.7b"]["declared"], name="qwen3-1.7b")
+        check_declared_shape(
+            public_shapes[REFERENCE], paper_config["models"]["qwen3-1.7b"]["declared"], name="qwen3-1.7b"
+        )
     text = str(err.value)
     assert "qwen3-1.7b" in text
     for line in ("heads: declared 16", "kv_heads: declared 8", "qk_norm: declared True"):
@@ -413,8 +523,9 @@ def test_paper_deploy_companion_plans_the_papers_grid_offline(tmp_path):
     config = resolve_config(PAPER, PAPER_DEPLOY)
     deploy = config["deploy"]
     assert {"kvzap", "duo_attention", "fastkvzip"} <= set(deploy["methods"]) and deploy["hub"]
-    run, done = offline_dry_run(tmp_path, "table3", "table4", "table5", "bytes_table",
-                                "--configfile", str(PAPER), str(PAPER_DEPLOY))
+    run, done = offline_dry_run(
+        tmp_path, "table3", "table4", "table5", "bytes_table", "--configfile", str(PAPER), str(PAPER_DEPLOY)
+    )
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
     assert jobs["deploy_condition"] == 4 * (4 * 4 + 4)  # models x (tasks x lengths + the benchmark entries)

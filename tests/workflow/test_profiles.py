@@ -4,6 +4,7 @@ import importlib.util
 
 import pytest
 import yaml
+
 from conftest import REPO, planned_jobs
 
 pytestmark = pytest.mark.workflow

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from conftest import REPO
 
 pytestmark = pytest.mark.workflow
@@ -33,13 +34,17 @@ def planned_jobs(workflow, *args):
     return jobs
 
 
-@pytest.mark.parametrize("configs", [(), ("config/cpu-panel.yaml", "config/deploy-cpu.yaml")], ids=["default", "panel+deploy"])
+@pytest.mark.parametrize(
+    "configs", [(), ("config/cpu-panel.yaml", "config/deploy-cpu.yaml")], ids=["default", "panel+deploy"]
+)
 def test_every_planned_input_written_by_a_rule_has_a_sidecar(workflow, configs):
     args = ["--configfile", *(str(REPO / c) for c in configs)] if configs else []
     jobs = planned_jobs(workflow, *args)
     written = {path for job in jobs for path in job["output"]}
     missing = sorted(
-        f"{job['rule']}: {path}" for job in jobs for path in job["output"]
+        f"{job['rule']}: {path}"
+        for job in jobs
+        for path in job["output"]
         if not path.endswith(SIDECAR) and path + SIDECAR not in written
     )
     assert not missing, "outputs without a sidecar (their readers could not check them): " + "; ".join(missing[:20])

@@ -25,10 +25,16 @@ def make_tiny_model(folder: Path, seed: int = 0) -> Path:
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-        bos_token_id=1, eos_token_id=2,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     with torch.no_grad():  # sharper attention than the default init
@@ -48,12 +54,21 @@ def make_tiny_char_model(folder: Path, seed: int = 1) -> Path:
     from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast
 
     chars = ["\n"] + [chr(c) for c in range(32, 127)]
-    backend = Tokenizer(models.WordLevel(vocab={"<unk>": 0} | {c: i + 1 for i, c in enumerate(chars)}, unk_token="<unk>"))
+    backend = Tokenizer(
+        models.WordLevel(vocab={"<unk>": 0} | {c: i + 1 for i, c in enumerate(chars)}, unk_token="<unk>")
+    )
     backend.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
     backend.decoder = decoders.Fuse()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
-    config = LlamaConfig(vocab_size=len(chars) + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+    config = LlamaConfig(
+        vocab_size=len(chars) + 1,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+    )
     torch.manual_seed(seed)
     AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -77,8 +92,16 @@ def make_tiny_benchmark(path: Path, corpus_text: Path) -> Path:
     rows = []
     for i, value in enumerate(("4821", "7390")):
         context = text[i * 300 : i * 300 + 150] + f" . the code is {value} . " + text[i * 300 + 150 : i * 300 + 700]
-        rows.append({"context": context, "question": "\nwhat is the code ?", "answer_prefix": " the code is",
-                     "answer": [value], "task": "niah_single_1", "max_new_tokens": 4})
+        rows.append(
+            {
+                "context": context,
+                "question": "\nwhat is the code ?",
+                "answer_prefix": " the code is",
+                "answer": [value],
+                "task": "niah_single_1",
+                "max_new_tokens": 4,
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 

@@ -11,8 +11,10 @@ from snakemake.exceptions import WorkflowError
 
 try:
     from trustmass.plan import Study, layout
-    from trustmass.plumbing.config import ConfigError, config_slice, validate_config
-    from trustmass.plumbing.provenance import BLAS_THREAD_VARIABLES, SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
+    from trustmass.cli.startup import start
+    from trustmass.plumbing.config import ConfigError, config_slice
+    from trustmass.plumbing.determinism import pin as pin_environment
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
     from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
 except ImportError as exc:
@@ -27,53 +29,26 @@ REPO = Path(workflow.basedir)  # the directory of the top-level Snakefile
 CONFIG_SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
-# ---- config: validate the merged configuration once (defaults: config.yaml alone) ---------------
+# ---- config: validated (defaults: config.yaml alone), completed and checked across keys, once --------
 try:
-    _resolved_config = validate_config(config, CONFIG_SCHEMA)
+    _resolved_config = start(config, CONFIG_SCHEMA)
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()
 config.update(_resolved_config)
-# deploy.methods: null is the roster's default list (trustmass.deploy.roster): spelled out, so params name the methods
-from trustmass.deploy.roster import configured_methods
-
-config["deploy"]["methods"] = configured_methods(config["deploy"])
 
 #: every file this configuration plans, stage by stage (rules take their inputs and target lists from it)
 STUDY = Study(config)
 
-# the paper roles study models take (models.<name>.roles) are the claims file's: check them here,
-# where the claims data may be loaded (trustmass.plumbing.config stays import-light)
-from trustmass.report.claims.roles import role_problems
-
-_role_problems = role_problems(config)
-if _role_problems:
-    raise WorkflowError("config: " + "; ".join(_role_problems))
-
-
-def _refuse(problems):
-    """Stop at start-up with every problem of a torch-free config check (each names the field and the fix)."""
-    if problems:
-        raise WorkflowError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
-# the loss stage's rules must be registry selectors with a batched version; the fixed-contract
-# diagnostics' pairs, rules and budgets; the deployment stage's methods, budgets and references
-from trustmass.deploy.names import config_problems as deploy_problems
-from trustmass.loss.configurations import rule_problems as loss_rule_problems
-from trustmass.loss.diagnostic_config import config_problems as diagnostics_problems
-
-_refuse([*loss_rule_problems(config["loss"]["rules"]), *diagnostics_problems(config), *deploy_problems(config)])
-
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
 
-# One BLAS thread per process (jobs inherit it): a job's `threads` are worker processes or torch
-# threads it sets itself, and numpy's BLAS taking every core in every worker oversubscribes the
-# machine (a 2-worker ceiling job took 46 s with default BLAS threads, 21 s with one, on 2 cores).
+# One BLAS thread per process and the same kernels on every AVX2 machine (jobs inherit them): a job's
+# `threads` are worker processes or torch threads it sets itself, and the kernels OpenBLAS, torch and
+# MKL pick by CPU move the capture and the Frank-Wolfe selector's path (trustmass.plumbing.determinism
+# says what was measured).
 # A value the user exported is kept.
-for _blas in BLAS_THREAD_VARIABLES:
-    os.environ.setdefault(_blas, "1")
+pin_environment(os.environ)
 
 
 # ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone

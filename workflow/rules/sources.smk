@@ -27,7 +27,7 @@ rule prepare_model:
         prov=[prov(layout.MODEL_CONFIG), prov(layout.MODEL_SOURCE)],
     params:
         spec=lambda wc: STUDY.model_params(wc.model),
-        cache=config.get("cache_dir", layout.CACHE_DIR),
+        cache=STUDY.cache_dir(),
     wildcard_constraints:
         model=SOURCE_NAME,
     log:
@@ -55,7 +55,7 @@ rule prepare_corpus:
         prov=[prov(layout.CORPUS_TEXT), prov(layout.CORPUS_RECORD)],
     params:
         spec=lambda wc: STUDY.entry("corpora", wc.corpus, "corpus"),
-        cache=config.get("cache_dir", layout.CACHE_DIR),
+        cache=STUDY.cache_dir(),
     wildcard_constraints:
         corpus=SOURCE_NAME,
     log:

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.projection import FIT_THEN_FILL, STRICT, STRICT_THEN_FILL
 from trustmass.core.selectors.registry import REGISTRY
@@ -26,9 +27,21 @@ from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.plumbing.config import embedded_default
 
 COLUMNS = [
-    "model", "corpus", "doc", "layer", "head", "query_pos", "budget", "rule", "block",
-    "slack_strict", "slack_fill", "es_strict", "es_fill", "es_fit",
-]  # fmt: skip
+    "model",
+    "corpus",
+    "doc",
+    "layer",
+    "head",
+    "query_pos",
+    "budget",
+    "rule",
+    "block",
+    "slack_strict",
+    "slack_fill",
+    "es_strict",
+    "es_fill",
+    "es_fit",
+]
 PROJECTED = (STRICT, STRICT_THEN_FILL, FIT_THEN_FILL)
 
 
@@ -46,15 +59,22 @@ class ProjectionSettings:
     def __post_init__(self):
         for name in self.rules:
             if name not in REGISTRY or not hasattr(REGISTRY[name], "projection"):
-                raise ValueError(f"diagnostics.projection.rules: {name!r} is not a block rule of the registry; "
-                                 "fix: block_select or value_aware_mass / _nolev / _mii")  # fmt: skip
+                raise ConfigConflict(
+                    f"diagnostics.projection.rules: {name!r} is not a block rule of the registry; "
+                    "fix: block_select or value_aware_mass / _nolev / _mii",
+                    fields=("diagnostics.projection.rules",),
+                )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ProjectionSettings:
         """From the config keys diagnostics/projection and capture/windows."""
         projection = cfg["diagnostics"]["projection"]
-        return cls(rules=tuple(projection["rules"]), budgets=tuple(int(b) for b in projection["budgets"]),
-                   block=int(projection["block"]), windows=tuple(cfg["capture"]["windows"]))  # fmt: skip
+        return cls(
+            rules=tuple(projection["rules"]),
+            budgets=tuple(int(b) for b in projection["budgets"]),
+            block=int(projection["block"]),
+            windows=tuple(cfg["capture"]["windows"]),
+        )
 
 
 def _es(x: SelectorInput, kept: np.ndarray) -> float | None:
@@ -73,9 +93,18 @@ def row_projection(x: SelectorInput, settings: ProjectionSettings) -> list[dict]
             if s < rule.min_budget:
                 continue
             strict, filled, fit = (run(replace(rule, projection=p), x, s) for p in PROJECTED)
-            out.append({"budget": s, "rule": name, "block": settings.block, "slack_strict": want - strict.size,
-                        "slack_fill": want - filled.size, "es_strict": _es(x, strict), "es_fill": _es(x, filled),
-                        "es_fit": _es(x, fit)})  # fmt: skip
+            out.append(
+                {
+                    "budget": s,
+                    "rule": name,
+                    "block": settings.block,
+                    "slack_strict": want - strict.size,
+                    "slack_fill": want - filled.size,
+                    "es_strict": _es(x, strict),
+                    "es_fill": _es(x, filled),
+                    "es_fit": _es(x, fit),
+                }
+            )
     return out
 
 
@@ -91,6 +120,9 @@ def shard_projection(shard_path: str, model: str, corpus: str, doc: str, setting
             for r, pos in enumerate(t["positions"][h // (n_q // n_kv)].tolist()):
                 for rec in row_projection(SelectorInput.from_layer(t, h, r, settings.windows), settings):
                     rows.append({**rec, "layer": layer, "head": h, "query_pos": int(pos)})
-    frame = pl.DataFrame(rows, schema_overrides={"es_strict": pl.Float64, "es_fill": pl.Float64, "es_fit": pl.Float64},
-                         infer_schema_length=None)  # fmt: skip
+    frame = pl.DataFrame(
+        rows,
+        schema_overrides={"es_strict": pl.Float64, "es_fill": pl.Float64, "es_fit": pl.Float64},
+        infer_schema_length=None,
+    )
     return frame.with_columns(model=pl.lit(model), corpus=pl.lit(corpus), doc=pl.lit(doc)).select(COLUMNS)

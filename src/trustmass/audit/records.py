@@ -85,10 +85,31 @@ CEILING_JOIN = ("dropped_mass", "D", "es_top", "es_pool", "es_bal", "kappa_hat",
 KEYS = ("layer", "head", "query_pos", "budget")
 
 COLUMNS = [
-    "model", "corpus", "doc", "layer", "head", "kv_head", "row", "query_pos", "evict_pos", "budget", "rule", "contract_sha256",
-    "n_kept_zero", "in_pool", "es_rule", "es_cf", "cf_reading", "tova_mismatch", *CEILING_JOIN,
-    "excess", "excess_cf", "over_top", "over_bal", "label",
-]  # fmt: skip
+    "model",
+    "corpus",
+    "doc",
+    "layer",
+    "head",
+    "kv_head",
+    "row",
+    "query_pos",
+    "evict_pos",
+    "budget",
+    "rule",
+    "contract_sha256",
+    "n_kept_zero",
+    "in_pool",
+    "es_rule",
+    "es_cf",
+    "cf_reading",
+    "tova_mismatch",
+    *CEILING_JOIN,
+    "excess",
+    "excess_cf",
+    "over_top",
+    "over_bal",
+    "label",
+]
 
 
 _DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
@@ -106,7 +127,9 @@ class AuditSettings:
     def __post_init__(self):
         for name in self.rules:
             if name not in REGISTRY:
-                raise ValueError(f"AuditSettings.rules: no rule {name!r}; fix: use registered names, e.g. {audit_rules()}")
+                raise ValueError(
+                    f"AuditSettings.rules: no rule {name!r}; fix: use registered names, e.g. {audit_rules()}"
+                )
             if not contract(REGISTRY[name]).in_audit:
                 raise ValueError(
                     f"AuditSettings.rules: {name!r} declares no audit role; fix: declare audit_role and "
@@ -142,7 +165,9 @@ def _score(x: SelectorInput, kept: np.ndarray) -> tuple[float, int, np.ndarray]:
     return op.es(x.instance, idx), zero, idx
 
 
-def row_audit(x: SelectorInput, settings: AuditSettings, frozen: Mapping | None = None, es_pool: Mapping | None = None) -> list[dict]:
+def row_audit(
+    x: SelectorInput, settings: AuditSettings, frozen: Mapping | None = None, es_pool: Mapping | None = None
+) -> list[dict]:
     """Per-query audit of one row at every budget and rule; ``frozen`` ({(rule, budget): positions})
     gives the cache-faithful sets to score on this row (None: this row is the eviction time).
 
@@ -249,14 +274,19 @@ def join_ceiling(audit: pl.DataFrame, ceiling: pl.DataFrame, settings: AuditSett
     """Join the audit rows to the ceiling records of the same (layer, head, query_pos, budget) and
     add the ratios and the label."""
     ceil = ceiling.select([*KEYS, *CEILING_JOIN]).with_columns(
-        pl.col("layer").cast(pl.Int64), pl.col("head").cast(pl.Int64), pl.col("query_pos").cast(pl.Int64), pl.col("budget").cast(pl.Int64)
+        pl.col("layer").cast(pl.Int64),
+        pl.col("head").cast(pl.Int64),
+        pl.col("query_pos").cast(pl.Int64),
+        pl.col("budget").cast(pl.Int64),
     )
     audit = audit.with_columns([pl.col(c).cast(pl.Int64) for c in KEYS])
     f = audit.join(ceil, on=list(KEYS), how="left")
     missing = f.filter(pl.col("es_top").is_null())
     if missing.height:
         r = missing.row(0, named=True)
-        raise ValueError(f"audit rows without a ceiling record, e.g. layer {r['layer']} head {r['head']} pos {r['query_pos']} budget {r['budget']}")
+        raise ValueError(
+            f"audit rows without a ceiling record, e.g. layer {r['layer']} head {r['head']} pos {r['query_pos']} budget {r['budget']}"
+        )
     thr = settings.kappa_threshold
 
     def ratio(num: str, den: str) -> pl.Expr:
@@ -295,7 +325,9 @@ def record_contracts(rows: list[dict], capture_id: str) -> None:
         rec["contract_sha256"] = hashes[key]
 
 
-def shard_audit(shard_path: str, ceiling: pl.DataFrame, model: str, corpus: str, doc: str, settings: AuditSettings, workers: int = 1) -> pl.DataFrame:
+def shard_audit(
+    shard_path: str, ceiling: pl.DataFrame, model: str, corpus: str, doc: str, settings: AuditSettings, workers: int = 1
+) -> pl.DataFrame:
     """All audit records of one capture shard, joined to its ceiling records (:data:`COLUMNS`)."""
     from trustmass.contracts.shards import read_metadata
 

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.selectors.boundary_swaps import BOUNDARY, RANDOM, RANDOM_RESTRICTED, swap_at_fraction
 from trustmass.core.selectors.contract import run
 from trustmass.core.selectors.registry import REGISTRY
@@ -30,9 +31,23 @@ from trustmass.core.selectors.selector_input import SelectorInput
 from trustmass.plumbing.config import embedded_default
 
 COLUMNS = [
-    "model", "corpus", "doc", "layer", "head", "query_pos", "budget", "pair", "kind", "fraction", "seed",
-    "n_out", "n_in", "es_x", "es_y", "es",
-]  # fmt: skip
+    "model",
+    "corpus",
+    "doc",
+    "layer",
+    "head",
+    "query_pos",
+    "budget",
+    "pair",
+    "kind",
+    "fraction",
+    "seed",
+    "n_out",
+    "n_in",
+    "es_x",
+    "es_y",
+    "es",
+]
 
 
 def pair_name(x: str, y: str) -> str:
@@ -56,7 +71,10 @@ class SwapSettings:
         for pair in self.pairs:
             for name in pair:
                 if name not in REGISTRY:
-                    raise ValueError(f"diagnostics.swaps.pairs: no rule {name!r}; fix: registry names ({', '.join(REGISTRY)})")
+                    raise ConfigConflict(
+                        f"diagnostics.swaps.pairs: no rule {name!r}; fix: registry names ({', '.join(REGISTRY)})",
+                        fields=("diagnostics.swaps.pairs",),
+                    )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> SwapSettings:
@@ -91,8 +109,18 @@ def row_swaps(x: SelectorInput, settings: SwapSettings, where: tuple[int, int, i
             if kept_x.size == 0 or kept_y.size == 0:  # m_A = 0 / 0: nothing to swap towards or from
                 continue
             es_x, es_y = op.es(inst, kept_x), op.es(inst, kept_y)
-            n_out, n_in = len(set(kept_x.tolist()) - set(kept_y.tolist())), len(set(kept_y.tolist()) - set(kept_x.tolist()))
-            base = {"budget": s, "pair": pair_name(name_x, name_y), "n_out": n_out, "n_in": n_in, "es_x": es_x, "es_y": es_y}
+            n_out, n_in = (
+                len(set(kept_x.tolist()) - set(kept_y.tolist())),
+                len(set(kept_y.tolist()) - set(kept_x.tolist())),
+            )
+            base = {
+                "budget": s,
+                "pair": pair_name(name_x, name_y),
+                "n_out": n_out,
+                "n_in": n_in,
+                "es_x": es_x,
+                "es_y": es_y,
+            }
 
             def record(kind: str, fraction: float, seed: int | None, kept: np.ndarray) -> None:
                 out.append({**base, "kind": kind, "fraction": fraction, "seed": seed, "es": op.es(inst, kept)})
@@ -104,7 +132,12 @@ def row_swaps(x: SelectorInput, settings: SwapSettings, where: tuple[int, int, i
                 for f in fractions:
                     record(RANDOM, f, seed, swap_at_fraction(kept_x, kept_y, f, score, RANDOM, rng))
                     if f < 1:
-                        record(RANDOM_RESTRICTED, f, seed, swap_at_fraction(kept_x, kept_y, f, score, RANDOM_RESTRICTED, rng))
+                        record(
+                            RANDOM_RESTRICTED,
+                            f,
+                            seed,
+                            swap_at_fraction(kept_x, kept_y, f, score, RANDOM_RESTRICTED, rng),
+                        )
     return out
 
 

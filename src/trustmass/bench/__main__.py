@@ -39,22 +39,45 @@ def main(argv=None) -> int:
     parser.add_argument("--instances", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-dir", help="capture: a Hugging Face model folder (default: random SmolLM2 shapes)")
-    parser.add_argument("--shard", action="append",
-                        help="certify: draw the rows from this capture shard (default: the ceiling records); --compare: repeatable")
-    parser.add_argument("--compare", action="store_true",
-                        help="certify: the paper's SCIP bisection and the branch-and-bound certifier on the same manifest rows")
-    parser.add_argument("--paper-time-limit", type=float, help="certify --compare: seconds per SCIP solve of the paper protocol (default 120)")
-    parser.add_argument("--per-stratum", type=int, help="certify --compare: manifest rows per (model, budget, decile) (default 1)")
-    parser.add_argument("--deciles", type=int, help="certify --compare: dropped-mass strata per (model, budget) (default 10)")
+    parser.add_argument(
+        "--shard",
+        action="append",
+        help="certify: draw the rows from this capture shard (default: the ceiling records); --compare: repeatable",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="certify: the paper's SCIP bisection and the branch-and-bound certifier on the same manifest rows",
+    )
+    parser.add_argument(
+        "--paper-time-limit",
+        type=float,
+        help="certify --compare: seconds per SCIP solve of the paper protocol (default 120)",
+    )
+    parser.add_argument(
+        "--per-stratum", type=int, help="certify --compare: manifest rows per (model, budget, decile) (default 1)"
+    )
+    parser.add_argument(
+        "--deciles", type=int, help="certify --compare: dropped-mass strata per (model, budget) (default 10)"
+    )
     parser.add_argument("--certifiers", help="certify --compare: comma-separated subset of paper,bnb (default both)")
     parser.add_argument("--capture", help="certify: capture a long shard to this path first (--model-dir, --documents)")
-    parser.add_argument("--documents", help="certify --capture: the tokenized document set (resources/documents/<model>/<corpus>.safetensors)")
-    parser.add_argument("--min-keys", type=int, default=0, help="certify --shard: only rows with at least this many keys")
-    parser.add_argument("--time-limit", type=float, help="certify: seconds per SCIP solve (default: the benchmark's 10 s)")
+    parser.add_argument(
+        "--documents",
+        help="certify --capture: the tokenized document set (resources/documents/<model>/<corpus>.safetensors)",
+    )
+    parser.add_argument(
+        "--min-keys", type=int, default=0, help="certify --shard: only rows with at least this many keys"
+    )
+    parser.add_argument(
+        "--time-limit", type=float, help="certify: seconds per SCIP solve (default: the benchmark's 10 s)"
+    )
     parser.add_argument("--budgets", help="certify: comma-separated budgets (default: 4,8,16,32)")
     parser.add_argument("--budget", type=int, help="deploy: kept entries per KV head (default 64)")
     parser.add_argument("--continuation", type=int, help="restricted: restricted rows (default: the benchmark's 128)")
-    parser.add_argument("--repeats", type=int, help="restricted, capture: timed calls per measurement (median; default 3 and 2)")
+    parser.add_argument(
+        "--repeats", type=int, help="restricted, capture: timed calls per measurement (median; default 3 and 2)"
+    )
     parser.add_argument("--out", help="also write the JSON to this file")
     args = parser.parse_args(argv)
     import importlib

@@ -34,7 +34,9 @@ def _load(model_dir: str | None, attn: str):
     if model_dir:
         return AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=attn, dtype=torch.float32).eval()
     torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(LlamaConfig(**SMOLLM2_SHAPES), attn_implementation=attn, dtype=torch.float32).eval()
+    return AutoModelForCausalLM.from_config(
+        LlamaConfig(**SMOLLM2_SHAPES), attn_implementation=attn, dtype=torch.float32
+    ).eval()
 
 
 def _measure(kind: str, model_dir: str | None, n_tokens: int, repeats: int, queue) -> None:
@@ -42,7 +44,9 @@ def _measure(kind: str, model_dir: str | None, n_tokens: int, repeats: int, queu
 
     from trustmass.capture import prefill as cap
 
-    ids = torch.randint(0, 49152 if model_dir is None else 1000, (n_tokens,), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(
+        0, 49152 if model_dir is None else 1000, (n_tokens,), generator=torch.Generator().manual_seed(0)
+    )
     if kind == "capture":
         cap.register()
         model = _load(model_dir, cap.ATTENTION_NAME)

@@ -39,14 +39,33 @@ def _measure(inst, s: int, extra: int, time_limit: float, memory_limit_mb: float
     t0 = time.perf_counter()
     po = pool_optimum(inst, s, extra)
     t_enum = time.perf_counter() - t0
-    c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, memory_limit_mb=memory_limit_mb, isolate_solves=True)
+    c = certify(
+        inst,
+        s,
+        incumbent=po.kept,
+        es_pool=po.es_pool,
+        time_limit=time_limit,
+        memory_limit_mb=memory_limit_mb,
+        isolate_solves=True,
+    )
     return {
-        "budget": s, "n_keys": inst.n_keys, "pool_extra": extra, "n_subsets": int(po.n_subsets),
-        "enumeration_seconds": t_enum, "certify_seconds": c.seconds, "ratio": c.seconds / t_enum if t_enum > 0 else None,
-        "status": c.status, "n_solves": c.n_solves, "solve_outcomes": [r.outcome for r in c.solves],
-        "improvement": c.improvement, "es_pool": po.es_pool, "es_cert": c.es_cert, "lower_bound": c.lower_bound,
-        "mass_floor_used": [r.mass_floor > 0 for r in c.solves], "low_mass_bound_over_es_pool": c.low_mass_bound / po.es_pool if po.es_pool > 0 else None,
-    }  # fmt: skip
+        "budget": s,
+        "n_keys": inst.n_keys,
+        "pool_extra": extra,
+        "n_subsets": int(po.n_subsets),
+        "enumeration_seconds": t_enum,
+        "certify_seconds": c.seconds,
+        "ratio": c.seconds / t_enum if t_enum > 0 else None,
+        "status": c.status,
+        "n_solves": c.n_solves,
+        "solve_outcomes": [r.outcome for r in c.solves],
+        "improvement": c.improvement,
+        "es_pool": po.es_pool,
+        "es_cert": c.es_cert,
+        "lower_bound": c.lower_bound,
+        "mass_floor_used": [r.mass_floor > 0 for r in c.solves],
+        "low_mass_bound_over_es_pool": c.low_mass_bound / po.es_pool if po.es_pool > 0 else None,
+    }
 
 
 def _by_budget(out: list[dict], budgets) -> dict:
@@ -88,13 +107,25 @@ def run_shard(
         for i in np.sort(rng.choice(len(candidates), size=min(instances, len(candidates)), replace=False)):
             it = candidates[int(i)]
             inst, _ = R.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
-            where = {"model": meta.get("model"), "doc": meta.get("doc"), **{k: it[k] for k in ("layer", "head", "kv_head", "query_pos")}}
+            where = {
+                "model": meta.get("model"),
+                "doc": meta.get("doc"),
+                **{k: it[k] for k in ("layer", "head", "kv_head", "query_pos")},
+            }
             out.append({**where, **_measure(inst, s, extra, time_limit, memory_limit_mb)})
     return {
-        "benchmark": "certify", "mode": "shard", "shard": shard, "n_tokens": meta.get("n_tokens"), "min_keys": min_keys,
-        "n_candidate_rows": len(candidates), "time_limit": time_limit, "memory_limit_mb": memory_limit_mb,
-        "python": platform.python_version(), "instances": out, "by_budget": _by_budget(out, budgets),
-    }  # fmt: skip
+        "benchmark": "certify",
+        "mode": "shard",
+        "shard": shard,
+        "n_tokens": meta.get("n_tokens"),
+        "min_keys": min_keys,
+        "n_candidate_rows": len(candidates),
+        "time_limit": time_limit,
+        "memory_limit_mb": memory_limit_mb,
+        "python": platform.python_version(),
+        "instances": out,
+        "by_budget": _by_budget(out, budgets),
+    }
 
 
 def run(
@@ -115,28 +146,61 @@ def run(
 ) -> dict:
     shards = [shard] if isinstance(shard, str) else list(shard or [])
     if compare and shards:
-        return run_compare(shards, per_stratum, n_deciles, seed, min_keys or 3969, time_limit, paper_time_limit,
-                           max(memory_limit_mb, 8192.0), budgets, certifiers)  # fmt: skip
+        return run_compare(
+            shards,
+            per_stratum,
+            n_deciles,
+            seed,
+            min_keys or 3969,
+            time_limit,
+            paper_time_limit,
+            max(memory_limit_mb, 8192.0),
+            budgets,
+            certifiers,
+        )
     if shards:
         return run_shard(shards[0], instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
     paths = sorted(glob.glob(records_glob))
     if not paths:
         raise FileNotFoundError(f"no ceiling records under {records_glob!r}: run `snakemake records` first")
-    cols = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget", "dropped_mass", "pool_extra", "D",
-            "es_top", "es_pool", "es_bal", "c_hat", "kappa_hat", "kappa_hat_bal"]  # fmt: skip
+    cols = [
+        "model",
+        "corpus",
+        "doc",
+        "layer",
+        "head",
+        "kv_head",
+        "query_pos",
+        "budget",
+        "dropped_mass",
+        "pool_extra",
+        "D",
+        "es_top",
+        "es_pool",
+        "es_bal",
+        "c_hat",
+        "kappa_hat",
+        "kappa_hat_bal",
+    ]
     records = pl.concat([pl.read_parquet(p, columns=cols) for p in paths])
     man = M.manifest(records, per_stratum=1, seed=seed, budgets=budgets)
     if compare:  # both certifiers on every manifest row of the study (its N <= 2,048 rows)
+
         def path_of(it):
             return os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
 
-        return {**compare_manifest(man, path_of, time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed),
-                "mode": "compare-records"}  # fmt: skip
+        return {
+            **compare_manifest(man, path_of, time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed),
+            "mode": "compare-records",
+        }
     rng = np.random.default_rng(seed)
     picked = []
     for s in budgets:
         g = man.filter(pl.col("budget") == s)
-        picked += [g.row(int(i), named=True) for i in np.sort(rng.choice(g.height, size=min(instances, g.height), replace=False))]
+        picked += [
+            g.row(int(i), named=True)
+            for i in np.sort(rng.choice(g.height, size=min(instances, g.height), replace=False))
+        ]
     out = []
     for it in picked:
         path = os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
@@ -145,6 +209,9 @@ def run(
         where = {"model": it["model"], "decile": it["decile"]}
         out.append({**where, **_measure(inst, s, int(it["pool_extra"]), time_limit, memory_limit_mb)})
     return {
-        "benchmark": "certify", "time_limit": time_limit, "python": platform.python_version(), "instances": out,
+        "benchmark": "certify",
+        "time_limit": time_limit,
+        "python": platform.python_version(),
+        "instances": out,
         "by_budget": _by_budget(out, budgets),
-    }  # fmt: skip
+    }

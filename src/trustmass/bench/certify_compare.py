@@ -47,16 +47,29 @@ def _gap(c) -> float:
     return (c.es_cert - c.lower_bound) / c.es_cert if c.es_cert > 0 else 0.0
 
 
-def _one(inst, s: int, which: str, po, time_limit: float, paper_time_limit: float, memory_limit_mb: float, seed: int) -> dict:
+def _one(
+    inst, s: int, which: str, po, time_limit: float, paper_time_limit: float, memory_limit_mb: float, seed: int
+) -> dict:
     t0 = time.perf_counter()
     if which == "paper":
-        c = certify(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=paper_time_limit,
-                    memory_limit_mb=memory_limit_mb, seed=seed, isolate_solves=True)  # fmt: skip
+        c = certify(
+            inst,
+            s,
+            incumbent=po.kept,
+            es_pool=po.es_pool,
+            time_limit=paper_time_limit,
+            memory_limit_mb=memory_limit_mb,
+            seed=seed,
+            isolate_solves=True,
+        )
     else:
         c = certify_bnb(inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=time_limit, seed=seed)
     return {
-        "status": c.status, "seconds": time.perf_counter() - t0, "es_cert_over_pool": c.es_cert / po.es_pool,
-        "lower_over_cert": c.lower_bound / c.es_cert if c.es_cert > 0 else 1.0, "gap": _gap(c),
+        "status": c.status,
+        "seconds": time.perf_counter() - t0,
+        "es_cert_over_pool": c.es_cert / po.es_pool,
+        "lower_over_cert": c.lower_bound / c.es_cert if c.es_cert > 0 else 1.0,
+        "gap": _gap(c),
         "solves": [f"{r.outcome}:{r.seconds:.1f}" for r in c.solves],
     }
 
@@ -89,14 +102,19 @@ def _cells(r: dict, which: str, digits: int) -> list[str]:
     """One certifier's three cells: decided, gap <= 1 %, median / p90 s ("not run" in each when left out)."""
     if r[f"{which}_decided"] is None:
         return [NOT_RUN] * 3
-    return [f"{r[f'{which}_decided']:.0%}", f"{r[f'{which}_gap_1pct']:.0%}",
-            f"{r[f'{which}_median_s']:.{digits}f} / {r[f'{which}_p90_s']:.{digits}f}"]  # fmt: skip
+    return [
+        f"{r[f'{which}_decided']:.0%}",
+        f"{r[f'{which}_gap_1pct']:.0%}",
+        f"{r[f'{which}_median_s']:.{digits}f} / {r[f'{which}_p90_s']:.{digits}f}",
+    ]
 
 
 def table(summary: list[dict]) -> str:
     """The summary as a Markdown table."""
-    head = ("| s | rows | paper decided | paper gap<=1% | paper median / p90 s | bnb decided | bnb gap<=1% | "
-            "bnb median / p90 s | median ratio |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    head = (
+        "| s | rows | paper decided | paper gap<=1% | paper median / p90 s | bnb decided | bnb gap<=1% | "
+        "bnb median / p90 s | median ratio |\n|---|---|---|---|---|---|---|---|---|"
+    )
     lines = [head]
     for r in summary:
         if r["median_ratio"] is not None:
@@ -124,20 +142,34 @@ def run_compare(
     """Both certifiers on the manifest rows of the shards (module docstring)."""
     shards = list(dict.fromkeys(shards))  # a shard given twice is read once
     records = pl.concat([shard_records(sh, min_keys, budgets) for sh in shards], how="diagonal_relaxed")
-    man = M.manifest(records, per_stratum=per_stratum, seed=seed, budgets=budgets, primary_docs=None, n_deciles=n_deciles)
+    man = M.manifest(
+        records, per_stratum=per_stratum, seed=seed, budgets=budgets, primary_docs=None, n_deciles=n_deciles
+    )
     # each row is reloaded from the shard it was drawn from: shard_records' corpus is that shard's path
-    out = compare_manifest(man, lambda it: it["corpus"], time_limit, paper_time_limit, memory_limit_mb, budgets,
-                           certifiers, seed, log)  # fmt: skip
+    out = compare_manifest(
+        man, lambda it: it["corpus"], time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed, log
+    )
     return {"shards": list(shards), "per_stratum": per_stratum, "n_deciles": n_deciles, "min_keys": min_keys, **out}
 
 
-def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_limit: float, memory_limit_mb: float,
-                     budgets, certifiers=CERTIFIERS, seed: int = 0, log=partial(print, file=sys.stderr, flush=True)) -> dict:  # fmt: skip
+def compare_manifest(
+    man: pl.DataFrame,
+    path_of,
+    time_limit: float,
+    paper_time_limit: float,
+    memory_limit_mb: float,
+    budgets,
+    certifiers=CERTIFIERS,
+    seed: int = 0,
+    log=partial(print, file=sys.stderr, flush=True),
+) -> dict:
     """Both certifiers on every row of a manifest; ``path_of(row)`` -> its capture shard."""
     unknown = [c for c in certifiers if c not in CERTIFIERS]
     if unknown or not certifiers:
-        raise ValueError(f"certifiers = {list(certifiers)}: {'unknown ' + ', '.join(unknown) if unknown else 'none'}; "
-                         f"fix: --certifiers with a comma-separated subset of {','.join(CERTIFIERS)}")  # fmt: skip
+        raise ValueError(
+            f"certifiers = {list(certifiers)}: {'unknown ' + ', '.join(unknown) if unknown else 'none'}; "
+            f"fix: --certifiers with a comma-separated subset of {','.join(CERTIFIERS)}"
+        )
     load = os.getloadavg()
     rows = []
     for it in man.iter_rows(named=True):
@@ -145,7 +177,9 @@ def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_l
         inst, _ = R.load_instance(shard, it["layer"], it["head"], it["kv_head"], it["query_pos"])
         s = int(it["budget"])
         po = pool_optimum(inst, s, int(it["pool_extra"]))
-        row = {k: it[k] for k in ("instance", "model", "layer", "head", "query_pos", "budget", "decile", "dropped_mass")}
+        row = {
+            k: it[k] for k in ("instance", "model", "layer", "head", "query_pos", "budget", "decile", "dropped_mass")
+        }
         row["shard"], row["n_keys"] = shard, inst.n_keys
         for which in CERTIFIERS:
             if which in certifiers:
@@ -153,12 +187,28 @@ def compare_manifest(man: pl.DataFrame, path_of, time_limit: float, paper_time_l
             else:
                 row[which] = {"status": NOT_RUN, "seconds": None, "gap": None}
         rows.append(row)
-        log(f"{row['instance']:3d} {row['model']} L{row['layer']}/H{row['head']} s={s} dec={row['decile']} N={inst.n_keys}: "
-            + "; ".join(f"{w} {NOT_RUN}" if row[w]["status"] == NOT_RUN else
-                        f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}" for w in CERTIFIERS))  # fmt: skip
+        log(
+            f"{row['instance']:3d} {row['model']} L{row['layer']}/H{row['head']} s={s} dec={row['decile']} N={inst.n_keys}: "
+            + "; ".join(
+                f"{w} {NOT_RUN}"
+                if row[w]["status"] == NOT_RUN
+                else f"{w} {row[w]['status']} {row[w]['seconds']:.1f}s gap={row[w]['gap']:.4f}"
+                for w in CERTIFIERS
+            )
+        )
     summary = summarise(rows, budgets)
     return {
-        "benchmark": "certify", "mode": "compare", "certifiers": [c for c in CERTIFIERS if c in certifiers], "seed": seed,
-        "time_limit": time_limit, "paper_time_limit": paper_time_limit, "memory_limit_mb": memory_limit_mb, "python": platform.python_version(), "loadavg_start": load,
-        "loadavg_end": os.getloadavg(), "instances": rows, "summary": summary, "table": table(summary),
-    }  # fmt: skip
+        "benchmark": "certify",
+        "mode": "compare",
+        "certifiers": [c for c in CERTIFIERS if c in certifiers],
+        "seed": seed,
+        "time_limit": time_limit,
+        "paper_time_limit": paper_time_limit,
+        "memory_limit_mb": memory_limit_mb,
+        "python": platform.python_version(),
+        "loadavg_start": load,
+        "loadavg_end": os.getloadavg(),
+        "instances": rows,
+        "summary": summary,
+        "table": table(summary),
+    }

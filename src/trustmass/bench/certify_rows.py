@@ -59,11 +59,20 @@ def shard_records(shard: str, min_keys: int, budgets) -> pl.DataFrame:
             p = np.sort(t["p"][it["head"], r, : it["query_pos"] + 1].astype(np.float64))[::-1]
             p = p[p > 0] / p[p > 0].sum()
             for s in budgets:
-                rows.append({
-                    "model": meta["model"], "corpus": shard, "doc": meta["doc"], "layer": layer,
-                    "head": it["head"], "kv_head": it["kv_head"], "query_pos": it["query_pos"], "budget": int(s),
-                    "dropped_mass": float(1.0 - p[: int(s)].sum()), "pool_extra": extras_for_budget(int(s)),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "model": meta["model"],
+                        "corpus": shard,
+                        "doc": meta["doc"],
+                        "layer": layer,
+                        "head": it["head"],
+                        "kv_head": it["kv_head"],
+                        "query_pos": it["query_pos"],
+                        "budget": int(s),
+                        "dropped_mass": float(1.0 - p[: int(s)].sum()),
+                        "pool_extra": extras_for_budget(int(s)),
+                    }
+                )
     f = pl.DataFrame(rows)
     nan = [c for c in M.RECORD_COLUMNS if c not in f.columns]
     return f.with_columns([pl.lit(float("nan")).alias(c) for c in nan])

@@ -25,10 +25,20 @@ from transformers import DynamicCache
 from trustmass.bench.capture import SMOLLM2_SHAPES
 from trustmass.deploy import ledger, ragged
 from trustmass.deploy.methods import method, ratio_for, shipped_press
-from trustmass.deploy.shipped import as_shipped
 from trustmass.deploy.runner import greedy_answer, kept_sets, pyramid_budgets, score_all
+from trustmass.deploy.shipped import as_shipped
 
-METHODS = ("snapkv", "streaming_llm", "knorm", "tova", "h2o", "pyramidkv", "adakv", "contourkv_enforced", "contourkv_unenforced")
+METHODS = (
+    "snapkv",
+    "streaming_llm",
+    "knorm",
+    "tova",
+    "h2o",
+    "pyramidkv",
+    "adakv",
+    "contourkv_enforced",
+    "contourkv_unenforced",
+)
 
 
 def _model(model_dir: str | None, seed: int):
@@ -38,7 +48,9 @@ def _model(model_dir: str | None, seed: int):
     if model_dir:
         return AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=name, dtype=torch.float32).eval()
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(LlamaConfig(**SMOLLM2_SHAPES), attn_implementation=name, dtype=torch.float32).eval()
+    return AutoModelForCausalLM.from_config(
+        LlamaConfig(**SMOLLM2_SHAPES), attn_implementation=name, dtype=torch.float32
+    ).eval()
 
 
 def _decode_s(model, cache, steps: int) -> float:
@@ -58,8 +70,15 @@ def _dense_decode_s(model, dense: DynamicCache, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def run(n_keys: int = 2048, budget: int = 64, methods: tuple[str, ...] = METHODS, decode_tokens: int = 16,
-        model_dir: str | None = None, seed: int = 0, threads: int | None = None) -> dict:  # fmt: skip
+def run(
+    n_keys: int = 2048,
+    budget: int = 64,
+    methods: tuple[str, ...] = METHODS,
+    decode_tokens: int = 16,
+    model_dir: str | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+) -> dict:
     if threads:
         torch.set_num_threads(int(threads))
     if "snapkv" not in methods:
@@ -76,23 +95,37 @@ def run(n_keys: int = 2048, budget: int = 64, methods: tuple[str, ...] = METHODS
         layer_budgets = pyramid_budgets(presses[m.name], model.config, n_keys) if m.kind == "pyramid" else None
         kept = kept_sets(m.kind, pre.scores[m.name], budget, mode=m.mode, layer_budgets=layer_budgets)
         cache = ragged.RaggedCache.from_dense(pre.cache, kept, windows)
-        row = ledger.ledger_row(ledger.bytes_held(cache), "ragged", cache.kept_counts(), n_keys, keys.shape[-1], keys.dtype)
+        row = ledger.ledger_row(
+            ledger.bytes_held(cache), "ragged", cache.kept_counts(), n_keys, keys.shape[-1], keys.dtype
+        )
         contour = m.kind == "contourkv"
         shipped = row.bytes_layer_padded if contour else as_shipped(model, ids, shipped_press(m, ratio))[0]
         seconds = _decode_s(model, cache, decode_tokens)
-        rows[m.name] = {"kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head,
-                        "bytes_ragged": row.bytes_measured, "bytes_as_shipped": shipped,
-                        "as_shipped_is": "layer-padded counterfactual" if contour else "kvpress's own cache",
-                        "decode_tokens_per_s": decode_tokens / seconds}  # fmt: skip
+        rows[m.name] = {
+            "kept_min_head": row.kept_min_head,
+            "kept_max_head": row.kept_max_head,
+            "bytes_ragged": row.bytes_measured,
+            "bytes_as_shipped": shipped,
+            "as_shipped_is": "layer-padded counterfactual" if contour else "kvpress's own cache",
+            "decode_tokens_per_s": decode_tokens / seconds,
+        }
     snap = rows["snapkv"]
     for r in rows.values():
         r["decode_vs_dense"] = r["decode_tokens_per_s"] / (decode_tokens / dense_s)
         r["ragged_vs_snapkv"] = r["bytes_ragged"] / snap["bytes_ragged"]
         r["as_shipped_vs_snapkv"] = r["bytes_as_shipped"] / snap["bytes_as_shipped"]
     return {
-        "benchmark": "deploy", "model": model_dir or "random SmolLM2-135M shapes", "n_keys": n_keys, "budget": budget,
-        "decode_tokens": decode_tokens, "threads": torch.get_num_threads(), "prefill_s": pre.prefill_s,
-        "score_s": pre.score_s, "dense_decode_tokens_per_s": decode_tokens / dense_s,
+        "benchmark": "deploy",
+        "model": model_dir or "random SmolLM2-135M shapes",
+        "n_keys": n_keys,
+        "budget": budget,
+        "decode_tokens": decode_tokens,
+        "threads": torch.get_num_threads(),
+        "prefill_s": pre.prefill_s,
+        "score_s": pre.score_s,
+        "dense_decode_tokens_per_s": decode_tokens / dense_s,
         "bytes_full": ledger.full_bytes(n_keys, len(pre.cache.layers), keys.shape[1], keys.shape[-1], keys.dtype),
-        "methods": rows, "torch": torch.__version__, "machine": platform.machine(),
-    }  # fmt: skip
+        "methods": rows,
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+    }

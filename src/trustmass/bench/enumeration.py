@@ -20,11 +20,11 @@ import numpy as np
 from trustmass.core.enumeration import (
     DEFAULT_MAX_EXTRA,
     DEFAULT_SUBSET_CAP,
-    search_pool,
     candidate_pool,
     extras_for_budget,
     pool_optimum,
     pool_optimum_numpy,
+    search_pool,
 )
 from trustmass.core.operator import Instance
 from trustmass.plumbing.provenance import device_info

@@ -31,8 +31,17 @@ import torch
 from trustmass.bench.gpu_sections import MODELS, layer_inputs, random_model, sdpa
 
 BUDGETS = (4, 8, 16, 32)
-LLAMA31_8B = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                  num_key_value_heads=8, max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=False)  # fmt: skip
+LLAMA31_8B = dict(
+    vocab_size=128256,
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    max_position_embeddings=131072,
+    rope_theta=500000.0,
+    tie_word_embeddings=False,
+)
 MODELS.setdefault("llama-3.1-8b", ("llama", LLAMA31_8B))
 
 
@@ -62,7 +71,11 @@ def claim40(device: str, tiny: bool, timer) -> dict:
         k_exp = k.index_select(0, kv_of_head)
         scaling = d**-0.5
         dense.append(timer(lambda: sdpa(q, k, v, is_causal=True, scale=scaling))["median_ms"])
-        full.append(timer(lambda: dropped_masses(kernels.sampled_row_probs(q, k_exp, positions, scaling, logits_dtype=dtype)))["median_ms"])
+        full.append(
+            timer(lambda: dropped_masses(kernels.sampled_row_probs(q, k_exp, positions, scaling, logits_dtype=dtype)))[
+                "median_ms"
+            ]
+        )
         p = kernels.sampled_row_probs(q, k_exp, positions, scaling, logits_dtype=dtype)
         from_rows.append(timer(lambda: dropped_masses(p))["median_ms"])
     return {
@@ -78,8 +91,8 @@ def claim40(device: str, tiny: bool, timer) -> dict:
         "rows_per_head": 6,
         "shape": _shape(hq, hkv, d, dtype),
         "definition": "m̄_s of 6 sampled rows per query head at s = 4, 8, 16, 32: the exact rows (sampled_row_probs, "
-                      "bf16 logits as eager rounds them), top-32, cumulative sums; over the layer's SDPA causal attention",
-    }  # fmt: skip
+        "bf16 logits as eager rounds them), top-32, cumulative sums; over the layer's SDPA causal attention",
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,8 +138,8 @@ def claim102(device: str, tiny: bool, timer) -> dict:
         "row_qk_single_row_ms": qk_one,
         "swap_round_flops_share_percent": 100.0 * swap_flops / (2 * n * d),
         "definition": "one best-improvement round over 8 kept x 24 pool keys (fp32 w-vectors, expanded norms, one bmm) "
-                      "vs the row's bf16 q K^T over N keys; batched: per-row cost amortised over the rows",
-    }  # fmt: skip
+        "vs the row's bf16 q K^T over N keys; batched: per-row cost amortised over the rows",
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -184,8 +197,15 @@ def balancing_mask_chunk(q, k, v, scaling: float, s: int = 8, e: int = 24, max_r
 def claim103(device: str, tiny: bool, timer) -> dict:
     shapes = [(4, 2, 128, 16)] if tiny else [(9, 3, 4096, 64), (32, 8, 4096, 128)]
     chunk = 8
-    out = {"shapes": [], "dense_layer_ms": [], "prefill_mask_ms": [], "mu_ms": [], "swap_rounds": [],
-           "prefill_mask_cost_over_dense": [], "mu_cost_over_dense": []}  # fmt: skip
+    out = {
+        "shapes": [],
+        "dense_layer_ms": [],
+        "prefill_mask_ms": [],
+        "mu_ms": [],
+        "swap_rounds": [],
+        "prefill_mask_cost_over_dense": [],
+        "mu_cost_over_dense": [],
+    }
     for hq, hkv, n, d in shapes:
         q, k, v, _, kv_of_head = layer_inputs(hq, hkv, n, d, torch.bfloat16, device, n // 4)
         k_exp, v_exp = k.index_select(0, kv_of_head), v.index_select(0, kv_of_head)
@@ -212,9 +232,11 @@ def claim103(device: str, tiny: bool, timer) -> dict:
         out["mu_cost_over_dense"].append(mu / dense)
         if device == "cuda":
             torch.cuda.empty_cache()
-    out["definition"] = ("balancing (s = 8, 24 pool keys) for every row of one layer, 8 heads at a time in fp32: exact P, "
-                         "mu = P V, the pool, swap rounds until no row improves (at most 64), the kept mask; mu: the fp32 "
-                         "product P V given P; both over the layer's bf16 SDPA causal attention")  # fmt: skip
+    out["definition"] = (
+        "balancing (s = 8, 24 pool keys) for every row of one layer, 8 heads at a time in fp32: exact P, "
+        "mu = P V, the pool, swap rounds until no row improves (at most 64), the kept mask; mu: the fp32 "
+        "product P V given P; both over the layer's bf16 SDPA causal attention"
+    )
     return out
 
 
@@ -245,7 +267,9 @@ def snapkv_scorer(window: int, kernel: int, keep: float):
         hkv = k.shape[0]
         group = hq // hkv
         logits = torch.matmul(q[:, -window:], k.repeat_interleave(group, 0).transpose(-1, -2)) * scaling
-        logits[..., n - window :].masked_fill_(torch.ones(window, window, dtype=torch.bool, device=q.device).triu_(1), float("-inf"))
+        logits[..., n - window :].masked_fill_(
+            torch.ones(window, window, dtype=torch.bool, device=q.device).triu_(1), float("-inf")
+        )
         probs = torch.softmax(logits, dim=-1, dtype=torch.float32)[..., : n - window]
         scores = torch.nn.functional.avg_pool1d(probs.mean(dim=-2), kernel_size=kernel, padding=kernel // 2, stride=1)
         scores = scores.view(hkv, group, -1).mean(dim=1)
@@ -285,7 +309,9 @@ def claim115(device: str, tiny: bool, timer) -> dict:
     register_attention("trustmass_gpu_check_scoring", _scoring_attention)
     model = random_model(name, torch.bfloat16, device, "trustmass_gpu_check_scoring")
     ids = torch.randint(0, model.config.vocab_size, (1, n), generator=torch.Generator().manual_seed(0)).to(device)
-    repeat = torch.randint(0, model.config.vocab_size, (1, prompt), generator=torch.Generator().manual_seed(1)).to(device)
+    repeat = torch.randint(0, model.config.vocab_size, (1, prompt), generator=torch.Generator().manual_seed(1)).to(
+        device
+    )
 
     def prefill(scorer=None):
         cache = DynamicCache()
@@ -305,7 +331,11 @@ def claim115(device: str, tiny: bool, timer) -> dict:
             token = _SCORING.set(scorer)
             try:
                 with torch.inference_mode():
-                    model.model(input_ids=torch.cat([repeat, ids[:, start : scorer.end]], dim=1), past_key_values=cache, use_cache=True)
+                    model.model(
+                        input_ids=torch.cat([repeat, ids[:, start : scorer.end]], dim=1),
+                        past_key_values=cache,
+                        use_cache=True,
+                    )
             finally:
                 _SCORING.reset(token)
             cache.crop(n)
@@ -324,13 +354,13 @@ def claim115(device: str, tiny: bool, timer) -> dict:
         "prefill_time_s": plain / 1e3,
         "snapkv_prefill_time_s": snap / 1e3,
         "model": f"random-weight {name} shapes ({shapes['num_hidden_layers']} layers, {shapes['num_attention_heads']}/"
-                 f"{shapes['num_key_value_heads']} heads), bfloat16",
+        f"{shapes['num_key_value_heads']} heads), bfloat16",
         "n_tokens": n,
         "definition": f"SnapKV: window {window}, pooling 5, keep 25 %, scored and gathered inside the prefill's attention; "
-                      f"reconstruction: the prefill, then the context again in {chunk}-token chunks after a {prompt}-token "
-                      "prompt over the cache (cropped back after each), max attention per context key (KVzip's score, "
-                      "without kvpress); each over the plain SDPA prefill",
-    }  # fmt: skip
+        f"reconstruction: the prefill, then the context again in {chunk}-token chunks after a {prompt}-token "
+        "prompt over the cache (cropped back after each), max attention per context key (KVzip's score, "
+        "without kvpress); each over the plain SDPA prefill",
+    }
 
 
 CLAIMS = {"40": claim40, "102": claim102, "103": claim103, "115": claim115}

@@ -96,7 +96,9 @@ class _Unavailable(types.ModuleType):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise ImportError(f"{self.__name__} is not installed here (stubbed by the GPU check); {self.__name__}.{attr} is unavailable")
+        raise ImportError(
+            f"{self.__name__} is not installed here (stubbed by the GPU check); {self.__name__}.{attr} is unavailable"
+        )
 
 
 def import_capture():
@@ -128,8 +130,13 @@ def _nvidia_smi() -> dict:
     if exe is None:
         return {}
     try:
-        out = subprocess.run([exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     first = [p.strip() for p in out.splitlines()[0].split(",")] if out.strip() else []
@@ -162,9 +169,12 @@ def git_state() -> dict:
     if exe is None or not (REPO / ".git").exists():
         return {"commit": None, "dirty": None}
     try:
-        commit = subprocess.run([exe, "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=20).stdout.strip()
-        dirty = subprocess.run([exe, "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=20).stdout.strip()  # fmt: skip
+        commit = subprocess.run(
+            [exe, "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=20
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [exe, "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True, timeout=20
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit or None, "dirty": bool(dirty)}
@@ -264,17 +274,34 @@ def run_pytest(paths: list[str], timeout_s: float, extra_paths: list[str] | None
     xml = Path(tempfile.mkdtemp(prefix="trustmass-gpu-pytest-")) / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=subprocess_env(extra_paths), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=subprocess_env(extra_paths),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=max(1.0, timeout_s))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # pytest and the interpreters it started
         output, _ = proc.communicate()
-        return {"status": "timeout", "timeout_s": timeout_s, "paths": paths, **_progress_counts(output),
-                "output_tail": output[-2000:]}  # fmt: skip
-    result = {"status": "ran", "exit_code": proc.returncode, "wall_s": time.perf_counter() - started, "paths": paths,
-              "output_tail": output[-2000:]}  # fmt: skip
+        return {
+            "status": "timeout",
+            "timeout_s": timeout_s,
+            "paths": paths,
+            **_progress_counts(output),
+            "output_tail": output[-2000:],
+        }
+    result = {
+        "status": "ran",
+        "exit_code": proc.returncode,
+        "wall_s": time.perf_counter() - started,
+        "paths": paths,
+        "output_tail": output[-2000:],
+    }
     result.update(_junit_counts(xml))
     return result
 
@@ -286,8 +313,14 @@ def _progress_counts(output: str) -> dict:
     last = lines[-1].strip() if lines else ""
     if last and set(last) <= set(".FEsxX"):  # the unfinished line the run was killed in
         marks += last
-    return {"passed": marks.count("."), "failed": marks.count("F"), "errors": marks.count("E"), "skipped": marks.count("s"),
-            "failures": [], "counts_from": "progress lines of the killed run"}  # fmt: skip
+    return {
+        "passed": marks.count("."),
+        "failed": marks.count("F"),
+        "errors": marks.count("E"),
+        "skipped": marks.count("s"),
+        "failures": [],
+        "counts_from": "progress lines of the killed run",
+    }
 
 
 def _junit_counts(xml: Path) -> dict:
@@ -302,10 +335,17 @@ def _junit_counts(xml: Path) -> dict:
     for case in root.iter("testcase"):
         for bad in list(case.findall("failure")) + list(case.findall("error")):
             message = (bad.get("message") or "").strip().splitlines()
-            failures.append({"test": f"{case.get('classname')}::{case.get('name')}", "message": message[0][:300] if message else ""})
+            failures.append(
+                {"test": f"{case.get('classname')}::{case.get('name')}", "message": message[0][:300] if message else ""}
+            )
     passed = total["tests"] - total["failures"] - total["errors"] - total["skipped"]
-    return {"passed": passed, "failed": total["failures"], "errors": total["errors"], "skipped": total["skipped"],
-            "failures": failures[:30]}  # fmt: skip
+    return {
+        "passed": passed,
+        "failed": total["failures"],
+        "errors": total["errors"],
+        "skipped": total["skipped"],
+        "failures": failures[:30],
+    }
 
 
 def dumps(obj) -> str:

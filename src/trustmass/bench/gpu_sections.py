@@ -47,13 +47,43 @@ SIDE_TARGET = 2.0  # side statistics <= 2x the layer's SDPA (bf16, N = 4,096-32,
 CAPTURE_TARGET = 1.5  # capture <= 1.5x the SDPA forward at 16,384 tokens, bf16
 RESTRICTED_TARGETS = {32768: 0.5, 4096: 0.8}  # restricted_attention's share of SDPA's throughput
 
-SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-               num_key_value_heads=3, max_position_embeddings=32768, rope_theta=100000.0, tie_word_embeddings=True)  # fmt: skip
-QWEN25_15B = dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                  num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1000000.0, tie_word_embeddings=True)  # fmt: skip
-TINY_LLAMA = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True)  # fmt: skip
-MODELS = {"smollm2-135m": ("llama", SMOLLM2), "qwen2.5-1.5b": ("qwen2", QWEN25_15B), "tiny-llama": ("llama", TINY_LLAMA)}
+SMOLLM2 = dict(
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    max_position_embeddings=32768,
+    rope_theta=100000.0,
+    tie_word_embeddings=True,
+)
+QWEN25_15B = dict(
+    vocab_size=151936,
+    hidden_size=1536,
+    intermediate_size=8960,
+    num_hidden_layers=28,
+    num_attention_heads=12,
+    num_key_value_heads=2,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    tie_word_embeddings=True,
+)
+TINY_LLAMA = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=1024,
+    tie_word_embeddings=True,
+)
+MODELS = {
+    "smollm2-135m": ("llama", SMOLLM2),
+    "qwen2.5-1.5b": ("qwen2", QWEN25_15B),
+    "tiny-llama": ("llama", TINY_LLAMA),
+}
 CAPTURE_CASES = [  # (model shapes, dtype, tokens), the target case first
     ("smollm2-135m", "bfloat16", 16384),
     ("qwen2.5-1.5b", "bfloat16", 4096),
@@ -67,15 +97,29 @@ TINY_CAPTURE_CASES = [("tiny-llama", "float32", 128), ("tiny-llama", "bfloat16",
 #: the rates the rooflines use (H200 SXM: dense bf16 tensor ~990 TFLOP/s, fp32 non-tensor ~67 TFLOP/s
 #: (FMA = 2), HBM ~4.8 TB/s; the special-function units (ex2) run 16 lanes per SM per clock: 132 SMs
 #: x 1.98 GHz x 16 ~ 4.2e12 exponentials/s)
-H200 = {"bf16_tensor_flops": 990e12, "fp32_flops": 67e12, "alu_ops": 33.5e12, "exp_per_s": 132 * 1.98e9 * 16, "hbm_bytes": 4.8e12}
+H200 = {
+    "bf16_tensor_flops": 990e12,
+    "fp32_flops": 67e12,
+    "alu_ops": 33.5e12,
+    "exp_per_s": 132 * 1.98e9 * 16,
+    "hbm_bytes": 4.8e12,
+}
 #: estimated non-tensor fp32 operations per (row, key) element and pass, bf16/fp16 models with eager's
 #: roundings (two cvt.rn + widen, the scaling, the mask on diagonal tiles only, max/sum, the exponent's
 #: sub + fma): statistics pass, column pass
 ALU_PER_ELEMENT = {"stats": 9, "column": 8, "sdpa": 6}
 
 
-def side_roofline(hq: int, n: int, d: int, dtype: str, rows_per_head: int = ROWS_PER_HEAD, n_windows: int = 5,
-                  lse: bool = False, last: int | None = None) -> dict:  # fmt: skip
+def side_roofline(
+    hq: int,
+    n: int,
+    d: int,
+    dtype: str,
+    rows_per_head: int = ROWS_PER_HEAD,
+    n_windows: int = 5,
+    lse: bool = False,
+    last: int | None = None,
+) -> dict:
     """FLOPs, exponentials, ALU ops and HBM bytes of one fused ``side_statistics`` call, and the
     milliseconds each takes alone at :data:`H200`'s rates (``bound_ms``: the largest; the kernels
     overlap them at best).  ``last``: the last sampled row (default ``n - 1``); ``lse``: the
@@ -100,14 +144,28 @@ def side_roofline(hq: int, n: int, d: int, dtype: str, rows_per_head: int = ROWS
         "hbm_ms": nbytes / H200["hbm_bytes"] * 1e3,
     }
     sdpa_tri = hq * n * (n + 1) / 2
-    sdpa = {"flops": 4 * d * sdpa_tri, "tensor_ms": 4 * d * sdpa_tri / H200["bf16_tensor_flops"] * 1e3,
-            "exp_ms": sdpa_tri / H200["exp_per_s"] * 1e3, "alu_ms": sdpa_tri * ALU_PER_ELEMENT["sdpa"] / H200["alu_ops"] * 1e3}  # fmt: skip
-    return {"passes": passes, "flops": flops, "exps": exps, "alu_ops_est": alu, "hbm_bytes": nbytes, **t,
-            "bound_ms": max(t.values()), "serial_ms": sum(t.values()), "sdpa": sdpa}  # fmt: skip
+    sdpa = {
+        "flops": 4 * d * sdpa_tri,
+        "tensor_ms": 4 * d * sdpa_tri / H200["bf16_tensor_flops"] * 1e3,
+        "exp_ms": sdpa_tri / H200["exp_per_s"] * 1e3,
+        "alu_ms": sdpa_tri * ALU_PER_ELEMENT["sdpa"] / H200["alu_ops"] * 1e3,
+    }
+    return {
+        "passes": passes,
+        "flops": flops,
+        "exps": exps,
+        "alu_ops_est": alu,
+        "hbm_bytes": nbytes,
+        **t,
+        "bound_ms": max(t.values()),
+        "serial_ms": sum(t.values()),
+        "sdpa": sdpa,
+    }
 
 
-def restricted_roofline(hq: int, hkv: int, n: int, m: int, budget: int, d: int, dtype: str = "bfloat16",
-                        lse: bool = False) -> dict:  # fmt: skip
+def restricted_roofline(
+    hq: int, hkv: int, n: int, m: int, budget: int, d: int, dtype: str = "bfloat16", lse: bool = False
+) -> dict:
     """The same for one ``restricted_attention`` call: rows at the last ``m`` positions (each sees
     ~``n`` keys), ``budget`` kept keys per row; against SDPA of those rows over all ``n`` keys."""
     elem = 4 if dtype == "float32" else 2
@@ -119,13 +177,27 @@ def restricted_roofline(hq: int, hkv: int, n: int, m: int, budget: int, d: int, 
     alu = (0 if lse else pairs * ALU_PER_ELEMENT["stats"]) + nnz * (4 * d / 2 + 12)
     gather_bytes = nnz * (2 * d * elem + 8)  # the kept K and V rows (mostly L2 hits) and indices
     nbytes = (0 if lse else hkv * n * d * elem) + hq * m * d * (elem + 4) + gather_bytes
-    t = {"tensor_ms": flops1 / H200["bf16_tensor_flops"] * 1e3, "exp_ms": exps / H200["exp_per_s"] * 1e3,
-         "alu_ms": alu / H200["alu_ops"] * 1e3, "hbm_ms": nbytes / H200["hbm_bytes"] * 1e3}  # fmt: skip
+    t = {
+        "tensor_ms": flops1 / H200["bf16_tensor_flops"] * 1e3,
+        "exp_ms": exps / H200["exp_per_s"] * 1e3,
+        "alu_ms": alu / H200["alu_ops"] * 1e3,
+        "hbm_ms": nbytes / H200["hbm_bytes"] * 1e3,
+    }
     sdpa_flops = 4 * d * pairs
-    return {"flops": flops1 + gather_flops, "exps": exps, "alu_ops_est": alu, "hbm_bytes_upper": nbytes, **t,
-            "bound_ms": max(t.values()), "serial_ms": sum(t.values()),
-            "sdpa": {"flops": sdpa_flops, "tensor_ms": sdpa_flops / H200["bf16_tensor_flops"] * 1e3,
-                     "exp_ms": pairs / H200["exp_per_s"] * 1e3}}  # fmt: skip
+    return {
+        "flops": flops1 + gather_flops,
+        "exps": exps,
+        "alu_ops_est": alu,
+        "hbm_bytes_upper": nbytes,
+        **t,
+        "bound_ms": max(t.values()),
+        "serial_ms": sum(t.values()),
+        "sdpa": {
+            "flops": sdpa_flops,
+            "tensor_ms": sdpa_flops / H200["bf16_tensor_flops"] * 1e3,
+            "exp_ms": pairs / H200["exp_per_s"] * 1e3,
+        },
+    }
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -144,7 +216,9 @@ def layer_inputs(hq: int, hkv: int, n: int, d: int, dtype: torch.dtype, device: 
     v = torch.randn(hkv, n, d, device=device, generator=g, dtype=torch.float32).to(dtype)
     kv_of_head = torch.arange(hq, device=device) // (hq // hkv)
     span = n - min_position
-    per_kv = torch.stack([torch.randperm(span, device=device, generator=g)[:ROWS_PER_HEAD] + min_position for _ in range(hkv)])
+    per_kv = torch.stack(
+        [torch.randperm(span, device=device, generator=g)[:ROWS_PER_HEAD] + min_position for _ in range(hkv)]
+    )
     return q, k, v, per_kv.index_select(0, kv_of_head).contiguous(), kv_of_head
 
 
@@ -195,7 +269,11 @@ def kernel_deviations(device: str, tiny: bool, timer=None) -> dict:
 
     backend = triton_backend(device)
     if backend is None:
-        why = "triton is not installed" if not kernels.triton_available() else "the Triton kernels need CUDA or TRITON_INTERPRET=1"
+        why = (
+            "triton is not installed"
+            if not kernels.triton_available()
+            else "the Triton kernels need CUDA or TRITON_INTERPRET=1"
+        )
         return {"status": "skipped", "reason": why, "entries": []}
     hq, hkv, n, d = (4, 2, 128, 16) if tiny else (8, 2, 2048, 64)
     entries = []
@@ -203,8 +281,14 @@ def kernel_deviations(device: str, tiny: bool, timer=None) -> dict:
         q, k, v, positions, kv_of_head = layer_inputs(hq, hkv, n, d, dtype, device, n // 4, seed=1)
         k_exp = k.index_select(0, kv_of_head)
         kw = {"scaling": d**-0.5, "logits_dtype": None if dtype == torch.float32 else dtype}
-        shape = {"heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "rows_per_head": ROWS_PER_HEAD,
-                 "dtype": str(dtype).replace("torch.", "")}  # fmt: skip
+        shape = {
+            "heads": hq,
+            "kv_heads": hkv,
+            "n_keys": n,
+            "head_dim": d,
+            "rows_per_head": ROWS_PER_HEAD,
+            "dtype": str(dtype).replace("torch.", ""),
+        }
 
         def entry(kernel, output, a, b, **more):
             row = {"kernel": kernel, "output": output, "max_abs_dev": _maxdiff(a, b), **shape, **more}
@@ -226,19 +310,27 @@ def kernel_deviations(device: str, tiny: bool, timer=None) -> dict:
             entry("side_statistics", name, a, b)
         m = 32 if tiny else 128
         rows, ptr, idx = kept_sets(q[:, n - m :], k, n, 8, kw["scaling"])
-        out = {name: kernels.restricted_attention(q[:, n - m :].contiguous(), k, v, rows, ptr, idx, backend=name, **kw)
-               for name in (backend, "torch")}  # fmt: skip
+        out = {
+            name: kernels.restricted_attention(q[:, n - m :].contiguous(), k, v, rows, ptr, idx, backend=name, **kw)
+            for name in (backend, "torch")
+        }
         for i, name in enumerate(("out", "kept_mass", "lse")):
             entry("restricted_attention", name, out[backend][i], out["torch"][i], rows=m, budget=8)
-    return {"status": "ok", "candidate": f"{backend} ({'compiled' if device == 'cuda' else 'interpreter'})",
-            "reference": "PyTorch twin (kernels/reference.py, kernels/restricted.py)", "entries": entries}  # fmt: skip
+    return {
+        "status": "ok",
+        "candidate": f"{backend} ({'compiled' if device == 'cuda' else 'interpreter'})",
+        "reference": "PyTorch twin (kernels/reference.py, kernels/restricted.py)",
+        "entries": entries,
+    }
 
 
 def layer_lse(q: torch.Tensor, k_exp: torch.Tensor, v_exp: torch.Tensor, scaling: float) -> torch.Tensor | None:
     """The row log-sum-exp ``[Hq, N]`` the layer's own flash SDPA computes (None where that backend
     is not there: CPU, fp32, old torch)."""
     try:
-        out = torch.ops.aten._scaled_dot_product_flash_attention(q[None], k_exp[None], v_exp[None], 0.0, True, False, scale=scaling)
+        out = torch.ops.aten._scaled_dot_product_flash_attention(
+            q[None], k_exp[None], v_exp[None], 0.0, True, False, scale=scaling
+        )
     except Exception:  # noqa: BLE001 -- no flash backend here
         return None
     return out[1][0].float().contiguous()
@@ -279,7 +371,16 @@ def side_statistics(device: str, tiny: bool, timer, deadline=None) -> list[dict]
     out = []
     for hq, hkv, n, d, name in TINY_SIDE_SHAPES if tiny else SIDE_SHAPES:
         if _out_of_time(deadline, 20):
-            out.append({"heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "dtype": name, "status": "skipped: time budget"})
+            out.append(
+                {
+                    "heads": hq,
+                    "kv_heads": hkv,
+                    "n_keys": n,
+                    "head_dim": d,
+                    "dtype": name,
+                    "status": "skipped: time budget",
+                }
+            )
             continue
         dtype = _dtype(name)
         q, k, v, positions, kv_of_head = layer_inputs(hq, hkv, n, d, dtype, device, 32 if tiny else MIN_POSITION)
@@ -295,8 +396,10 @@ def side_statistics(device: str, tiny: bool, timer, deadline=None) -> list[dict]
             lse = layer_lse(q, k_exp, v_exp, d**-0.5)
             if lse is not None:
                 t_lse = timer(lambda: kernels.column_mass_and_window_sums(q, k_exp, positions, d**-0.5, lse=lse))
-                lse_row = {"column_with_layer_lse_ms": t_lse["median_ms"],
-                           "column_with_layer_lse_over_sdpa": t_lse["median_ms"] / t_sdpa["median_ms"]}  # fmt: skip
+                lse_row = {
+                    "column_with_layer_lse_ms": t_lse["median_ms"],
+                    "column_with_layer_lse_over_sdpa": t_lse["median_ms"] / t_sdpa["median_ms"],
+                }
             del v_exp
         last = positions.max(dim=1).values.double()
         col_flops = float(2 * d * ((last + 1) * (last + 2) / 2).sum())
@@ -304,20 +407,39 @@ def side_statistics(device: str, tiny: bool, timer, deadline=None) -> list[dict]
         side_ms = t_side["median_ms"]
         separate_ms = t_rows["median_ms"] + t_col["median_ms"]
         ratio = side_ms / t_sdpa["median_ms"]
-        out.append({
-            "heads": hq, "kv_heads": hkv, "n_keys": n, "head_dim": d, "dtype": name, "rows_per_head": ROWS_PER_HEAD,
-            "backend": kernels.resolve_backend(q), "sdpa_causal_ms": t_sdpa["median_ms"], "side_ms": side_ms,
-            "rows_ms": t_rows["median_ms"], "column_ms": t_col["median_ms"], "separate_ms": separate_ms,
-            "side_over_sdpa": ratio, "separate_over_sdpa": separate_ms / t_sdpa["median_ms"], **lse_row,
-            "sdpa_tflops": causal_flops(hq, n, d) / t_sdpa["median_ms"] / 1e9,
-            "rows_tflops": rows_flops / t_rows["median_ms"] / 1e9, "column_tflops": col_flops / t_col["median_ms"] / 1e9,
-            "side_tflops": (rows_flops + col_flops) / side_ms / 1e9,
-            "side_executed_tflops": 2 * col_flops / side_ms / 1e9,  # statistics + column pass: QK^T twice
-            "roofline": side_roofline(hq, n, d, name, last=int(last.max())),
-            "repeats": {"sdpa": t_sdpa["repeats"], "side": t_side["repeats"], "rows": t_rows["repeats"], "column": t_col["repeats"]},
-            "target_side_over_sdpa": SIDE_TARGET if name != "float32" else None,
-            "meets_target": (ratio <= SIDE_TARGET) if name != "float32" else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "heads": hq,
+                "kv_heads": hkv,
+                "n_keys": n,
+                "head_dim": d,
+                "dtype": name,
+                "rows_per_head": ROWS_PER_HEAD,
+                "backend": kernels.resolve_backend(q),
+                "sdpa_causal_ms": t_sdpa["median_ms"],
+                "side_ms": side_ms,
+                "rows_ms": t_rows["median_ms"],
+                "column_ms": t_col["median_ms"],
+                "separate_ms": separate_ms,
+                "side_over_sdpa": ratio,
+                "separate_over_sdpa": separate_ms / t_sdpa["median_ms"],
+                **lse_row,
+                "sdpa_tflops": causal_flops(hq, n, d) / t_sdpa["median_ms"] / 1e9,
+                "rows_tflops": rows_flops / t_rows["median_ms"] / 1e9,
+                "column_tflops": col_flops / t_col["median_ms"] / 1e9,
+                "side_tflops": (rows_flops + col_flops) / side_ms / 1e9,
+                "side_executed_tflops": 2 * col_flops / side_ms / 1e9,  # statistics + column pass: QK^T twice
+                "roofline": side_roofline(hq, n, d, name, last=int(last.max())),
+                "repeats": {
+                    "sdpa": t_sdpa["repeats"],
+                    "side": t_side["repeats"],
+                    "rows": t_rows["repeats"],
+                    "column": t_col["repeats"],
+                },
+                "target_side_over_sdpa": SIDE_TARGET if name != "float32" else None,
+                "meets_target": (ratio <= SIDE_TARGET) if name != "float32" else None,
+            }
+        )
     return out
 
 
@@ -343,14 +465,25 @@ def restricted(device: str, tiny: bool, timer, deadline=None) -> list[dict]:
         t_s = timer(lambda: sdpa(q, k_exp, v_exp, attn_mask=mask, scale=scaling))
         share = t_s["median_ms"] / t_r["median_ms"]
         target = RESTRICTED_TARGETS.get(n)
-        out.append({
-            "n_keys": n, "rows": m, "budget": budget, "heads": hq, "kv_heads": hkv, "head_dim": d, "dtype": "bfloat16",
-            "backend": kernels.resolve_backend(q), "restricted_ms": t_r["median_ms"], "sdpa_ms": t_s["median_ms"],
-            "throughput_vs_sdpa": share, "target_throughput_vs_sdpa": target,
-            "roofline": restricted_roofline(hq, hkv, n, m, budget, d),
-            "meets_target": None if target is None else share >= target,
-            "repeats": {"restricted": t_r["repeats"], "sdpa": t_s["repeats"]},
-        })  # fmt: skip
+        out.append(
+            {
+                "n_keys": n,
+                "rows": m,
+                "budget": budget,
+                "heads": hq,
+                "kv_heads": hkv,
+                "head_dim": d,
+                "dtype": "bfloat16",
+                "backend": kernels.resolve_backend(q),
+                "restricted_ms": t_r["median_ms"],
+                "sdpa_ms": t_s["median_ms"],
+                "throughput_vs_sdpa": share,
+                "target_throughput_vs_sdpa": target,
+                "roofline": restricted_roofline(hq, hkv, n, m, budget, d),
+                "meets_target": None if target is None else share >= target,
+                "repeats": {"restricted": t_r["repeats"], "sdpa": t_s["repeats"]},
+            }
+        )
     return out
 
 
@@ -388,7 +521,9 @@ def capture(device: str, tiny: bool, timer, deadline=None) -> dict:
             continue
         entry = {"model": name, "dtype": dtype_name, "n_tokens": n_tokens}
         try:
-            entry.update(_capture_case(prefill, name, _dtype(dtype_name), n_tokens, device, tiny, timer, default_threshold))
+            entry.update(
+                _capture_case(prefill, name, _dtype(dtype_name), n_tokens, device, tiny, timer, default_threshold)
+            )
             entry["status"] = "ok"
         except Exception as exc:  # noqa: BLE001 -- one case's failure is a result, not the end of the check
             entry.update(status="error", error=f"{type(exc).__name__}: {exc}"[:600])
@@ -413,7 +548,10 @@ def _capture_case(prefill, name, dtype, n_tokens, device, tiny, timer, default_t
 
     def run_capture():
         try:
-            result["capture"], result["aborted"] = prefill.capture_document(model, ids, "gpu-check", "random", options), None
+            result["capture"], result["aborted"] = (
+                prefill.capture_document(model, ids, "gpu-check", "random", options),
+                None,
+            )
         except prefill.CaptureValidationError as exc:  # timed all the same: the abort comes after the forward
             result["capture"], result["aborted"] = None, str(exc)
 
@@ -421,22 +559,27 @@ def _capture_case(prefill, name, dtype, n_tokens, device, tiny, timer, default_t
     captured, aborted = result["capture"], result["aborted"]
     dev = captured.max_abs_deviation if captured is not None else None
     bounds = getattr(captured, "bounds", None) if captured is not None else None
-    over_bound = (max(row[4] / b for row, b in zip(captured.deviations, bounds) if b > 0) if bounds else None)
+    over_bound = max(row[4] / b for row, b in zip(captured.deviations, bounds) if b > 0) if bounds else None
     ratio = t_cap["median_ms"] / t_sdpa["median_ms"]
     target = CAPTURE_TARGET if (n_tokens == 16384 and dtype == torch.bfloat16) else None
     params = sum(p.numel() for p in model.parameters()) / 1e9
     return {
         "parameters_b": params,
-        "layers": MODELS[name][1]["num_hidden_layers"], "heads": MODELS[name][1]["num_attention_heads"],
+        "layers": MODELS[name][1]["num_hidden_layers"],
+        "heads": MODELS[name][1]["num_attention_heads"],
         "kv_heads": MODELS[name][1]["num_key_value_heads"],
         "head_dim": MODELS[name][1]["hidden_size"] // MODELS[name][1]["num_attention_heads"],
-        "sdpa_forward_s": t_sdpa["median_ms"] / 1e3, "capture_s": t_cap["median_ms"] / 1e3, "capture_over_sdpa": ratio,
-        "max_abs_deviation": dev, "max_deviation_over_bound": over_bound,
+        "sdpa_forward_s": t_sdpa["median_ms"] / 1e3,
+        "capture_s": t_cap["median_ms"] / 1e3,
+        "capture_over_sdpa": ratio,
+        "max_abs_deviation": dev,
+        "max_deviation_over_bound": over_bound,
         "validation": "passed" if aborted is None else f"aborted: {aborted}"[:600],
         "exceeds_absolute_threshold": None if dev is None else dev > default_threshold,
-        "target_capture_over_sdpa": target, "meets_target": None if target is None else ratio <= target,
+        "target_capture_over_sdpa": target,
+        "meets_target": None if target is None else ratio <= target,
         "repeats": {"sdpa": t_sdpa["repeats"], "capture": t_cap["repeats"]},
-    }  # fmt: skip
+    }
 
 
 def loss_forward(device: str, tiny: bool, timer) -> dict:
@@ -445,8 +588,11 @@ def loss_forward(device: str, tiny: bool, timer) -> dict:
     import importlib.util
 
     if importlib.util.find_spec("numba") is None:
-        return {"status": "not run", "reason": "numba is not installed: trustmass.loss imports trustmass.core.operator, "
-                "which imports numba (the llvmlite wheel it needs is 57 MiB per CPython: not carried)"}  # fmt: skip
+        return {
+            "status": "not run",
+            "reason": "numba is not installed: trustmass.loss imports trustmass.core.operator, "
+            "which imports numba (the llvmlite wheel it needs is 57 MiB per CPython: not carried)",
+        }
     import numpy as np
 
     from trustmass.loss.configurations import Configuration
@@ -466,8 +612,17 @@ def loss_forward(device: str, tiny: bool, timer) -> dict:
         with torch.inference_mode():
             forward.logits(policy)
 
-    out = {"status": "ok", "model": name, "parameters_b": sum(p.numel() for p in model.parameters()) / 1e9, "dtype": "float32", "n_tokens": n_keys, "continuation": continuation, "budget": budget,
-           "prefix_s": t_prefix["median_ms"] / 1e3, "dense_continuation_s": timer(lambda: run(None), repeats=2)["median_ms"] / 1e3}  # fmt: skip
+    out = {
+        "status": "ok",
+        "model": name,
+        "parameters_b": sum(p.numel() for p in model.parameters()) / 1e9,
+        "dtype": "float32",
+        "n_tokens": n_keys,
+        "continuation": continuation,
+        "budget": budget,
+        "prefix_s": t_prefix["median_ms"] / 1e3,
+        "dense_continuation_s": timer(lambda: run(None), repeats=2)["median_ms"] / 1e3,
+    }
     for rule in rules:
         policy = SelectionPolicy(Configuration(rule, rule), np.zeros(shape, dtype=bool), budget, CellRecorder(shape))
         out[f"{rule}_continuation_s"] = timer(lambda policy=policy: run(policy), repeats=2)["median_ms"] / 1e3

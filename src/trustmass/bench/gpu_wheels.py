@@ -26,14 +26,35 @@ from pathlib import Path
 
 #: distributions carried (import names differ for some: pyyaml -> yaml, typing_extensions, ...)
 CARRIED = (
-    "transformers", "tokenizers", "huggingface_hub", "safetensors", "regex", "pyyaml", "tqdm", "packaging",
-    "httpx", "httpcore", "h11", "anyio", "idna", "certifi", "click", "filelock", "fsspec", "typing_extensions",
-    "pytest", "pluggy", "iniconfig", "pygments",
-)  # fmt: skip
+    "transformers",
+    "tokenizers",
+    "huggingface_hub",
+    "safetensors",
+    "regex",
+    "pyyaml",
+    "tqdm",
+    "packaging",
+    "httpx",
+    "httpcore",
+    "h11",
+    "anyio",
+    "idna",
+    "certifi",
+    "click",
+    "filelock",
+    "fsspec",
+    "typing_extensions",
+    "pytest",
+    "pluggy",
+    "iniconfig",
+    "pygments",
+)
 #: CPython versions a compiled wheel is fetched for (the GPU machine's python is not known here)
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
-_WHEEL = re.compile(r"^(?P<dist>[^-]+)-(?P<ver>[^-]+)(-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+_WHEEL = re.compile(
+    r"^(?P<dist>[^-]+)-(?P<ver>[^-]+)(-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
+)
 
 
 def _norm(name: str) -> str:
@@ -52,8 +73,22 @@ def download(dest: str | Path, pythons=PYTHONS, dists=CARRIED) -> dict:
             pins.append(dist)
     failed = {}
     for py in pythons:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(dest),
-               "--implementation", "cp", "--python-version", py, *[f"--platform={p}" for p in PLATFORMS], *pins]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(dest),
+            "--implementation",
+            "cp",
+            "--python-version",
+            py,
+            *[f"--platform={p}" for p in PLATFORMS],
+            *pins,
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:  # one pin without a wheel for this python: fetch one by one, unpinned where needed
             for pin in pins:
@@ -63,8 +98,13 @@ def download(dest: str | Path, pythons=PYTHONS, dists=CARRIED) -> dict:
                 else:
                     failed.setdefault(py, []).append(pin)
     files = sorted(dest.glob("*.whl"))
-    return {"dest": str(dest), "pins": pins, "wheels": [f.name for f in files],
-            "megabytes": round(sum(f.stat().st_size for f in files) / 2**20, 1), "failed": failed}  # fmt: skip
+    return {
+        "dest": str(dest),
+        "pins": pins,
+        "wheels": [f.name for f in files],
+        "megabytes": round(sum(f.stat().st_size for f in files) / 2**20, 1),
+        "failed": failed,
+    }
 
 
 def compatible(filename: str, py: tuple[int, int] | None = None, machine: str = "x86_64") -> bool:
@@ -148,7 +188,9 @@ def main(argv=None) -> int:
             print(f"python {py}: no wheel for {', '.join(err)}", file=sys.stderr)
         return 1 if len(report["failed"]) == len(PYTHONS) else 0
     report = install(args.wheels, args.site)
-    print(f"unpacked {len(report['unpacked'])}, present {len(report['present'])}, incompatible {len(report['incompatible'])}")
+    print(
+        f"unpacked {len(report['unpacked'])}, present {len(report['present'])}, incompatible {len(report['incompatible'])}"
+    )
     return 0
 
 

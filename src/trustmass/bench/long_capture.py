@@ -58,7 +58,15 @@ def capture_concatenated(
     digest = shards.write_shard(result, out)
     report = shards.write_validation_report(result, Path(out).with_suffix(".validation.parquet"))
     return {
-        "shard": str(out), "sha256": digest, "model": name, "doc": doc, "n_tokens": int(tokens.shape[0]),
-        "min_position": min_position, "rows": report["rows"], "max_abs_dev": report["max_abs_dev"],
-        "mean_abs_dev": report["mean_abs_dev"], "capture_seconds": seconds, "torch_threads": int(threads),
-    }  # fmt: skip
+        "shard": str(out),
+        "sha256": digest,
+        "model": name,
+        "doc": doc,
+        "n_tokens": int(tokens.shape[0]),
+        "min_position": min_position,
+        "rows": report["rows"],
+        "max_abs_dev": report["max_abs_dev"],
+        "mean_abs_dev": report["mean_abs_dev"],
+        "capture_seconds": seconds,
+        "torch_threads": int(threads),
+    }

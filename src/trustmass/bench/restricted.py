@@ -47,7 +47,9 @@ def _model(model_dir: str | None, seed: int):
 
     register()
     if model_dir:
-        return AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation=ATTENTION_NAME, dtype=torch.float32).eval()
+        return AutoModelForCausalLM.from_pretrained(
+            model_dir, attn_implementation=ATTENTION_NAME, dtype=torch.float32
+        ).eval()
     torch.manual_seed(seed)
     config = LlamaConfig(**SMOLLM2_SHAPES)
     return AutoModelForCausalLM.from_config(config, attn_implementation=ATTENTION_NAME, dtype=torch.float32).eval()
@@ -84,8 +86,15 @@ def _kernel_timings(n_keys: int, rows: int, budget: int, repeats: int, seed: int
         _sync(device)
 
     r, s = _timed(restricted, repeats), _timed(sdpa, repeats)
-    return {"n_keys": n_keys, "rows": rows, "budget": budget, "backend": kernels.resolve_backend(q),
-            "restricted_s": r, "sdpa_s": s, "throughput_vs_sdpa": s / r}  # fmt: skip
+    return {
+        "n_keys": n_keys,
+        "rows": rows,
+        "budget": budget,
+        "backend": kernels.resolve_backend(q),
+        "restricted_s": r,
+        "sdpa_s": s,
+        "throughput_vs_sdpa": s / r,
+    }
 
 
 def _sync(device: str) -> None:
@@ -133,10 +142,20 @@ def run(
             entry[f"{rule}_s"], entry[f"{rule}_vs_dense"] = seconds, seconds / dense_s
         per_budget.append(entry)
     return {
-        "benchmark": "restricted", "model": model_dir or "random SmolLM2-135M shapes", "device": device,
-        "threads": torch.get_num_threads(), "n_keys": n_keys, "continuation": continuation, "repeats": repeats,
-        "prefix_s": prefix_s, "dense_s": dense_s, "keep_all_s": keep_all_s, "keep_all_vs_dense": keep_all_s / dense_s,
-        "keep_all_max_abs_nll_vs_dense": max_nll_diff, "budgets": per_budget,
+        "benchmark": "restricted",
+        "model": model_dir or "random SmolLM2-135M shapes",
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "n_keys": n_keys,
+        "continuation": continuation,
+        "repeats": repeats,
+        "prefix_s": prefix_s,
+        "dense_s": dense_s,
+        "keep_all_s": keep_all_s,
+        "keep_all_vs_dense": keep_all_s / dense_s,
+        "keep_all_max_abs_nll_vs_dense": max_nll_diff,
+        "budgets": per_budget,
         "kernel": [_kernel_timings(n_keys, continuation, b, repeats, seed, device) for b in budgets],
-        "torch": torch.__version__, "machine": platform.machine(),
-    }  # fmt: skip
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+    }

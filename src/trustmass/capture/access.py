@@ -40,6 +40,7 @@ import torch
 from trustmass import kernels
 from trustmass.contracts.access import COLUMNS
 from trustmass.core.access_law import count_debiased, mean_position, normalised, total_variation
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import trailing_row_probs
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ class AccessOptions:
     tail_rows: tuple[int, ...] = (8, 32, 64)  # K of the tail means
     dilution_rows: int = 64  # the last rows whose mass on the target m_h sums
     target: tuple[int, ...] = ()  # i*: key positions of the planted target (task contexts), else empty
-    block_rows: int = 128  # rows per exact-row block (memory block_rows x T per head; 128 is fastest on CPU, as in the kernels)
+    block_rows: int = (
+        128  # rows per exact-row block (memory block_rows x T per head; 128 is fastest on CPU, as in the kernels)
+    )
 
     @property
     def windows(self) -> tuple[int, ...]:
@@ -66,10 +69,15 @@ class AccessOptions:
     def check(self, n_tokens: int, where: str) -> None:
         widest = max(self.windows)
         if widest > n_tokens:
-            raise ValueError(f"{where}: access_law tail of {widest} rows (tail_rows {list(self.tail_rows)}, dilution_rows "
-                             f"{self.dilution_rows}) is longer than the {n_tokens}-token document; fix: at most {n_tokens}")  # fmt: skip
+            raise ConfigConflict(
+                f"{where}: access_law tail of {widest} rows (tail_rows {list(self.tail_rows)}, dilution_rows "
+                f"{self.dilution_rows}) is longer than the {n_tokens}-token document; fix: at most {n_tokens}",
+                fields=("access_law.tail_rows", "access_law.dilution_rows"),
+            )
         if self.target and (min(self.target) < 0 or max(self.target) >= n_tokens):
-            raise ValueError(f"{where}: planted target {self.target[0]}..{self.target[-1]} outside the {n_tokens}-token document")
+            raise ValueError(
+                f"{where}: planted target {self.target[0]}..{self.target[-1]} outside the {n_tokens}-token document"
+            )
 
 
 def longest_common_run(needle: Sequence[int], haystack: Sequence[int]) -> tuple[int, int]:
@@ -97,8 +105,10 @@ def planted_target(record: Mapping, ids: np.ndarray) -> tuple[int, ...]:
     (a, b), (s, e) = record["answer"], planted[0]
     start, length = longest_common_run([int(x) for x in ids[a:b]], [int(x) for x in ids[s:e]])
     if length == 0:
-        raise ValueError(f"{record.get('id')}: the answer's tokens ({a}..{b - 1}) share none with the first planted span "
-                         f"({s}..{e - 1}), so the context has no answer-source target; fix: rebuild the task documents")  # fmt: skip
+        raise ValueError(
+            f"{record.get('id')}: the answer's tokens ({a}..{b - 1}) share none with the first planted span "
+            f"({s}..{e - 1}), so the context has no answer-source target; fix: rebuild the task documents"
+        )
     return tuple(range(s + start, s + start + length))
 
 
@@ -123,14 +133,24 @@ class AccessLaws:
     prefill: dict = field(default_factory=dict)  # layer -> column_mass [Hq, T], tails [Hq, W, T], last [Hq, T], group
     decode: dict = field(default_factory=dict)  # layer -> p* [Hq, T + 1] (float64)
     deviations: list = field(default_factory=list)  # (layer, max |sum p* v - own output|) of the decode row
-    scales: list = field(default_factory=list)  # (layer, max_{h,c} sum_j p*_j |v_jc|): the magnitude its bound scales with
+    scales: list = field(
+        default_factory=list
+    )  # (layer, max_{h,c} sum_j p*_j |v_jc|): the magnitude its bound scales with
     decode_token: int | None = None
     n_tokens: int | None = None
     seconds: float = 0.0  # time spent on the access laws during the capture (prefill blocks and the decode step)
     _logits_dtype: dict = field(default_factory=dict)
 
-    def record_prefill(self, layer: int, q: torch.Tensor, k_per_head: torch.Tensor, positions: torch.Tensor,
-                       column_mass: torch.Tensor, group: int, **kw) -> None:  # fmt: skip
+    def record_prefill(
+        self,
+        layer: int,
+        q: torch.Tensor,
+        k_per_head: torch.Tensor,
+        positions: torch.Tensor,
+        column_mass: torch.Tensor,
+        group: int,
+        **kw,
+    ) -> None:
         """Complete C and the tails from the capture's column mass at each head's last sampled row.
 
         ``q``, ``k_per_head``: ``[Hq, T, d]``; ``positions``: ``[Hq, R]`` sampled rows; ``column_mass``:
@@ -163,8 +183,12 @@ class AccessLaws:
                         tails[heads] += torch.einsum("wc,hcn->hwn", in_tail[:, s : s + SUM_ROWS], part).double()
                 if int(rows[-1]) == n - 1:
                     final[heads] = p[:, -1].double()
-        self.prefill[layer] = {"column_mass": column.cpu().numpy(), "tails": tails.cpu().numpy(), "last": final.cpu().numpy(),
-                               "group": group}  # fmt: skip
+        self.prefill[layer] = {
+            "column_mass": column.cpu().numpy(),
+            "tails": tails.cpu().numpy(),
+            "last": final.cpu().numpy(),
+            "group": group,
+        }
         self._logits_dtype[layer] = kw.get("logits_dtype")
         self.seconds += time.perf_counter() - started
 
@@ -173,7 +197,9 @@ class AccessLaws:
         (timed with the whole decode step by its driver)."""
         layer = int(module.layer_idx)
         q, k, v = query[0], key[0], value[0]  # [Hq, 1, d], [Hkv, T + 1, d]
-        p = trailing_row_probs(q, k, float(scaling), softcap, window, self._logits_dtype.get(layer))[:, 0]  # [Hq, T + 1]
+        p = trailing_row_probs(q, k, float(scaling), softcap, window, self._logits_dtype.get(layer))[
+            :, 0
+        ]  # [Hq, T + 1]
         group = q.shape[0] // k.shape[0]
         values = v.float().repeat_interleave(group, dim=0)
         recomputed = torch.einsum("hn,hnd->hd", p, values)
@@ -211,18 +237,30 @@ class AccessLaws:
             self_mass = self.decode[layer][:, -1] if layer in self.decode else np.full(n_q, np.nan)
             for (law, k), p in laws.items():
                 values = {
-                    "layer": [layer] * n_q, "head": list(range(n_q)), "kv_head": [h // self.prefill[layer]["group"] for h in range(n_q)],
-                    "law": [law] * n_q, "tail_rows": [k] * n_q, "tv_last": total_variation(p, last).tolist(),
+                    "layer": [layer] * n_q,
+                    "head": list(range(n_q)),
+                    "kv_head": [h // self.prefill[layer]["group"] for h in range(n_q)],
+                    "law": [law] * n_q,
+                    "tail_rows": [k] * n_q,
+                    "tv_last": total_variation(p, last).tolist(),
                     "tv_decode": total_variation(p, decode).tolist() if decode is not None else [None] * n_q,
                     "mean_position": mean_position(p).tolist(),
                     "target_mass": p[:, target].sum(axis=1).tolist() if target.size else [None] * n_q,
                     "decode_self_mass": self_mass.tolist(),
-                }  # fmt: skip
+                }
                 for name, vals in values.items():
                     columns[name] += vals
         rows = len(columns["layer"])
-        constant = {"model": model, "corpus": corpus, "doc": doc, "doc_id": doc_id, "task": task,
-                    "target": _runs(self.options.target), "n_tokens": self.n_tokens, "decode_token": self.decode_token}  # fmt: skip
+        constant = {
+            "model": model,
+            "corpus": corpus,
+            "doc": doc,
+            "doc_id": doc_id,
+            "task": task,
+            "target": _runs(self.options.target),
+            "n_tokens": self.n_tokens,
+            "decode_token": self.decode_token,
+        }
         for name, value in constant.items():
             columns[name] = [value] * rows
         schema = {name: getattr(pl, dtype) for name, dtype in COLUMNS.items()}

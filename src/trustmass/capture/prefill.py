@@ -35,6 +35,7 @@ import torch
 from trustmass import kernels
 from trustmass.capture.access import AccessLaws
 from trustmass.contracts.shards import tensor_name
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import default_scaling, dense_attention, register_attention
 
 ATTENTION_NAME = "trustmass_capture"
@@ -92,14 +93,17 @@ class CaptureOptions:
         return out
 
 
-def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, kv_head: int, n_tokens: int) -> np.ndarray:
+def sample_positions(
+    options: CaptureOptions, model: str, doc: str, layer: int, kv_head: int, n_tokens: int
+) -> np.ndarray:
     """Seeded query positions for one (layer, KV head), shared by the group's query heads."""
     lo = options.min_position
     hi = n_tokens - 1 if options.max_position is None else min(options.max_position, n_tokens - 1)
     if hi - lo + 1 < options.rows_per_head:
-        raise ValueError(
+        raise ConfigConflict(
             f"capture.min_position={lo} leaves {max(hi - lo + 1, 0)} positions in a {n_tokens}-token document, "
-            f"fewer than capture.rows_per_head={options.rows_per_head}; lower min_position or use longer documents"
+            f"fewer than capture.rows_per_head={options.rows_per_head}; lower min_position or use longer documents",
+            fields=("capture.min_position", "capture.rows_per_head"),
         )
     key = f"{options.seed}|{model}|{doc}|{layer}|{kv_head}".encode()
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
@@ -108,15 +112,24 @@ def sample_positions(options: CaptureOptions, model: str, doc: str, layer: int, 
     retrieval = np.asarray(sorted(set(options.retrieval_positions)), dtype=np.int64)
     background = np.setdiff1d(np.arange(lo, hi + 1), retrieval)
     n_background = options.rows_per_head - options.retrieval_rows
-    if retrieval.size < options.retrieval_rows or retrieval.min() < lo or retrieval.max() > hi or background.size < n_background:
+    if (
+        retrieval.size < options.retrieval_rows
+        or retrieval.min() < lo
+        or retrieval.max() > hi
+        or background.size < n_background
+    ):
         raise ValueError(
             f"{doc}: {retrieval.size} retrieval positions ({retrieval.min() if retrieval.size else '-'}.."
             f"{retrieval.max() if retrieval.size else '-'}) and {background.size} background positions in [{lo}, {hi}] cannot "
             f"give {options.retrieval_rows} retrieval and {n_background} background rows; fix: task_contexts.retrieval_rows "
             "or capture.min_position / max_position"
         )
-    chosen = np.concatenate([rng.choice(retrieval, size=options.retrieval_rows, replace=False),
-                             rng.choice(background, size=n_background, replace=False)])  # fmt: skip
+    chosen = np.concatenate(
+        [
+            rng.choice(retrieval, size=options.retrieval_rows, replace=False),
+            rng.choice(background, size=n_background, replace=False),
+        ]
+    )
     return np.sort(chosen)
 
 
@@ -180,7 +193,14 @@ class _Session:
         for h in range(n_q):
             for r in range(positions.shape[1]):
                 self.deviations.append(
-                    (layer, h, int(kv_of_head[h]), int(head_positions[h, r]), float(max_dev[h, r]), float(mean_dev[h, r]))
+                    (
+                        layer,
+                        h,
+                        int(kv_of_head[h]),
+                        int(head_positions[h, r]),
+                        float(max_dev[h, r]),
+                        float(mean_dev[h, r]),
+                    )
                 )
                 self.bounds.append(deviation_bound(self.options.max_abs_deviation, q.dtype, float(scale[h, r])))
 
@@ -220,12 +240,15 @@ class Capture:
         return max(d[4] for d in self.deviations)
 
 
-def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, options: CaptureOptions,
-                     access: AccessLaws | None = None) -> Capture:  # fmt: skip
+def capture_document(
+    model, token_ids: torch.Tensor, model_name: str, doc: str, options: CaptureOptions, access: AccessLaws | None = None
+) -> Capture:
     """Run one prefill and collect every layer's sampled rows; validate them all.  With ``access``, also
     the access-law evidence (:mod:`trustmass.capture.access`) and one greedy decode step."""
     if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
-        raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.capture.prefill.register())")
+        raise ValueError(
+            f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.capture.prefill.register())"
+        )
     ids = token_ids.reshape(1, -1).to(next(model.parameters()).device)
     if access is not None:
         access.options.check(ids.shape[1], f"{model_name}/{doc}")
@@ -257,7 +280,9 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
     dtype = next(model.parameters()).dtype
     over = [i for i, (row, bound) in enumerate(zip(session.deviations, session.bounds, strict=True)) if row[4] > bound]
     if over:
-        worst = max(over, key=lambda i: session.deviations[i][4] / session.bounds[i] if session.bounds[i] > 0 else float("inf"))
+        worst = max(
+            over, key=lambda i: session.deviations[i][4] / session.bounds[i] if session.bounds[i] > 0 else float("inf")
+        )
         layer, head, _, pos, dev, _ = session.deviations[worst]
         raise CaptureValidationError(
             f"{model_name}/{doc}: layer {layer} head {head} row {pos}: sum_j p_j v_j deviates from the model's own "
@@ -265,8 +290,11 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
         )
     if access is not None:
         bounds = [deviation_bound(options.max_abs_deviation, dtype, scale) for _, scale in access.scales]
-        over = [(dev / bound if bound > 0 else float("inf"), layer, dev, bound)
-                for (layer, dev), bound in zip(access.deviations, bounds, strict=True) if dev > bound]
+        over = [
+            (dev / bound if bound > 0 else float("inf"), layer, dev, bound)
+            for (layer, dev), bound in zip(access.deviations, bounds, strict=True)
+            if dev > bound
+        ]
         if over:
             _, layer, dev, bound = max(over)
             raise CaptureValidationError(
@@ -279,8 +307,10 @@ def capture_document(model, token_ids: torch.Tensor, model_name: str, doc: str, 
 def _bound_text(bound: float, options: CaptureOptions, dtype: torch.dtype) -> str:
     if bound == options.max_abs_deviation:
         return f"capture.max_abs_deviation={options.max_abs_deviation:g}"
-    return (f"its bound {bound:.3g} ({ROUNDING_STEPS} roundings of {str(dtype).replace('torch.', '')} at the row's magnitude; "
-            f"floor capture.max_abs_deviation={options.max_abs_deviation:g})")
+    return (
+        f"its bound {bound:.3g} ({ROUNDING_STEPS} roundings of {str(dtype).replace('torch.', '')} at the row's magnitude; "
+        f"floor capture.max_abs_deviation={options.max_abs_deviation:g})"
+    )
 
 
 def _full_cache():
@@ -300,8 +330,12 @@ def _decode_step(model, last_hidden: torch.Tensor, cache, access: AccessLaws) ->
         n = cache.get_seq_length()
         token = _ACTIVE.set(access)
         try:
-            _base_model(model)(input_ids=next_token, past_key_values=cache, use_cache=True,
-                               position_ids=torch.full((1, 1), n, device=next_token.device))  # fmt: skip
+            _base_model(model)(
+                input_ids=next_token,
+                past_key_values=cache,
+                use_cache=True,
+                position_ids=torch.full((1, 1), n, device=next_token.device),
+            )
         finally:
             _ACTIVE.reset(token)
     access.decode_token = int(next_token)

@@ -23,19 +23,58 @@ import polars as pl
 from trustmass.core import operator as op
 from trustmass.core.enumeration import PoolRule, budget_settings, candidate_pool, pool_optimum
 from trustmass.core.operator import Instance
-from trustmass.core.selectors import balancing, frank_wolfe_trace, geometric, group_vote, ridge_leverage_scores, top_leverage
+from trustmass.core.selectors import (
+    balancing,
+    frank_wolfe_trace,
+    geometric,
+    group_vote,
+    ridge_leverage_scores,
+    top_leverage,
+)
 from trustmass.plumbing.config import embedded_default
 
 #: the record contract (issue 4); extra diagnostic columns follow it
 COLUMNS = [
-    "model", "corpus", "doc", "layer", "head", "kv_head", "group_size", "query_pos", "n_keys", "budget",
-    "dropped_mass", "D", "sigma", "phi", "es_top", "es_pool", "pool_extra", "n_subsets", "es_bal", "n_swaps",
-    "kappa_hat", "c_hat", "kappa_hat_bal", "ef_fw", "pi_hat", "es_geo", "es_lev", "es_vote", "bound_2dm",
+    "model",
+    "corpus",
+    "doc",
+    "layer",
+    "head",
+    "kv_head",
+    "group_size",
+    "query_pos",
+    "n_keys",
+    "budget",
+    "dropped_mass",
+    "D",
+    "sigma",
+    "phi",
+    "es_top",
+    "es_pool",
+    "pool_extra",
+    "n_subsets",
+    "es_bal",
+    "n_swaps",
+    "kappa_hat",
+    "c_hat",
+    "kappa_hat_bal",
+    "ef_fw",
+    "pi_hat",
+    "es_geo",
+    "es_lev",
+    "es_vote",
+    "bound_2dm",
     "bound_var",
-]  # fmt: skip
+]
 DIAGNOSTICS = [
-    "enumerated", "pool_is_row", "es_geo_pool", "es_lev_pool", "es_pool_fast_rel_err", "n_zero_mass", "raw_p_sum_dev",
-]  # fmt: skip
+    "enumerated",
+    "pool_is_row",
+    "es_geo_pool",
+    "es_lev_pool",
+    "es_pool_fast_rel_err",
+    "n_zero_mass",
+    "raw_p_sum_dev",
+]
 
 
 _DEFAULT = embedded_default()  # config.yaml: the defaults below are its values, not copies
@@ -156,7 +195,9 @@ def layer_records(shard_path: str, layer: int, settings: CeilingSettings) -> lis
     return out
 
 
-def shard_records(shard_path: str, model: str, corpus: str, doc: str, settings: CeilingSettings, workers: int = 1) -> pl.DataFrame:
+def shard_records(
+    shard_path: str, model: str, corpus: str, doc: str, settings: CeilingSettings, workers: int = 1
+) -> pl.DataFrame:
     """All records of one capture shard as a polars frame (COLUMNS, then DIAGNOSTICS)."""
     from trustmass.contracts.shards import read_metadata
 

@@ -32,9 +32,19 @@ import numpy as np
 
 from trustmass.certification import bnb_kernels as K
 from trustmass.certification.misocp import (
-    CONFIRMED_OPTIMAL, FEASIBLE, FIRST_PROBE, IMPROVED, INFEASIBLE, MATERIAL, TIMELIMIT, UNDECIDED, WITHIN_1PCT,
-    Certificate, SolveRecord, resolve_incumbent,
-)  # fmt: skip
+    CONFIRMED_OPTIMAL,
+    FEASIBLE,
+    FIRST_PROBE,
+    IMPROVED,
+    INFEASIBLE,
+    MATERIAL,
+    TIMELIMIT,
+    UNDECIDED,
+    WITHIN_1PCT,
+    Certificate,
+    SolveRecord,
+    resolve_incumbent,
+)
 from trustmass.core.operator import Instance, es, is_zero, radius
 from trustmass.core.simplex import project_onto_hull
 
@@ -116,7 +126,9 @@ def root_cut(prep: Prepared, s: int, tau: float) -> tuple[int, np.ndarray]:
     return best, (np.eye(1, d)[0] if best_u is None else best_u)
 
 
-def _polish(prep: Prepared, inst: Instance, s: int, ranks: np.ndarray, max_rounds: int = 200) -> tuple[float, np.ndarray]:
+def _polish(
+    prep: Prepared, inst: Instance, s: int, ranks: np.ndarray, max_rounds: int = 200
+) -> tuple[float, np.ndarray]:
     A = np.array(ranks, dtype=np.int64)
     K.swap_descent(prep.G, prep.P, A, max_rounds)
     keys = np.sort(prep.order[A])
@@ -148,8 +160,18 @@ class _Probe:
         n, d = prep.W.shape
         self.prep, self.s, self.tau, self.ascent = prep, s, tau, ascent_iters
         index = np.zeros(s + 1, dtype=np.int64)
-        self.state = (np.array([-1], dtype=np.int64), np.zeros(s, dtype=np.int64), index.copy(), index.copy(), index.copy(),
-                      np.zeros((s + 1, d)), np.zeros(s + 1), np.zeros((s + 1, n)), np.zeros(s + 1), np.zeros((s + 1, d)))  # fmt: skip
+        self.state = (
+            np.array([-1], dtype=np.int64),
+            np.zeros(s, dtype=np.int64),
+            index.copy(),
+            index.copy(),
+            index.copy(),
+            np.zeros((s + 1, d)),
+            np.zeros(s + 1),
+            np.zeros((s + 1, n)),
+            np.zeros(s + 1),
+            np.zeros((s + 1, d)),
+        )
         self.root, self.u_root = root_cut(prep, s, tau)
         self.tail = prep.tail(tau)
         self.nodes = 0
@@ -160,8 +182,22 @@ class _Probe:
         p = self.prep
         while True:
             t0 = time.perf_counter()
-            out, nodes = K.dfs(p.W, p.V, p.P, p.G, p.wnorm, p.maxw_from, self.tail, self.s, self.tau, self.root, self.u_root, self.ascent,
-                               self.chunk, *self.state)  # fmt: skip
+            out, nodes = K.dfs(
+                p.W,
+                p.V,
+                p.P,
+                p.G,
+                p.wnorm,
+                p.maxw_from,
+                self.tail,
+                self.s,
+                self.tau,
+                self.root,
+                self.u_root,
+                self.ascent,
+                self.chunk,
+                *self.state,
+            )
             self.nodes += int(nodes)
             spent = time.perf_counter() - t0  # aim at CHUNK_SECONDS per compiled call
             self.chunk = int(min(max(self.chunk * CHUNK_SECONDS / max(spent, 1e-6), 16), 1_000_000))
@@ -197,8 +233,16 @@ def certify_bnb(
 
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
-        return Certificate(status, float(hi), float(lo), float(es_pool), best, float(improvement), tuple(records),
-                           time.perf_counter() - start)  # fmt: skip
+        return Certificate(
+            status,
+            float(hi),
+            float(lo),
+            float(es_pool),
+            best,
+            float(improvement),
+            tuple(records),
+            time.perf_counter() - start,
+        )
 
     if s >= inst.n_keys or is_zero(es_pool, radius(inst)):
         lo = hi

@@ -199,8 +199,31 @@ def direction_cut(V, P, gF, pF, lo, r, tau, u, tail, ma, mb, mc, maxw_from, y, i
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def dfs(W, V, P, G, wnorm, maxw_from, tail, s, tau, root_cut, u_root, ascent_iters, budget,
-        st_t, chosen, nxt, first, cut, gvec, pF, hF, sF, ubest):  # fmt: skip
+def dfs(
+    W,
+    V,
+    P,
+    G,
+    wnorm,
+    maxw_from,
+    tail,
+    s,
+    tau,
+    root_cut,
+    u_root,
+    ascent_iters,
+    budget,
+    st_t,
+    chosen,
+    nxt,
+    first,
+    cut,
+    gvec,
+    pF,
+    hF,
+    sF,
+    ubest,
+):
     """Depth-first search over kept sets in mass order, resumable.
 
     A node at depth t holds F = chosen[:t] (ascending ranks) and takes its remaining s - t keys from
@@ -285,7 +308,9 @@ def dfs(W, V, P, G, wnorm, maxw_from, tail, s, tau, root_cut, u_root, ascent_ite
             margin = ma + mb * tail[j + 1] + mc * maxw_from[j + 1]
             if ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp) > margin:
                 continue
-            c = min(c, direction_cut(V, P, gp, pp, j + 1, r, tau, utmp, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf))
+            c = min(
+                c, direction_cut(V, P, gp, pp, j + 1, r, tau, utmp, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf)
+            )
             if c <= j + 1:
                 continue
         else:

@@ -18,9 +18,20 @@ __all__ = ["IDENTITY", "MANIFEST_COLUMNS", "N_DECILES", "RECORD_COLUMNS", "manif
 
 IDENTITY = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget"]
 MANIFEST_COLUMNS = [
-    "instance", "shard", *IDENTITY, "decile", "dropped_mass", "pool_extra", "D", "es_top", "es_pool", "es_bal",
-    "c_hat", "kappa_hat", "kappa_hat_bal",
-]  # fmt: skip
+    "instance",
+    "shard",
+    *IDENTITY,
+    "decile",
+    "dropped_mass",
+    "pool_extra",
+    "D",
+    "es_top",
+    "es_pool",
+    "es_bal",
+    "c_hat",
+    "kappa_hat",
+    "kappa_hat_bal",
+]
 #: strata of dropped mass within (family, budget)
 N_DECILES = 10
 #: the ceiling-record columns the manifest and the sweep read
@@ -68,13 +79,15 @@ def manifest(
     return out.select(MANIFEST_COLUMNS)
 
 
-
 def sweep_heads(records: pl.DataFrame, heads_per_layer: int, seed: int) -> pl.DataFrame:
     """The depth-spanning head subset: ``heads_per_layer`` query heads of every layer of every model, seeded."""
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 11]))
     rows = []
-    for (model, layer), g in records.select("model", "layer", "head").unique().sort(["model", "layer", "head"]).group_by(
-        ["model", "layer"], maintain_order=True
+    for (model, layer), g in (
+        records.select("model", "layer", "head")
+        .unique()
+        .sort(["model", "layer", "head"])
+        .group_by(["model", "layer"], maintain_order=True)
     ):
         heads = g["head"].to_numpy()
         for h in np.sort(rng.choice(heads, size=min(heads_per_layer, heads.size), replace=False)):
@@ -82,8 +95,12 @@ def sweep_heads(records: pl.DataFrame, heads_per_layer: int, seed: int) -> pl.Da
     return pl.DataFrame(rows, schema={"model": pl.Utf8, "layer": pl.Int64, "head": pl.Int64})
 
 
-def sweep_instances(records: pl.DataFrame, heads: pl.DataFrame, budget: int = 32, primary_docs: int | None = 3) -> pl.DataFrame:
+def sweep_instances(
+    records: pl.DataFrame, heads: pl.DataFrame, budget: int = 32, primary_docs: int | None = 3
+) -> pl.DataFrame:
     f = records.filter((pl.col("budget") == budget) & pl.col("es_pool").is_not_null())
     if primary_docs is not None:
         f = _primary(f, primary_docs)
-    return f.join(heads, on=["model", "layer", "head"], how="semi").sort(["model", "corpus", "doc", "layer", "head", "query_pos"])
+    return f.join(heads, on=["model", "layer", "head"], how="semi").sort(
+        ["model", "corpus", "doc", "layer", "head", "query_pos"]
+    )

@@ -288,16 +288,30 @@ def solve_feasibility(
             found = es(inst, keys)
             ok = len(keys) == s and found <= tau * (1.0 + ACCEPT_REL) + 1e-300
             msg = "" if ok else _untrusted(inst, keys, found, tau)
-            rec = SolveRecord(tau, FEASIBLE if ok else NUMERICAL, time.perf_counter() - t0, nodes, found, accepted, scip_status, msg, mass_floor)
+            rec = SolveRecord(
+                tau,
+                FEASIBLE if ok else NUMERICAL,
+                time.perf_counter() - t0,
+                nodes,
+                found,
+                accepted,
+                scip_status,
+                msg,
+                mass_floor,
+            )
             return rec, (keys if ok else None)
         if not outcome:
             outcome = ERROR
         msg = "" if outcome != ERROR else f"unexpected SCIP status {scip_status!r} without a solution"
-        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor), None
+        return SolveRecord(
+            tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor
+        ), None
     except Exception as exc:  # noqa: BLE001 - crash: record, never raise
         msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         outcome = MEMLIMIT if isinstance(exc, MemoryError) else ERROR
-        return SolveRecord(tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor), None
+        return SolveRecord(
+            tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor
+        ), None
 
 
 def _solve(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions, mass_floor: float, isolate: bool):
@@ -369,8 +383,18 @@ def certify(
 
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
-        return Certificate(status, float(hi), float(lo), float(es_pool), best, float(improvement), tuple(records),
-                           time.perf_counter() - start, float(floor), float(b_low))  # fmt: skip
+        return Certificate(
+            status,
+            float(hi),
+            float(lo),
+            float(es_pool),
+            best,
+            float(improvement),
+            tuple(records),
+            time.perf_counter() - start,
+            float(floor),
+            float(b_low),
+        )
 
     if s >= inst.n_keys or is_zero(es_pool, radius(inst)):
         lo = hi  # nothing to improve: ES >= 0 = es_pool, or every key is kept
@@ -469,7 +493,13 @@ def minimise(
             if status != "optimal":
                 if keys is not None and es(inst, keys) < tau:
                     best, tau = keys, es(inst, keys)
-                return MinimiseResult(status if status in ("timelimit", "memlimit") else "error", tau, best, it, time.perf_counter() - start)
+                return MinimiseResult(
+                    status if status in ("timelimit", "memlimit") else "error",
+                    tau,
+                    best,
+                    it,
+                    time.perf_counter() - start,
+                )
             found = es(inst, keys)
             if found < tau * (1.0 - 1e-12):
                 best, tau = keys, found

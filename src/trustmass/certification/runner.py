@@ -27,16 +27,30 @@ from trustmass.certification.bnb import certify_bnb, warm_up
 from trustmass.certification.manifest import IDENTITY
 from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
 from trustmass.core import operator as op
+from trustmass.core.config_conflict import ConfigConflict
 
 __all__ = ["CERTIFIED_SCHEMA", "CertificationSettings", "certify_rows", "load_instance", "sweep_rows"]
 
 CERTIFIED_SCHEMA = {
-    "instance": pl.Int64, "status": pl.Utf8, "es_pool": pl.Float64, "es_pool_record": pl.Float64,
-    "es_cert": pl.Float64, "lower_bound": pl.Float64, "improvement": pl.Float64, "best": pl.List(pl.Int64),
-    "n_keys": pl.Int64, "seconds": pl.Float64, "enumeration_seconds": pl.Float64, "n_solves": pl.Int64,
-    "solve_outcomes": pl.Utf8, "max_solve_seconds": pl.Float64, "message": pl.Utf8,
-    "mass_floor": pl.Float64, "low_mass_bound": pl.Float64, "certifier": pl.Utf8,
-}  # fmt: skip
+    "instance": pl.Int64,
+    "status": pl.Utf8,
+    "es_pool": pl.Float64,
+    "es_pool_record": pl.Float64,
+    "es_cert": pl.Float64,
+    "lower_bound": pl.Float64,
+    "improvement": pl.Float64,
+    "best": pl.List(pl.Int64),
+    "n_keys": pl.Int64,
+    "seconds": pl.Float64,
+    "enumeration_seconds": pl.Float64,
+    "n_solves": pl.Int64,
+    "solve_outcomes": pl.Utf8,
+    "max_solve_seconds": pl.Float64,
+    "message": pl.Utf8,
+    "mass_floor": pl.Float64,
+    "low_mass_bound": pl.Float64,
+    "certifier": pl.Utf8,
+}
 #: certification.certifier: the paper's MISOCP bisection with SCIP (`misocp.certify`), or the
 #: branch-and-bound search (`bnb.certify_bnb`)
 CERTIFIERS = ("paper", "bnb")
@@ -56,7 +70,10 @@ class CertificationSettings:
 
     def __post_init__(self):
         if self.certifier not in CERTIFIERS:
-            raise ValueError(f"certification.certifier must be one of {CERTIFIERS}, got {self.certifier!r}")
+            raise ConfigConflict(
+                f"certification.certifier must be one of {CERTIFIERS}, got {self.certifier!r}",
+                fields=("certification.certifier",),
+            )
 
     @property
     def guard_s(self) -> float:
@@ -99,22 +116,40 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
         out["es_pool"] = po.es_pool
         if settings.certifier == "bnb":
             cert = certify_bnb(
-                inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
-                max_solves=settings.max_solves, seed=settings.seed,
-            )  # fmt: skip
+                inst,
+                s,
+                incumbent=po.kept,
+                es_pool=po.es_pool,
+                time_limit=settings.time_limit_s,
+                max_solves=settings.max_solves,
+                seed=settings.seed,
+            )
         else:
             cert = certify(
-                inst, s, incumbent=po.kept, es_pool=po.es_pool, time_limit=settings.time_limit_s,
-                memory_limit_mb=settings.memory_limit_mb, seed=settings.seed, max_solves=settings.max_solves,
+                inst,
+                s,
+                incumbent=po.kept,
+                es_pool=po.es_pool,
+                time_limit=settings.time_limit_s,
+                memory_limit_mb=settings.memory_limit_mb,
+                seed=settings.seed,
+                max_solves=settings.max_solves,
                 isolate_solves=settings.isolate,
-            )  # fmt: skip
+            )
         out.update(
-            status=cert.status, es_cert=cert.es_cert, lower_bound=cert.lower_bound, improvement=cert.improvement,
-            best=np.asarray(cert.best, dtype=np.int64), seconds=cert.seconds, n_solves=cert.n_solves,
-            solve_outcomes=",".join(r.outcome for r in cert.solves), max_solve_seconds=cert.max_solve_seconds,
+            status=cert.status,
+            es_cert=cert.es_cert,
+            lower_bound=cert.lower_bound,
+            improvement=cert.improvement,
+            best=np.asarray(cert.best, dtype=np.int64),
+            seconds=cert.seconds,
+            n_solves=cert.n_solves,
+            solve_outcomes=",".join(r.outcome for r in cert.solves),
+            max_solve_seconds=cert.max_solve_seconds,
             message="; ".join(sorted({r.message for r in cert.solves if r.message}))[:500],
-            mass_floor=cert.mass_floor, low_mass_bound=cert.low_mass_bound,
-        )  # fmt: skip
+            mass_floor=cert.mass_floor,
+            low_mass_bound=cert.low_mass_bound,
+        )
     except Exception as exc:  # noqa: BLE001 -- a crash is a recorded status, never a missing row
         out.update(status=UNSOLVED, message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"[:2000])
     out["seconds"] = out.get("seconds", time.perf_counter() - start)
@@ -133,8 +168,13 @@ def certify_isolated(inst: op.Instance, s: int, extra: int, settings: Certificat
     if outcome.ok:
         return outcome.value
     status = UNDECIDED if outcome.reason == TIMEOUT else UNSOLVED
-    return {"n_keys": inst.n_keys, "certifier": settings.certifier, "status": status, "message": f"{outcome.reason}: {outcome.message}"[:2000],
-            "seconds": time.perf_counter() - start}  # fmt: skip
+    return {
+        "n_keys": inst.n_keys,
+        "certifier": settings.certifier,
+        "status": status,
+        "message": f"{outcome.reason}: {outcome.message}"[:2000],
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def _certify_group(args) -> list[dict]:
@@ -146,7 +186,9 @@ def _certify_group(args) -> list[dict]:
     for item in items:
         rec = {"instance": item["instance"], "es_pool_record": item["es_pool"]}
         try:
-            inst, positive = load_instance(shard_path, item["layer"], item["head"], item["kv_head"], item["query_pos"], cache)
+            inst, positive = load_instance(
+                shard_path, item["layer"], item["head"], item["kv_head"], item["query_pos"], cache
+            )
         except Exception as exc:  # noqa: BLE001
             rec.update(status=UNSOLVED, message=f"reload failed: {type(exc).__name__}: {exc}", seconds=0.0)
             rows.append(rec)
@@ -159,7 +201,9 @@ def _certify_group(args) -> list[dict]:
     return rows
 
 
-def certify_rows(manifest_part: pl.DataFrame, shard_of, settings: CertificationSettings, workers: int = 1) -> pl.DataFrame:
+def certify_rows(
+    manifest_part: pl.DataFrame, shard_of, settings: CertificationSettings, workers: int = 1
+) -> pl.DataFrame:
     """One row per manifest instance (CERTIFIED_SCHEMA); ``shard_of(model, corpus, doc)`` -> capture path.
 
     ``best`` holds the kept keys' positions in the document (j <= query_pos), ascending.
@@ -206,11 +250,18 @@ def _sweep_group(args) -> list[dict]:
         for e in extras:
             t0 = time.perf_counter()
             po = pool_optimum(inst, s, int(e))
-            out.append({
-                **{k: it[k] for k in IDENTITY}, "extra": int(e), "n_subsets": int(po.n_subsets), "es_top": it["es_top"],
-                "es_pool": po.es_pool, "kappa_hat": op.ratio_kappa(it["es_top"], po.es_pool, D),
-                "c_hat": op.closable_share(it["es_top"], po.es_pool, D), "seconds": time.perf_counter() - t0,
-            })  # fmt: skip
+            out.append(
+                {
+                    **{k: it[k] for k in IDENTITY},
+                    "extra": int(e),
+                    "n_subsets": int(po.n_subsets),
+                    "es_top": it["es_top"],
+                    "es_pool": po.es_pool,
+                    "kappa_hat": op.ratio_kappa(it["es_top"], po.es_pool, D),
+                    "c_hat": op.closable_share(it["es_top"], po.es_pool, D),
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
     return out
 
 
@@ -230,5 +281,3 @@ def sweep_rows(instances: pl.DataFrame, extras: Sequence[int], shard_of, workers
     else:
         parts = [_sweep_group(g) for g in groups]
     return pl.DataFrame([r for p in parts for r in p]).sort([*IDENTITY, "extra"])
-
-

@@ -2,7 +2,7 @@
 
 ``python -m trustmass.cli.plan --configfile config/paper.yaml --costs`` prints one line per stage --
 capture, ceiling/enumeration, certification, audit, held-out loss, deployment -- with its job count
-(from the configuration alone, as the workflow's ``*_common.smk`` helpers plan them) and its projected
+(from the configuration alone, through the target lists of :mod:`trustmass.plan` the workflow's rules take) and its projected
 hours from measured per-unit costs:
 
 * CPU stages (ceiling, certification, audit): ``benchmarks/unit_costs.json``, each constant with its
@@ -49,98 +49,68 @@ def load_gpu(path: str | Path | None = GPU_JSON) -> dict | None:
 
 
 # --------------------------------------------------------------------------------------------------
-# the jobs a configuration plans (as workflow/rules/*_common.smk plan them)
-
-
-def _headline(config) -> tuple[list[str], str | None]:
-    """(models, corpus) of study.headline."""
-    from trustmass.plan import Headline
-
-    headline = Headline.from_config(config)
-    return list(headline.models), headline.corpus
-
-
-def _documents(config, model):
-    from trustmass.cli.instances import documents_for_model
-
-    return documents_for_model(config, model)
+# the jobs a configuration plans (trustmass.plan: the target lists the workflow's rules take)
 
 
 def _per_doc_instances(config, model) -> int:
     from trustmass.cli.instances import model_shape
 
     shape = model_shape(config, model)
-    return shape["layers"] * shape["heads"] * int(config["capture"]["rows_per_head"]) * len(config["budgets"]["enumerated"])
+    return (
+        shape["layers"]
+        * shape["heads"]
+        * int(config["capture"]["rows_per_head"])
+        * len(config["budgets"]["enumerated"])
+    )
 
 
 def captured_documents(config) -> list[dict]:
-    """One entry per capture job: the study's documents and the task contexts (one per headline
-    family and context), each with its tokens and instances."""
-    docs = []
-    for model in config["study"]["models"]:
-        settings = _documents(config, model)
-        for corpus in config["study"]["corpora"]:
-            docs += [{"model": model, "corpus": corpus, "doc": i, "tokens": int(settings["doc_tokens"])} for i in range(int(settings["n_docs"]))]
-    tasks = config.get("task_contexts") or {}
-    if tasks.get("enabled"):
-        n = len(tasks.get("types") or []) * int(tasks.get("per_type", 0))
-        for model in tasks.get("models") or _headline(config)[0]:
-            tokens = int(_documents(config, model)["doc_tokens"])
-            docs += [{"model": model, "corpus": tasks.get("corpus", "tasks"), "doc": i, "tokens": tokens} for i in range(n)]
+    """One entry per capture job: the study's documents and the task contexts, each with its tokens and instances."""
+    from trustmass.plan import Study
+
+    study = Study(config)
+    docs = [
+        {"model": m, "corpus": c, "doc": int(d), "tokens": int(study.documents_for_model(m)["doc_tokens"])}
+        for m, c, d in [*study.study_documents(), *study.task_documents()]
+    ]
     for d in docs:
         d["instances"] = _per_doc_instances(config, d["model"])
     return docs
 
 
-def _loss_documents(config) -> list[tuple[str, str, int]]:
-    loss = config.get("loss") or {}
-    models = list(loss.get("models") or _headline(config)[0])
-    corpora = list((loss.get("heldout") or {}).get("corpora") or config["study"]["corpora"])
-    return [(m, c, i) for m in models for c in corpora for i in range(int(loss["heldout"]["n_docs"]))]
-
-
 def job_counts(config: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """Jobs per stage and rule (the rules whose outputs the study's targets need)."""
+    from trustmass.plan import Study
+
+    study = Study(config)
     docs = captured_documents(config)
-    models, corpus = _headline(config)
-    headline = [d for d in docs if d["model"] in models and d["corpus"] == corpus]
-    diagnostics = bool((config.get("diagnostics") or {}).get("enabled"))
-    loss = config.get("loss") or {}
-    loss_docs = _loss_documents(config)
-    loss_models = sorted({m for m, _, _ in loss_docs}, key=[m for m, _, _ in loss_docs].index)
-    curvature = loss.get("curvature") or {}
-    cap = curvature.get("max_docs")
-    probe = loss.get("probe") or {}
-    deploy = config.get("deploy") or {}
-    deploy_models = list(deploy.get("models") or models) if deploy.get("enabled") else []
-    per_model = len(deploy.get("tasks") or []) * len(deploy.get("lengths") or []) + len(deploy.get("benchmarks") or [])
+    headline = study.headline_documents()
+    diagnostics = study.switch("diagnostics/enabled")
     return {
         "capture": {"capture": len(docs)},
         "ceiling": {"ceiling": len(docs)},
-        "certification": {"certify_manifest": 1, "certify_shard": int(config["certification"]["n_shards"]), "certify_sweep": 1},
+        "certification": {"certify_manifest": 1, "certify_shard": len(study.certify_shards()), "certify_sweep": 1},
         "audit": {"audit": len(headline), "row_diagnostics": len(headline) if diagnostics else 0},
         "loss": {
-            "loss_document": len(loss_docs),
-            "loss_curvature": sum(min(len([d for d in loss_docs if d[0] == m]), cap if cap is not None else 10**9) for m in loss_models)
-            if curvature.get("enabled", True) else 0,
-            "loss_map": len(loss_models),
-            "probe_train": len(list(probe.get("models") or loss_models)) if probe.get("enabled", True) else 0,
-            "allocation_panel": len(loss_models) if (loss.get("allocation") or {}).get("enabled", True) else 0,
-            "loss_diagnostics": len(loss_docs) if diagnostics else 0,
+            "loss_document": len(study.loss_documents()),
+            "loss_curvature": len(study.curvature_outputs()),
+            "loss_map": len(study.loss_models()),
+            "probe_train": len(study.probe_models()),
+            "allocation_panel": len(study.allocation_outputs()),
+            "loss_diagnostics": len(study.diagnostics_outputs()),
         },
-        "deployment": {"deploy_condition": len(deploy_models) * per_model,
-                       "deploy_replay": len(deploy_models) if (deploy.get("replay") or {}).get("methods") else 0},
-    }  # fmt: skip
+        "deployment": {"deploy_condition": len(study.deploy_outputs()), "deploy_replay": len(study.replay_outputs())},
+    }
 
 
 def loss_configurations(config, model: str) -> int:
     """Configurations of one held-out document of ``model`` (trustmass.loss.configurations.plan)."""
     from trustmass.loss.configurations import plan
+    from trustmass.plan import Study
 
     loss = config["loss"]
     probe = loss.get("probe") or {}
-    probe_models = list(probe.get("models") or sorted({m for m, _, _ in _loss_documents(config)})) if probe.get("enabled", True) else []
-    alphas = tuple(probe.get("alpha_grid") or ()) if model in probe_models else ()
+    alphas = tuple(probe.get("alpha_grid") or ()) if model in Study(config).probe_models() else ()
     return len(plan(tuple(loss["rules"]), int(loss["random_seeds"]), tuple(loss["accounting"]), alphas))
 
 
@@ -151,8 +121,12 @@ def loss_configurations(config, model: str) -> int:
 def _shape(config, model) -> dict:
     entry = (config.get("models") or {}).get(model) or {}
     declared = entry.get("declared") or {}
-    return {"layers": int(declared["layers"]), "heads": int(declared["heads"]), "head_dim": declared.get("head_dim"),
-            "parameters_b": entry.get("parameters_b")}  # fmt: skip
+    return {
+        "layers": int(declared["layers"]),
+        "heads": int(declared["heads"]),
+        "head_dim": declared.get("head_dim"),
+        "parameters_b": entry.get("parameters_b"),
+    }
 
 
 def capture_reference(gpu: Mapping) -> dict | None:
@@ -172,7 +146,9 @@ def capture_seconds(ref: Mapping, shape: Mapping, tokens: int) -> float:
     return forward + max(0.0, ref["capture_s"] - ref["sdpa_forward_s"]) * side_units / ref_units
 
 
-def loss_document_seconds(measured: Mapping, shape: Mapping, tokens: int, continuation: int, configurations: int) -> float:
+def loss_document_seconds(
+    measured: Mapping, shape: Mapping, tokens: int, continuation: int, configurations: int
+) -> float:
     restricted = [v for k, v in measured.items() if k.endswith("_continuation_s") and not k.startswith("dense")]
     per_config = sum(restricted) / len(restricted) * continuation / measured["continuation"]
     prefix = measured["prefix_s"] * tokens / measured["n_tokens"]
@@ -184,13 +160,21 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     -- see ``basis``), and the basis of the number."""
     units = load_units() if units is None else units
     jobs = job_counts(config)
+    from trustmass.plan import Study
+
+    study = Study(config)
     docs = captured_documents(config)
-    models, corpus = _headline(config)
     cpu = units["cpu"]
     rows = []
 
     # capture (GPU)
-    row = {"stage": "capture", "jobs": jobs["capture"], "units": {"documents": len(docs)}, "gpu_hours": None, "cpu_hours": None}
+    row = {
+        "stage": "capture",
+        "jobs": jobs["capture"],
+        "units": {"documents": len(docs)},
+        "gpu_hours": None,
+        "cpu_hours": None,
+    }
     ref = capture_reference(gpu) if gpu else None
     if gpu is None:
         row["basis"] = NOT_MEASURED
@@ -200,8 +184,10 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
         try:
             seconds = sum(capture_seconds(ref, _shape(config, d["model"]), d["tokens"]) for d in docs)
             row["gpu_hours"] = seconds / 3600
-            row["basis"] = (f"{ref['model']} {ref['dtype']} {ref['n_tokens']:,} tokens on {gpu['device']['name']}: capture "
-                            f"{ref['capture_s']:.3g} s, forward {ref['sdpa_forward_s']:.3g} s; scaled per document (unit_costs.json gpu.capture)")  # fmt: skip
+            row["basis"] = (
+                f"{ref['model']} {ref['dtype']} {ref['n_tokens']:,} tokens on {gpu['device']['name']}: capture "
+                f"{ref['capture_s']:.3g} s, forward {ref['sdpa_forward_s']:.3g} s; scaled per document (unit_costs.json gpu.capture)"
+            )
         except (KeyError, TypeError) as exc:
             row["basis"] = f"GPU cost: not projected (a model lacks declared.head_dim or parameters_b: {exc})"
     rows.append(row)
@@ -210,36 +196,66 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     c = cpu["ceiling"]
     instances = sum(d["instances"] for d in docs)
     core_s = sum(c["core_seconds_per_unit"] * d["instances"] * d["tokens"] / c["at_doc_tokens"] for d in docs)
-    rows.append({"stage": "ceiling/enumeration", "jobs": jobs["ceiling"], "units": {"instances": instances}, "gpu_hours": None,
-                 "cpu_hours": core_s / 3600,
-                 "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, x tokens / {c['at_doc_tokens']:,} ({c['measured']})"})  # fmt: skip
+    rows.append(
+        {
+            "stage": "ceiling/enumeration",
+            "jobs": jobs["ceiling"],
+            "units": {"instances": instances},
+            "gpu_hours": None,
+            "cpu_hours": core_s / 3600,
+            "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, "
+            "x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
+        }
+    )
 
     # certification (CPU)
     from trustmass.cli.instances import planned_manifest
 
     cert = planned_manifest(config)
     rule = cpu["certification"]["per_certifier"].get(cert["certifier"])
-    row = {"stage": "certification", "jobs": jobs["certification"], "units": {"instances": cert["instances"]}, "gpu_hours": None}
+    row = {
+        "stage": "certification",
+        "jobs": jobs["certification"],
+        "units": {"instances": cert["instances"]},
+        "gpu_hours": None,
+    }
     if rule is None:
         row.update(cpu_hours=None, basis=f"no measured per-instance cost for certifier {cert['certifier']!r}")
     else:
         per = rule["seconds_per_unit_over_time_limit"] * cert["time_limit_s"]
-        row.update(cpu_hours=per * cert["instances"] / 3600,
-                   basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_time_limit']:.3g} x {cert['time_limit_s']:g} s limit, "
-                         f"median, {cpu['certification']['measured']}); manifest and sweep not costed")  # fmt: skip
+        row.update(
+            cpu_hours=per * cert["instances"] / 3600,
+            basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_time_limit']:.3g} x "
+            f"{cert['time_limit_s']:g} s limit, "
+            f"median, {cpu['certification']['measured']}); manifest and sweep not costed",
+        )
     rows.append(row)
 
     # audit (CPU)
     a = cpu["audit"]
-    headline = [d for d in docs if d["model"] in models and d["corpus"] == corpus]
+    headline = [d for d in docs if study.headline.contains(d["model"], d["corpus"])]
     core_s = sum(a["core_seconds_per_unit"] * d["instances"] * d["tokens"] / a["at_doc_tokens"] for d in headline)
-    rows.append({"stage": "audit", "jobs": jobs["audit"], "units": {"instances": sum(d["instances"] for d in headline)}, "gpu_hours": None,
-                 "cpu_hours": core_s / 3600,
-                 "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at {a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})"})  # fmt: skip
+    rows.append(
+        {
+            "stage": "audit",
+            "jobs": jobs["audit"],
+            "units": {"instances": sum(d["instances"] for d in headline)},
+            "gpu_hours": None,
+            "cpu_hours": core_s / 3600,
+            "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at "
+            "{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
+        }
+    )
 
     # held-out loss (GPU)
-    loss_docs = _loss_documents(config)
-    row = {"stage": "loss", "jobs": jobs["loss"], "units": {"heldout_documents": len(loss_docs)}, "gpu_hours": None, "cpu_hours": None}
+    loss_docs = study.loss_documents()
+    row = {
+        "stage": "loss",
+        "jobs": jobs["loss"],
+        "units": {"heldout_documents": len(loss_docs)},
+        "gpu_hours": None,
+        "cpu_hours": None,
+    }
     measured = (gpu or {}).get("loss_forward")
     if gpu is None:
         row["basis"] = NOT_MEASURED
@@ -251,21 +267,36 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
         try:
             seconds = 0.0
             for model, _, _ in loss_docs:
-                tokens = int(loss["heldout"].get("doc_tokens") or _documents(config, model)["doc_tokens"])
-                seconds += loss_document_seconds(measured, _shape(config, model), tokens, int(loss["continuation"]),
-                                                 loss_configurations(config, model))  # fmt: skip
+                tokens = int(loss["heldout"].get("doc_tokens") or study.documents_for_model(model)["doc_tokens"])
+                seconds += loss_document_seconds(
+                    measured,
+                    _shape(config, model),
+                    tokens,
+                    int(loss["continuation"]),
+                    loss_configurations(config, model),
+                )
             row["gpu_hours"] = seconds / 3600
-            row["basis"] = f"loss_document only: {measured['model']} on {gpu['device']['name']}, scaled (unit_costs.json gpu.loss)"
+            row["basis"] = (
+                f"loss_document only: {measured['model']} on {gpu['device']['name']}, scaled (unit_costs.json gpu.loss)"
+            )
         except (KeyError, TypeError) as exc:
             row["basis"] = f"GPU cost: not projected (a model lacks parameters_b: {exc})"
     rows.append(row)
 
     # deployment (GPU)
     n = sum(jobs["deployment"].values())
-    rows.append({"stage": "deployment", "jobs": jobs["deployment"], "units": {}, "gpu_hours": 0.0 if n == 0 else None,
-                 "cpu_hours": 0.0 if n == 0 else None,
-                 "basis": "stage off (deploy.enabled: false)" if n == 0 else
-                          (NOT_MEASURED if gpu is None else "GPU cost: not measured (make gpu-check has no deployment section)")})  # fmt: skip
+    rows.append(
+        {
+            "stage": "deployment",
+            "jobs": jobs["deployment"],
+            "units": {},
+            "gpu_hours": 0.0 if n == 0 else None,
+            "cpu_hours": 0.0 if n == 0 else None,
+            "basis": "stage off (deploy.enabled: false)"
+            if n == 0
+            else (NOT_MEASURED if gpu is None else "GPU cost: not measured (make gpu-check has no deployment section)"),
+        }
+    )
     return rows
 
 
@@ -282,25 +313,33 @@ def format_projection(rows: list[dict], gpu: Mapping | None = None) -> str:
     for r in rows:
         jobs = ", ".join(f"{n:,} {rule}" for rule, n in r["jobs"].items() if n)
         units = ", ".join(f"{v:,} {k}" for k, v in r["units"].items())
-        lines.append(f"{r['stage']:<20} {sum(r['jobs'].values()):>6,}  {_hours(r['gpu_hours']):>10} {_hours(r['cpu_hours']):>10}  "
-                     f"{jobs or 'none'}{f' ({units})' if units else ''}; {r['basis']}")  # fmt: skip
+        lines.append(
+            f"{r['stage']:<20} {sum(r['jobs'].values()):>6,}  {_hours(r['gpu_hours']):>10} {_hours(r['cpu_hours']):>10}  "
+            f"{jobs or 'none'}{f' ({units})' if units else ''}; {r['basis']}"
+        )
     gpu_stages = [r for r in rows if r["stage"] in GPU_STAGES]
     cpu_stages = [r for r in rows if r["stage"] not in GPU_STAGES]
     gpu_missing = [r["stage"] for r in gpu_stages if r["gpu_hours"] is None]
     cpu_missing = [r["stage"] for r in cpu_stages if r["cpu_hours"] is None]
     gpu_total = "--" if gpu_missing else _hours(sum(r["gpu_hours"] for r in gpu_stages))
     cpu_total = _hours(sum(r["cpu_hours"] for r in cpu_stages if r["cpu_hours"] is not None))
-    notes = [f"GPU-hours not projected for {', '.join(gpu_missing)}" if gpu_missing else "",
-             f"CPU-hours leave out {', '.join(cpu_missing)}" if cpu_missing else "",
-             "CPU-hours are core-hours booked (job wall time x the rule's threads)"]  # fmt: skip
-    lines.append(f"{'total':<20} {sum(sum(r['jobs'].values()) for r in rows):>6,}  {gpu_total:>10} {cpu_total:>10}  "
-                 + "; ".join(n for n in notes if n))  # fmt: skip
+    notes = [
+        f"GPU-hours not projected for {', '.join(gpu_missing)}" if gpu_missing else "",
+        f"CPU-hours leave out {', '.join(cpu_missing)}" if cpu_missing else "",
+        "CPU-hours are core-hours booked (job wall time x the rule's threads)",
+    ]
+    lines.append(
+        f"{'total':<20} {sum(sum(r['jobs'].values()) for r in rows):>6,}  {gpu_total:>10} {cpu_total:>10}  "
+        + "; ".join(n for n in notes if n)
+    )
     source = "none (make gpu-check)" if gpu is None else f"{gpu['device']['name']} ({gpu.get('created_utc')})"
     lines.append(f"per-unit costs: {UNIT_COSTS.relative_to(REPO)}; GPU measurements: {source}")
     return "\n".join(lines)
 
 
-def print_costs(config: Mapping[str, Any], gpu_json: str | Path | None = GPU_JSON, unit_costs: str | Path = UNIT_COSTS) -> int:
+def print_costs(
+    config: Mapping[str, Any], gpu_json: str | Path | None = GPU_JSON, unit_costs: str | Path = UNIT_COSTS
+) -> int:
     gpu = load_gpu(gpu_json)
     print(format_projection(projection(config, load_units(unit_costs), gpu), gpu))
     return 0

@@ -27,7 +27,6 @@ before it computes anything (``scripts/capture.py``), so a wrong ``declared:`` c
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -57,9 +56,18 @@ PRIMARY_DOCS = 3
 
 #: the columns of a plan, in order
 COLUMNS = [
-    "model", "corpus", "layers", "heads", "rows_per_head", "budgets", "doc_tokens",
-    "docs", "instances", "primary_docs", "primary_instances",
-]  # fmt: skip
+    "model",
+    "corpus",
+    "layers",
+    "heads",
+    "rows_per_head",
+    "budgets",
+    "doc_tokens",
+    "docs",
+    "instances",
+    "primary_docs",
+    "primary_instances",
+]
 
 _REPO = Path(__file__).resolve().parents[3]  # src/trustmass/cli/instances.py -> the repository
 
@@ -76,21 +84,19 @@ def resolve_config(*configfiles: str | Path, base: str | Path | None = None, sch
     """``config.yaml`` with ``configfiles`` merged on top, as ``snakemake --configfile`` does, validated.
 
     The merge is snakemake's own (:func:`snakemake.utils.update_config`: nested mappings merge, lists
-    and scalars are replaced); validation and defaults are :func:`trustmass.plumbing.config.validate_config`.
+    and scalars are replaced); validation, defaults and the cross-key checks are the workflow's start-up
+    (:func:`trustmass.cli.startup.start`).
     """
     from snakemake.utils import update_config
 
-    from trustmass.deploy.roster import configured_methods
-    from trustmass.plumbing.config import validate_config
+    from trustmass.cli.startup import start
 
     base = Path(base) if base is not None else _REPO / "config.yaml"
     schema = Path(schema) if schema is not None else _REPO / "workflow" / "schemas" / "config.schema.yaml"
     config = _read_yaml(base)
     for path in configfiles:
         update_config(config, _read_yaml(path))
-    resolved = validate_config(config, schema)
-    resolved["deploy"]["methods"] = configured_methods(resolved["deploy"])  # as workflow/rules/common.smk does
-    return resolved
+    return start(config, schema)  # as workflow/rules/common.smk starts
 
 
 def _read_yaml(path: str | Path) -> dict:
@@ -110,7 +116,9 @@ def documents_for_model(config: Mapping[str, Any], model: str) -> dict:
         raise KeyError(str(exc)) from None
     for key in ("doc_tokens", "n_docs"):
         if key not in settings:
-            raise KeyError(f"config: documents.{key} is missing; resolve the config first (trustmass.plumbing.config.validate_config)")
+            raise KeyError(
+                f"config: documents.{key} is missing; resolve the config first (trustmass.plumbing.config.validate_config)"
+            )
     return settings
 
 
@@ -129,7 +137,9 @@ def model_shape(config: Mapping[str, Any], model: str, shapes: Mapping[str, Mapp
 def _model_entry(config: Mapping[str, Any], model: str) -> Mapping[str, Any]:
     models = config.get("models") or {}
     if model not in models:
-        raise KeyError(f"model {model!r} is not defined under `models:` (defined: {', '.join(sorted(models)) or 'none'})")
+        raise KeyError(
+            f"model {model!r} is not defined under `models:` (defined: {', '.join(sorted(models)) or 'none'})"
+        )
     return models[model]
 
 
@@ -252,7 +262,9 @@ def planned_captures(output: str, rule: str = "capture") -> pl.DataFrame:
     stated = planned_jobs(output).get(rule, 0)
     if not stated and not jobs:
         if "Job stats:" not in output and "Nothing to be done" not in output:
-            raise DryRunParseError("the dry-run output has no 'Job stats:' table; was it run with --dry-run (and not --quiet)?")
+            raise DryRunParseError(
+                "the dry-run output has no 'Job stats:' table; was it run with --dry-run (and not --quiet)?"
+            )
         return pl.DataFrame(schema={"model": pl.String, "corpus": pl.String, "doc": pl.String})
     if len(jobs) != stated:
         raise DryRunParseError(
@@ -286,7 +298,9 @@ def instances_from_dryrun(
         docs = []
         for doc in group["doc"]:
             if not doc.isdigit():
-                raise DryRunParseError(f"'{rule}' job {model}/{corpus}/{doc}: the doc wildcard is not a document number")
+                raise DryRunParseError(
+                    f"'{rule}' job {model}/{corpus}/{doc}: the doc wildcard is not a document number"
+                )
             docs.append(int(doc))
         rows.append(_plan_row(config, model, corpus, docs, documents_for_model(config, model), shapes))
     return _frame(rows).sort("model", "corpus")
@@ -338,11 +352,21 @@ def paper_plan(config: Mapping[str, Any]) -> list[dict]:
             if value.low is not None:
                 paper: Any = (float(value.low), float(value.high))
                 equal = isinstance(got.value, tuple) and all(
-                    abs(g - p) <= half_unit(x) for g, p, x in zip(got.value, paper, (value.low, value.high)))  # fmt: skip
+                    abs(g - p) <= half_unit(x) for g, p, x in zip(got.value, paper, (value.low, value.high))
+                )
             elif value.value is not None:
                 paper = float(value.value)
                 equal = got.value is not None and not isinstance(got.value, tuple) and float(got.value) == paper
             else:
                 continue
-            out.append({"claim": claim.id, "value": value.name, "paper": paper, "planned": got.value, "equal": equal, "how": got.how})
+            out.append(
+                {
+                    "claim": claim.id,
+                    "value": value.name,
+                    "paper": paper,
+                    "planned": got.value,
+                    "equal": equal,
+                    "how": got.how,
+                }
+            )
     return out

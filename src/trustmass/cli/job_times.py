@@ -53,13 +53,23 @@ def read_jobs(roots: Iterable[str | Path]) -> pl.DataFrame:
                 wall = float(record["wall_time_s"])
                 argv = tuple((record.get("command") or {}).get("argv") or ())
             except (ValueError, KeyError, TypeError) as err:
-                raise ValueError(f"{path}: not a provenance sidecar ({err}); fix: delete it and rerun the rule that writes it") from err
+                raise ValueError(
+                    f"{path}: not a provenance sidecar ({err}); fix: delete it and rerun the rule that writes it"
+                ) from err
             key = (rule, argv, started)
-            job = jobs.setdefault(key, {"rule": rule, "started": _utc(started), "finished": _utc(finished), "wall_s": wall, "outputs": 0})
+            job = jobs.setdefault(
+                key, {"rule": rule, "started": _utc(started), "finished": _utc(finished), "wall_s": wall, "outputs": 0}
+            )
             job["finished"] = max(job["finished"], _utc(finished))
             job["wall_s"] = max(job["wall_s"], wall)
             job["outputs"] += 1
-    schema = {"rule": pl.Utf8, "started": pl.Datetime("us", "UTC"), "finished": pl.Datetime("us", "UTC"), "wall_s": pl.Float64, "outputs": pl.Int64}
+    schema = {
+        "rule": pl.Utf8,
+        "started": pl.Datetime("us", "UTC"),
+        "finished": pl.Datetime("us", "UTC"),
+        "wall_s": pl.Float64,
+        "outputs": pl.Int64,
+    }
     return pl.DataFrame(list(jobs.values()), schema=schema).sort("started")
 
 
@@ -91,7 +101,9 @@ def summary(jobs: pl.DataFrame, cores: int) -> dict:
 def _markdown(table: pl.DataFrame, totals: dict, cores: int) -> str:
     lines = ["| rule | jobs | job-seconds | median s | max s |", "|---|---:|---:|---:|---:|"]
     for row in table.iter_rows(named=True):
-        lines.append(f"| {row['rule']} | {row['jobs']} | {row['job_s']:,.0f} | {row['median_s']:,.1f} | {row['max_s']:,.1f} |")
+        lines.append(
+            f"| {row['rule']} | {row['jobs']} | {row['job_s']:,.0f} | {row['median_s']:,.1f} | {row['max_s']:,.1f} |"
+        )
     lines.append(
         f"\n{totals['jobs']} jobs, {totals['job_s']:,.0f} job-seconds ({totals['job_s'] / 3600:.2f} h); "
         f"span first start to last finish {totals['span_s']:,.0f} s; job-seconds over {cores} cores {totals['packed_s']:,.0f} s"
@@ -101,7 +113,9 @@ def _markdown(table: pl.DataFrame, totals: dict, cores: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trustmass.cli.job_times", description=__doc__.split("\n\n")[0])
-    parser.add_argument("roots", nargs="*", default=["results"], help="folders searched for sidecars (default: results)")
+    parser.add_argument(
+        "roots", nargs="*", default=["results"], help="folders searched for sidecars (default: results)"
+    )
     parser.add_argument("--cores", type=int, default=2, help="cores the job-seconds are divided over (default 2)")
     parser.add_argument("--since", help="keep jobs started at or after this ISO time (UTC unless it names a zone)")
     parser.add_argument("--rule", action="append", default=[], help="keep only this rule (repeatable)")

@@ -29,9 +29,22 @@ LAWS = ("last", "tail", "all", "debiased", "decode")
 
 #: column -> polars dtype name (kept as strings: this module imports no dataframe library)
 COLUMNS = {
-    "model": "Utf8", "corpus": "Utf8", "doc": "Utf8", "doc_id": "Utf8", "task": "Utf8", "target": "Utf8",
-    "n_tokens": "Int64", "decode_token": "Int64", "layer": "Int64", "head": "Int64", "kv_head": "Int64",
-    "law": "Utf8", "tail_rows": "Int64", "tv_last": "Float64", "tv_decode": "Float64", "mean_position": "Float64",
-    "target_mass": "Float64", "decode_self_mass": "Float64",
-}  # fmt: skip
-
+    "model": "Utf8",
+    "corpus": "Utf8",
+    "doc": "Utf8",
+    "doc_id": "Utf8",
+    "task": "Utf8",
+    "target": "Utf8",
+    "n_tokens": "Int64",
+    "decode_token": "Int64",
+    "layer": "Int64",
+    "head": "Int64",
+    "kv_head": "Int64",
+    "law": "Utf8",
+    "tail_rows": "Int64",
+    "tv_last": "Float64",
+    "tv_decode": "Float64",
+    "mean_position": "Float64",
+    "target_mass": "Float64",
+    "decode_self_mass": "Float64",
+}

@@ -12,9 +12,16 @@ from typing import Any
 import numpy as np
 
 from trustmass.core.stats import (
-    ClusterIndex, Interval, as_binary_labels, as_float_sample, auc_from_codes, interpolate_type7, interval_from_replicates, median,
+    ClusterIndex,
+    Interval,
+    as_binary_labels,
+    as_float_sample,
+    auc_from_codes,
+    interpolate_type7,
+    interval_from_replicates,
+    median,
     quantile,
-)  # fmt: skip
+)
 
 __all__ = ["cluster_bootstrap_auc", "cluster_bootstrap_quantile"]
 
@@ -101,7 +108,8 @@ def cluster_bootstrap_auc(
     level: float = 0.95,
     n_codes: int | None = None,
 ) -> Interval:
-    """:func:`~trustmass.core.stats.cluster_bootstrap` of :func:`~trustmass.core.stats.auc_from_codes` with ``nan_policy='omit'``, without building
+    """:func:`~trustmass.core.stats.cluster_bootstrap` of :func:`~trustmass.core.stats.auc_from_codes` with
+    ``nan_policy='omit'``, without building
     a resample.  The Mann-Whitney count splits over cluster pairs: U[c, d] counts the positives of
     cluster c above the negatives of cluster d (ties half), so a resample drawing cluster c w_c times
     has U = w' U w, n_pos = w . pos and n_neg = w . neg: O(clusters x (codes + rows)) once, then
@@ -130,7 +138,9 @@ def cluster_bootstrap_auc(
         below = np.cumsum(neg) - neg  # negatives of cluster d with a strictly smaller score
         u[:, d] = positives.T @ (below + 0.5 * neg)
     weights = index.multiplicities(index.draw(np.random.default_rng(seed), B))
-    pairs = (weights @ np.asarray(positives.sum(axis=0)).reshape(-1)) * (weights @ np.asarray(negatives.sum(axis=0)).reshape(-1))
+    pairs = (weights @ np.asarray(positives.sum(axis=0)).reshape(-1)) * (
+        weights @ np.asarray(negatives.sum(axis=0)).reshape(-1)
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = np.where(pairs > 0, ((weights @ u) * weights).sum(axis=1) / pairs, math.nan)
     return interval_from_replicates(auc_from_codes(c, y, k), reps, B, level, n_clusters, seed, "omit")

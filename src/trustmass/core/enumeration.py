@@ -27,7 +27,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.operator import REL_TOL, Instance, es, top_mass
+from trustmass.core.subset_cap import subset_cap_problem
 
 #: paper defaults: at most 2·10^5 subsets per instance, at most 24 extra keys (e = 24/12/6/4)
 DEFAULT_SUBSET_CAP = 200_000
@@ -38,8 +40,9 @@ def extras_for_budget(s: int, subset_cap: int = DEFAULT_SUBSET_CAP, max_extra: i
     """e(s): the largest e <= max_extra with C(s+e, s) <= subset_cap (reproduces 24/12/6/4)."""
     if s < 1:
         raise ValueError(f"budget s must be >= 1, got {s}")
-    if math.comb(s + 1, s) > subset_cap:
-        raise ValueError(f"subset_cap={subset_cap} admits no extra key at s={s}; raise enumeration.subset_cap")
+    problem = subset_cap_problem(s, subset_cap)
+    if problem:
+        raise ConfigConflict(problem, fields=("enumeration.subset_cap",))
     e = 0
     while e < max_extra and math.comb(s + e + 1, s) <= subset_cap:
         e += 1

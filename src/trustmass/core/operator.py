@@ -14,8 +14,8 @@ arrays (any order).  Key identities (Lemma 2.1): with w_j = p_j (v_j - mu) and g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 
 import numba
 import numpy as np

@@ -170,8 +170,17 @@ def binned_medians(x: Any, y: Any, bins: int = 10) -> pl.DataFrame:
                 "y_median": median(ys[mask]) if n else math.nan,
             }
         )
-    return pl.DataFrame(rows, schema={"bin": pl.Int64, "x_low": pl.Float64, "x_high": pl.Float64, "n": pl.Int64,
-                                      "x_median": pl.Float64, "y_median": pl.Float64})
+    return pl.DataFrame(
+        rows,
+        schema={
+            "bin": pl.Int64,
+            "x_low": pl.Float64,
+            "x_high": pl.Float64,
+            "n": pl.Int64,
+            "x_median": pl.Float64,
+            "y_median": pl.Float64,
+        },
+    )
 
 
 # ----------------------------------------------------------------------------- Wilson and the median cap
@@ -501,12 +510,16 @@ def percentile_interval(replicates: Any, level: float = 0.95, nan_policy: str = 
     return lows.reshape(reps.shape[1:]), highs.reshape(reps.shape[1:])
 
 
-def interval_from_replicates(estimate: Any, reps: np.ndarray, B: int, level: float, n_clusters: int, seed: int, nan_policy: str) -> Interval:
+def interval_from_replicates(
+    estimate: Any, reps: np.ndarray, B: int, level: float, n_clusters: int, seed: int, nan_policy: str
+) -> Interval:
     """The :class:`Interval` of a scalar ``estimate`` from its bootstrap replicates (percentile interval)."""
     est = np.asarray(estimate, dtype=np.float64)
     if est.ndim != 0:
-        raise TypeError("the statistic must return a scalar; for vector statistics use "
-                        "bootstrap_replicates() and percentile_interval()")
+        raise TypeError(
+            "the statistic must return a scalar; for vector statistics use "
+            "bootstrap_replicates() and percentile_interval()"
+        )
     low, high = percentile_interval(reps, level, nan_policy)
     return Interval(float(est), low, high, B, level, n_clusters, int(np.isnan(reps).sum()), seed)
 

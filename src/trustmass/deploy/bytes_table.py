@@ -19,8 +19,18 @@ REFERENCE = "snapkv"
 #: as_shipped: the library's own cache; ragged: one tensor per head; layer_padded: the counterfactual of one
 #: tensor per layer with as many slots as its widest head (what the shared pipeline would hold)
 STORAGES = ("as_shipped", "ragged", "layer_padded")
-_REQUIRED = ("model", "item_id", "length", "budget", "method", "storage", "bytes_measured", "bytes_full",
-             "kept_min_head", "kept_max_head")  # fmt: skip
+_REQUIRED = (
+    "model",
+    "item_id",
+    "length",
+    "budget",
+    "method",
+    "storage",
+    "bytes_measured",
+    "bytes_full",
+    "kept_min_head",
+    "kept_max_head",
+)
 _PAIR = ["model", "item_id", "budget", "storage"]
 
 
@@ -40,13 +50,17 @@ def _check(rows: pl.DataFrame) -> None:
 def bytes_summary(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per (model, length, budget, method, storage); see the module docstring."""
     _check(rows)
-    reference = rows.filter(pl.col("method") == REFERENCE).select(_PAIR + [pl.col("bytes_measured").alias("snapkv_bytes")])
+    reference = rows.filter(pl.col("method") == REFERENCE).select(
+        _PAIR + [pl.col("bytes_measured").alias("snapkv_bytes")]
+    )
     joined = rows.join(reference, on=_PAIR, how="left")
     unmatched = joined.filter(pl.col("snapkv_bytes").is_null()).select(_PAIR).unique()
     if unmatched.height:
         first = unmatched.row(0, named=True)
-        raise ValueError(f"no {REFERENCE} row for {first} ({unmatched.height} such): the bytes table divides by SnapKV's "
-                         f"bytes; add {REFERENCE} to deploy.methods")  # fmt: skip
+        raise ValueError(
+            f"no {REFERENCE} row for {first} ({unmatched.height} such): the bytes table divides by SnapKV's "
+            f"bytes; add {REFERENCE} to deploy.methods"
+        )
     joined = joined.with_columns(
         frac_full=pl.col("bytes_measured") / pl.col("bytes_full"),
         ratio_to_snapkv=pl.col("bytes_measured") / pl.col("snapkv_bytes"),

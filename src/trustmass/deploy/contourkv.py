@@ -44,7 +44,9 @@ def _check(scores, budget: int, floor: int, floor_counts_toward_budget: bool, sc
     shape = tuple(scores[0].shape)
     for layer, s in enumerate(scores):
         if s.dim() != 2 or tuple(s.shape) != shape:
-            raise ValueError(f"scores[{layer}] has shape {tuple(s.shape)}, scores[0] {shape}: every layer must be [Hkv, N]")
+            raise ValueError(
+                f"scores[{layer}] has shape {tuple(s.shape)}, scores[0] {shape}: every layer must be [Hkv, N]"
+            )
         if torch.isnan(s).any():
             raise ValueError(f"scores[{layer}] holds NaN: replace NaN scores (e.g. with -inf) before allocating")
     n = shape[1]
@@ -59,16 +61,24 @@ def _check(scores, budget: int, floor: int, floor_counts_toward_budget: bool, sc
             "exceeds the budget; raise the budget, lower floor, or pass floor_counts_toward_budget=False (the other reading)"
         )
     if not floor_counts_toward_budget and budget + f > n:
-        raise ValueError(f"budget={budget} plus floor {f} exceeds N={n} with floor_counts_toward_budget=False: lower the budget")
+        raise ValueError(
+            f"budget={budget} plus floor {f} exceeds N={n} with floor_counts_toward_budget=False: lower the budget"
+        )
     return shape, f
 
 
 def _caps_array(caps, n_layers: int, kv_heads: int, f: int) -> np.ndarray:
-    arr = np.broadcast_to(np.asarray(caps, dtype=np.int64), (n_layers, kv_heads)) if np.ndim(caps) == 0 else np.asarray(caps)
+    arr = (
+        np.broadcast_to(np.asarray(caps, dtype=np.int64), (n_layers, kv_heads))
+        if np.ndim(caps) == 0
+        else np.asarray(caps)
+    )
     if arr.shape != (n_layers, kv_heads):
         raise ValueError(f"caps has shape {arr.shape}: pass an int or an array [layers={n_layers}, Hkv={kv_heads}]")
     if (arr < f).any():
-        raise ValueError(f"caps below the floor {f} (min {int(arr.min())}): every cap must hold the floor (cap >= floor)")
+        raise ValueError(
+            f"caps below the floor {f} (min {int(arr.min())}): every cap must hold the floor (cap >= floor)"
+        )
     return arr.astype(np.int64)
 
 
@@ -101,7 +111,9 @@ def contour_kept(
     else:
         per_layer = kv_heads * rest
         # each layer's entries stay in priority order, which is all the caps below need
-        chosen = torch.cat([layer * per_layer + _top(body[layer].reshape(-1), per_cell * kv_heads) for layer in range(n_layers)])
+        chosen = torch.cat(
+            [layer * per_layer + _top(body[layer].reshape(-1), per_cell * kv_heads) for layer in range(n_layers)]
+        )
     chosen = chosen.numpy()
     cell, position = chosen // max(rest, 1), chosen % max(rest, 1)  # flat (layer * Hkv + head) and position
     if caps is not None:

@@ -37,6 +37,12 @@ def contract_sha256(method: str, budget: int, item_id: str, variant: str, query_
     as ``core.selectors.run_contract``); None for a method without a declared contract."""
     if method not in CONTRACTS:
         return None
-    record = {**CONTRACTS[method], "budget_rule": f"tokens:{int(budget)}", "capture_id": str(item_id),
-              "variant": str(variant), "query_aware": bool(query_aware), "tie_break": "kvpress_topk"}  # fmt: skip
+    record = {
+        **CONTRACTS[method],
+        "budget_rule": f"tokens:{int(budget)}",
+        "capture_id": str(item_id),
+        "variant": str(variant),
+        "query_aware": bool(query_aware),
+        "tie_break": "kvpress_topk",
+    }
     return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")).hexdigest()

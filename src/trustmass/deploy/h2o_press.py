@@ -27,7 +27,9 @@ from transformers.models.llama.modeling_llama import repeat_kv, rotate_half
 __all__ = ["H2OPress", "accumulated_attention"]
 
 
-def accumulated_attention(module, hidden_states: torch.Tensor, keys: torch.Tensor, position_embeddings, block: int = 256):
+def accumulated_attention(
+    module, hidden_states: torch.Tensor, keys: torch.Tensor, position_embeddings, block: int = 256
+):
     """Column sums ``[B, Hq, N]`` of the causal softmax of every prefill query over the keys ``[B, Hkv, N, d]``."""
     n = keys.shape[2]
     groups = module.config.num_attention_heads // keys.shape[1]
@@ -42,7 +44,9 @@ def accumulated_attention(module, hidden_states: torch.Tensor, keys: torch.Tenso
         q = (q * c + rotate_half(q) * s).float()
         # queries start..stop-1 see keys 0..stop-1 only: the later keys are never computed (causal)
         logits = torch.matmul(q, key_states[:, :, :stop].transpose(2, 3)) * scaling  # [B, Hq, rows, stop]
-        future = torch.arange(stop, device=keys.device)[None, :] > torch.arange(start, stop, device=keys.device)[:, None]
+        future = (
+            torch.arange(stop, device=keys.device)[None, :] > torch.arange(start, stop, device=keys.device)[:, None]
+        )
         mass[..., :stop] += torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1).sum(dim=-2)
     return mass
 

@@ -17,13 +17,24 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy import external, tasks
 from trustmass.deploy.methods import method, refused_on, roster
+from trustmass.deploy.names import gemma3_refusal
 from trustmass.deploy.roster import configured_methods
 from trustmass.deploy.runner import run_item
 
-__all__ = ["benchmark_of", "build_items", "check_runnable", "deploy_for", "condition_rows", "haystack_ids", "items_for",
-           "methods_of", "open_model"]
+__all__ = [
+    "benchmark_of",
+    "build_items",
+    "check_runnable",
+    "deploy_for",
+    "condition_rows",
+    "haystack_ids",
+    "items_for",
+    "methods_of",
+    "open_model",
+]
 
 
 def haystack_ids(tokenizer, text: str, n_tokens: int) -> np.ndarray:
@@ -35,24 +46,48 @@ def haystack_ids(tokenizer, text: str, n_tokens: int) -> np.ndarray:
             break
         chars *= 2
     if len(ids) < n_tokens:
-        raise ValueError(f"the haystack corpus holds {len(ids)} tokens, the items need {n_tokens}; fix: fewer "
-                         "deploy.items, shorter deploy.lengths, or a longer deploy.haystack corpus")
+        raise ValueError(
+            f"the haystack corpus holds {len(ids)} tokens, the items need {n_tokens}; fix: fewer "
+            "deploy.items, shorter deploy.lengths, or a longer deploy.haystack corpus"
+        )
     return np.asarray(ids[:n_tokens], dtype=np.int64)
 
 
-def build_items(task: str, length: int, n_items: int, haystack: np.ndarray, tokenizer, *, seed: int,
-                prompt_format: str = "plain", max_positions: int | None = None) -> list[tasks.Item]:
+def build_items(
+    task: str,
+    length: int,
+    n_items: int,
+    haystack: np.ndarray,
+    tokenizer,
+    *,
+    seed: int,
+    prompt_format: str = "plain",
+    max_positions: int | None = None,
+) -> list[tasks.Item]:
     """Items ``0..n_items-1`` of ``task`` at ``length``; item ``i`` reads the haystack from token ``i * length``."""
     if haystack.size < n_items * length:
         raise ValueError(f"haystack has {haystack.size} tokens; {n_items} items of {length} need {n_items * length}")
-    return [tasks.make_item(task, length, i, haystack_ids=haystack[i * length :], tokenizer=tokenizer, seed=seed,
-                            prompt_format=prompt_format, max_positions=max_positions) for i in range(n_items)]
+    return [
+        tasks.make_item(
+            task,
+            length,
+            i,
+            haystack_ids=haystack[i * length :],
+            tokenizer=tokenizer,
+            seed=seed,
+            prompt_format=prompt_format,
+            max_positions=max_positions,
+        )
+        for i in range(n_items)
+    ]
 
 
 def methods_of(deploy: Mapping[str, Any]):
     """(the run's roster, the decomposition's) from the ``deploy`` config, ContourKV expanded per reading and scope."""
     contour = deploy["contour"]
-    expand = dict(floor_readings=tuple(contour["floor_readings"]), scopes=tuple(contour["scopes"]), hub=bool(deploy["hub"]))
+    expand = dict(
+        floor_readings=tuple(contour["floor_readings"]), scopes=tuple(contour["scopes"]), hub=bool(deploy["hub"])
+    )
     return roster(configured_methods(deploy), **expand), roster(deploy["decomposition"]["methods"], **expand)
 
 
@@ -61,35 +96,57 @@ def check_runnable(model, model_name: str, deploy: Mapping[str, Any]) -> None:
     (:func:`methods.refused_on`), naming the config field and the fix."""
     run, decomposition = methods_of(deploy)
     replay = [method(name, hub=bool(deploy["hub"])) for name in (deploy.get("replay") or {}).get("methods") or ()]
-    for field, methods in (("deploy.methods", run), ("deploy.decomposition.methods", decomposition),
-                           ("deploy.replay.methods", replay)):  # fmt: skip
+    for field, methods in (
+        ("deploy.methods", run),
+        ("deploy.decomposition.methods", decomposition),
+        ("deploy.replay.methods", replay),
+    ):
         refused = refused_on(model, methods)
         if refused:
-            raise ValueError(
-                f"{field}: {', '.join(refused)} cannot run on {model_name}: kvpress refuses KVzip's context-reconstruction "
-                f"pass on Gemma 3 models; fix: remove them from {field} in a config for this model, or remove "
-                f"{model_name} from deploy.models"
-            )
+            # decomposition and replay methods are among deploy.methods (checked at start-up): that list is at fault
+            raise ConfigConflict(gemma3_refusal(field, refused, model_name), fields=("deploy.methods", "deploy.models"))
 
 
-def condition_rows(model, tokenizer, items, deploy: Mapping[str, Any], seed: int,
-                   log: Callable[[str], None] = print) -> pl.DataFrame:
+def condition_rows(
+    model, tokenizer, items, deploy: Mapping[str, Any], seed: int, log: Callable[[str], None] = print
+) -> pl.DataFrame:
     """Every row of every item (:func:`runner.run_item`), with the item's task, length, depth and ``dense_valid``."""
     methods, decomposition = methods_of(deploy)
     rows = []
     for item in items:
-        got = run_item(model, tokenizer, item, methods, deploy["budgets"], max_new_tokens=int(deploy["max_new_tokens"]),
-                       query_aware=bool(deploy["query_aware"]), decomposition=decomposition,
-                       contour={"floor": int(deploy["contour"]["floor"])},
-                       alpha_safeguard=float(deploy["alpha_safeguard"]), seed=seed)
+        got = run_item(
+            model,
+            tokenizer,
+            item,
+            methods,
+            deploy["budgets"],
+            max_new_tokens=int(deploy["max_new_tokens"]),
+            query_aware=bool(deploy["query_aware"]),
+            decomposition=decomposition,
+            contour={"floor": int(deploy["contour"]["floor"])},
+            alpha_safeguard=float(deploy["alpha_safeguard"]),
+            seed=seed,
+        )
         main = "unmodified" if deploy["query_aware"] else "doc_boundary"
         dense = [r["score"] for r in got if r["method"] == "dense" and r["variant"] == main][:1]
         valid = bool(tasks.dense_valid(dense)[0]) if item.setting == "retrieval" else True  # benchmarks: no gating
         hits = {r["method"]: r["score"] for r in got if r["variant"] == main and r["budget"] == got[0]["budget"]}
-        log(f"  {item.item_id}: dense {'valid' if valid else 'MISSED (excluded)'}; "
-            + ", ".join(f"{m} {s:.0f}" for m, s in hits.items()))
-        rows += [{**r, "task": item.task, "length": item.length, "depth": item.depth, "dense_valid": valid,
-                  "setting": item.setting, "metric": item.metric} for r in got]
+        log(
+            f"  {item.item_id}: dense {'valid' if valid else 'MISSED (excluded)'}; "
+            + ", ".join(f"{m} {s:.0f}" for m, s in hits.items())
+        )
+        rows += [
+            {
+                **r,
+                "task": item.task,
+                "length": item.length,
+                "depth": item.depth,
+                "dense_valid": valid,
+                "setting": item.setting,
+                "metric": item.metric,
+            }
+            for r in got
+        ]
     return pl.DataFrame(rows)
 
 
@@ -134,10 +191,26 @@ def items_for(cfg: Mapping[str, Any], model, tokenizer, corpus_text, task: str, 
     if bench is not None:
         frame = external.load_benchmark(bench["format"], bench["path"], bench.get("tasks") or ())
         return external.benchmark_items(
-            frame, tokenizer, name=task, family=bench.get("family") or bench["format"], max_length=length,
-            n_items=int(bench.get("items") or n_items), task=bench.get("task"), tasks=bench.get("tasks") or (),
-            prompt_format=deploy["prompt_format"], max_positions=window)
+            frame,
+            tokenizer,
+            name=task,
+            family=bench.get("family") or bench["format"],
+            max_length=length,
+            n_items=int(bench.get("items") or n_items),
+            task=bench.get("task"),
+            tasks=bench.get("tasks") or (),
+            prompt_format=deploy["prompt_format"],
+            max_positions=window,
+        )
     text = Path(corpus_text).read_text(encoding="utf-8")
     haystack = haystack_ids(tokenizer, text, n_items * length)
-    return build_items(task, length, n_items, haystack, tokenizer, seed=int(cfg["seed"]),
-                       prompt_format=deploy["prompt_format"], max_positions=window)
+    return build_items(
+        task,
+        length,
+        n_items,
+        haystack,
+        tokenizer,
+        seed=int(cfg["seed"]),
+        prompt_format=deploy["prompt_format"],
+        max_positions=window,
+    )

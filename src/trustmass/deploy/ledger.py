@@ -18,7 +18,14 @@ import torch
 from torch import nn
 
 __all__ = [
-    "LedgerRow", "bytes_held", "full_bytes", "held_tensors", "layer_padded_bytes", "ledger_row", "ragged_bytes", "tensor_bytes",
+    "LedgerRow",
+    "bytes_held",
+    "full_bytes",
+    "held_tensors",
+    "layer_padded_bytes",
+    "ledger_row",
+    "ragged_bytes",
+    "tensor_bytes",
 ]
 
 Storage = Literal["as_shipped", "ragged"]
@@ -70,7 +77,9 @@ def _element_size(dtype: torch.dtype) -> int:
 def _counts(counts) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.int64)
     if counts.ndim != 2 or (counts < 0).any():
-        raise ValueError(f"kept counts must be a [layers, kv_heads] array of non-negative ints; got shape {counts.shape}")
+        raise ValueError(
+            f"kept counts must be a [layers, kv_heads] array of non-negative ints; got shape {counts.shape}"
+        )
     return counts
 
 
@@ -104,7 +113,9 @@ class LedgerRow:
     frac_full: float  # bytes_measured / bytes_full
 
 
-def ledger_row(bytes_measured: int, storage: Storage, counts, n_tokens: int, head_dim: int, dtype: torch.dtype) -> LedgerRow:
+def ledger_row(
+    bytes_measured: int, storage: Storage, counts, n_tokens: int, head_dim: int, dtype: torch.dtype
+) -> LedgerRow:
     """The ledger row of a cache holding `bytes_measured` with kept `counts` ``[L, H]`` of `n_tokens` positions."""
     if storage not in ("as_shipped", "ragged"):
         raise ValueError(f"storage must be 'as_shipped' or 'ragged'; got {storage!r}")

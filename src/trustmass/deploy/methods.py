@@ -34,10 +34,22 @@ import kvpress
 import numpy as np
 from kvpress.utils import compute_n_kept
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy.roster import CONTOUR_WINDOW, KINDS, ROSTER, Method
 
-__all__ = ["CONTOUR_WINDOW", "FLOOR_READINGS", "KINDS", "METHODS", "SCOPES", "Method", "method", "ratio_for", "refused_on",
-           "roster", "shipped_press"]  # fmt: skip
+__all__ = [
+    "CONTOUR_WINDOW",
+    "FLOOR_READINGS",
+    "KINDS",
+    "METHODS",
+    "SCOPES",
+    "Method",
+    "method",
+    "ratio_for",
+    "refused_on",
+    "roster",
+    "shipped_press",
+]
 
 #: the roster (:mod:`trustmass.deploy.roster`, one entry per method) by name
 METHODS: dict[str, Method] = {m.name: m for m in ROSTER}
@@ -46,12 +58,16 @@ METHODS: dict[str, Method] = {m.name: m for m in ROSTER}
 def method(name: str, *, hub: bool = False) -> Method:
     """The roster entry ``name``; ValueError for an unknown name, or a ``needs_hub`` one without ``hub=True``."""
     if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}")
+        raise ConfigConflict(
+            f"unknown method {name!r}; known methods: {', '.join(METHODS)}; fix: name those in deploy.methods",
+            fields=("deploy.methods",),
+        )
     found = METHODS[name]
     if found.status == "needs_hub" and not hub:
-        raise ValueError(
+        raise ConfigConflict(
             f"method {name!r} needs hub access (kvpress downloads its weights); enable it by listing it in "
-            "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))"
+            "deploy.methods with hub access (a config such as config/paper-deploy.yaml, or method(name, hub=True))",
+            fields=("deploy.methods", "deploy.hub"),
         )
     return found
 
@@ -68,8 +84,10 @@ def refused_on(model, methods) -> list[str]:
 
 
 #: ContourKV's floor readings and scopes (spec §7.1 [A]) -> (contour_kept options, method-name suffix)
-FLOOR_READINGS = {"counts": ({"floor_counts_toward_budget": True}, ""),
-                  "extra": ({"floor_counts_toward_budget": False}, "_floor_extra")}
+FLOOR_READINGS = {
+    "counts": ({"floor_counts_toward_budget": True}, ""),
+    "extra": ({"floor_counts_toward_budget": False}, "_floor_extra"),
+}
 SCOPES = {"global": ({"scope": "global"}, ""), "per_layer": ({"scope": "per_layer"}, "_per_layer")}
 
 

@@ -33,7 +33,7 @@ __all__ = ["METRICS", "metric_for", "score_answer"]
 #: package -> its pin (pyproject.toml), for the error when one is missing
 _PINS = {"rouge": "rouge==1.0.1", "jieba": "jieba==0.42.1", "fuzzywuzzy": "fuzzywuzzy==0.18.0"}
 #: LongBench's Chinese punctuation (``normalize_zh_answer``), besides ``string.punctuation``
-_ZH_PUNCT = "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
+_ZH_PUNCT = "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."  # noqa: E501 -- LongBench's punctuation set, verbatim
 
 
 def _package(name: str):
@@ -41,8 +41,10 @@ def _package(name: str):
         return importlib.import_module(name)
     except ImportError as err:
         top = name.split(".")[0]
-        raise ImportError(f"LongBench's metrics need the package {top!r}, which is not installed; fix: "
-                          f"pip install '{_PINS[top]}' (or reinstall trustmass, which pins it)") from err
+        raise ImportError(
+            f"LongBench's metrics need the package {top!r}, which is not installed; fix: "
+            f"pip install '{_PINS[top]}' (or reinstall trustmass, which pins it)"
+        ) from err
 
 
 @functools.cache
@@ -58,9 +60,11 @@ def _fuzz():
         warnings.simplefilter("ignore", UserWarning)  # "Using slow pure-python SequenceMatcher": LongBench's mode
         fuzz = _package("fuzzywuzzy.fuzz")
     if fuzz.SequenceMatcher is not difflib.SequenceMatcher:
-        raise RuntimeError("fuzzywuzzy found python-Levenshtein and uses it, which scores code_sim differently from "
-                           "LongBench (fuzz.ratio('aaa', 'abaa') is 86 there, 57 in LongBench's difflib mode); fix: "
-                           "pip uninstall python-Levenshtein Levenshtein in this environment")
+        raise RuntimeError(
+            "fuzzywuzzy found python-Levenshtein and uses it, which scores code_sim differently from "
+            "LongBench (fuzz.ratio('aaa', 'abaa') is 86 there, 57 in LongBench's difflib mode); fix: "
+            "pip uninstall python-Levenshtein Levenshtein in this environment"
+        )
     return fuzz
 
 
@@ -90,7 +94,9 @@ def qa_f1(answer: str, gold: str) -> float:
 def _zh_words(text: str) -> list[str]:
     """jieba's words (precise mode), lower case, without punctuation and whitespace, empty ones dropped."""
     drop = set(string.punctuation + _ZH_PUNCT)
-    words = ("".join("".join(ch for ch in w.lower() if ch not in drop).split()) for w in _jieba().cut(text, cut_all=False))
+    words = (
+        "".join("".join(ch for ch in w.lower() if ch not in drop).split()) for w in _jieba().cut(text, cut_all=False)
+    )
     return [w for w in words if w]
 
 
@@ -181,14 +187,18 @@ _LONGBENCH_METRICS = frozenset(METRICS) - {"string_match_all", "string_match_par
 
 #: LongBench task -> metric (LongBench's ``dataset2metric``, kvpress's copy of it)
 LONGBENCH = {
-    **dict.fromkeys(("narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "triviaqa"), "qa_f1"),
+    **dict.fromkeys(
+        ("narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "triviaqa"), "qa_f1"
+    ),
     **dict.fromkeys(("gov_report", "qmsum", "multi_news", "samsum"), "rouge"),
     **dict.fromkeys(("dureader", "vcsum"), "rouge_zh"),
     **dict.fromkeys(("trec", "lsht"), "classification"),
     **dict.fromkeys(("lcc", "repobench-p"), "code_sim"),
-    "multifieldqa_zh": "qa_f1_zh", "passage_retrieval_en": "retrieval", "passage_retrieval_zh": "retrieval_zh",
+    "multifieldqa_zh": "qa_f1_zh",
+    "passage_retrieval_en": "retrieval",
+    "passage_retrieval_zh": "retrieval_zh",
     "passage_count": "count",
-}  # fmt: skip
+}
 #: LongBench tasks whose answer is cut at its first line before scoring
 FIRST_LINE = ("trec", "triviaqa", "samsum", "lsht")
 #: RULER tasks scored by string_match_part (the rest: string_match_all)
@@ -202,12 +212,16 @@ def metric_for(kind: str, task: str | None) -> str:
     if kind != "longbench":
         raise ValueError(f"kind = {kind!r} has no metrics (ruler | longbench)")
     if task not in LONGBENCH:
-        raise ValueError(f"LongBench task {task!r} is unknown (one of {', '.join(LONGBENCH)}); fix: the record's "
-                         "'task' field, or the benchmark's task key in deploy.benchmarks")
+        raise ValueError(
+            f"LongBench task {task!r} is unknown (one of {', '.join(LONGBENCH)}); fix: the record's "
+            "'task' field, or the benchmark's task key in deploy.benchmarks"
+        )
     return LONGBENCH[task]
 
 
-def score_answer(answer: str, gold, metric: str = "string_match_all", *, all_classes=(), task: str | None = None) -> float:
+def score_answer(
+    answer: str, gold, metric: str = "string_match_all", *, all_classes=(), task: str | None = None
+) -> float:
     """The answer's score in points (0-100) against ``gold`` (a string or several) under ``metric``."""
     if metric not in METRICS:
         raise ValueError(f"metric = {metric!r} is not one of {', '.join(METRICS)}")

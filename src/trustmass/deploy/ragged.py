@@ -37,7 +37,15 @@ from trustmass.sources.attention import default_scaling, dense_attention, regist
 
 ATTENTION_NAME = "trustmass_ragged"
 
-__all__ = ["ATTENTION_NAME", "RaggedCache", "RaggedHeads", "RaggedLayer", "layer_windows", "ragged_attention", "register"]
+__all__ = [
+    "ATTENTION_NAME",
+    "RaggedCache",
+    "RaggedHeads",
+    "RaggedLayer",
+    "layer_windows",
+    "ragged_attention",
+    "register",
+]
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,9 @@ class RaggedCache(Cache):
         layers = []
         for l, (layer, heads, window) in enumerate(zip(dense, kept, windows)):
             if len(heads) != layer.keys.shape[1]:
-                raise ValueError(f"kept[{l}] has {len(heads)} index tensors; layer {l} has {layer.keys.shape[1]} KV heads")
+                raise ValueError(
+                    f"kept[{l}] has {len(heads)} index tensors; layer {l} has {layer.keys.shape[1]} KV heads"
+                )
             index = [_check_kept(idx, length, f"kept[{l}][{h}]", layer.keys.device) for h, idx in enumerate(heads)]
             # index_select copies: the ragged rows share no storage with the dense cache
             keys = [layer.keys[0, h].index_select(0, i) for h, i in enumerate(index)]
@@ -178,7 +188,9 @@ def _check_kept(index, length: int, name: str, device) -> torch.Tensor:
     if bool((steps == 0).any()):
         raise ValueError(f"{name} holds duplicated positions (position {int(index[1:][steps == 0][0])})")
     if bool((steps < 0).any()):
-        raise ValueError(f"{name} must be sorted ascending (position {int(index[1:][steps < 0][0])} follows a larger one)")
+        raise ValueError(
+            f"{name} must be sorted ascending (position {int(index[1:][steps < 0][0])} follows a larger one)"
+        )
     return index
 
 
@@ -191,7 +203,9 @@ def layer_windows(config) -> list[int | None]:
         types = ["sliding_attention" if window else "full_attention"] * text.num_hidden_layers
     unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
     if unknown:
-        raise ValueError(f"layer types {unknown} are not supported by the ragged cache (full and sliding attention only)")
+        raise ValueError(
+            f"layer types {unknown} are not supported by the ragged cache (full and sliding attention only)"
+        )
     return [int(window) if t == "sliding_attention" else None for t in types]
 
 
@@ -207,7 +221,9 @@ def _visible(heads: RaggedHeads, h: int, n_keys: int, device) -> torch.Tensor:
     return (k_pos <= q_pos) & (k_pos > q_pos - heads.window)
 
 
-def ragged_attention(query: torch.Tensor, keys: RaggedHeads, values: RaggedHeads, scaling: float, softcap=None) -> torch.Tensor:
+def ragged_attention(
+    query: torch.Tensor, keys: RaggedHeads, values: RaggedHeads, scaling: float, softcap=None
+) -> torch.Tensor:
     """Head outputs ``[1, M, Hq, d]`` (query's dtype) of the block's queries ``[1, Hq, M, d]``, float32 inside."""
     n_q, n_kv = query.shape[1], len(keys.rows)
     if query.shape[0] != 1 or n_q % n_kv:

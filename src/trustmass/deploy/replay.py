@@ -33,18 +33,45 @@ def replay_rows(model, items, names, budgets, *, query_aware: bool, hub: bool = 
         keys_dtype = next(model.parameters()).dtype
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
         full = ledger.full_bytes(n, text.num_hidden_layers, text.num_key_value_heads, head_dim, keys_dtype)
-        base = {"item_id": item.item_id, "task": item.task, "length": item.length, "n_cached": n, "bytes_full": full,
-                "dense_prefill_s": dense_s, "storage": "as_shipped"}
-        rows.append({**base, "method": "dense", "budget": n, "bytes_measured": dense_bytes, "cache_rows": n,
-                     "kept_min_head": n, "kept_max_head": n,
-                     "prefill_s": dense_s})
+        base = {
+            "item_id": item.item_id,
+            "task": item.task,
+            "length": item.length,
+            "n_cached": n,
+            "bytes_full": full,
+            "dense_prefill_s": dense_s,
+            "storage": "as_shipped",
+        }
+        rows.append(
+            {
+                **base,
+                "method": "dense",
+                "budget": n,
+                "bytes_measured": dense_bytes,
+                "cache_rows": n,
+                "kept_min_head": n,
+                "kept_max_head": n,
+                "prefill_s": dense_s,
+            }
+        )
         for budget in budgets:
             for name in names:
                 press = shipped_press(method(name, hub=hub), ratio_for(int(budget), n))
                 held, seconds, cache_rows = as_shipped(model, ids, press)
-                rows.append({**base, "method": name, "budget": int(budget), "bytes_measured": held,
-                             "cache_rows": cache_rows, "kept_min_head": cache_rows, "kept_max_head": cache_rows,
-                             "prefill_s": seconds})
+                rows.append(
+                    {
+                        **base,
+                        "method": name,
+                        "budget": int(budget),
+                        "bytes_measured": held,
+                        "cache_rows": cache_rows,
+                        "kept_min_head": cache_rows,
+                        "kept_max_head": cache_rows,
+                        "prefill_s": seconds,
+                    }
+                )
     frame = pl.DataFrame(rows)
-    return frame.with_columns(frac_full=pl.col("bytes_measured") / pl.col("bytes_full"),
-                              cost_over_dense=pl.col("prefill_s") / pl.col("dense_prefill_s"))
+    return frame.with_columns(
+        frac_full=pl.col("bytes_measured") / pl.col("bytes_full"),
+        cost_over_dense=pl.col("prefill_s") / pl.col("dense_prefill_s"),
+    )

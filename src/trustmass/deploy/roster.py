@@ -72,7 +72,9 @@ def _contour(mode: str, allocation: str) -> Method:
 
 
 def _contour_recon(mode: str, allocation: str) -> Method:
-    return Method(f"contourkv_recon_{mode}", "contourkv", _contract(*_RECON, allocation), mode=mode, score="reconstruction")
+    return Method(
+        f"contourkv_recon_{mode}", "contourkv", _contract(*_RECON, allocation), mode=mode, score="reconstruction"
+    )
 
 
 def _hub(name: str, kind: str, press: str, contract: tuple, **kw) -> Method:
@@ -83,14 +85,25 @@ def _hub(name: str, kind: str, press: str, contract: tuple, **kw) -> Method:
 ROSTER: tuple[Method, ...] = (
     Method("dense", "dense", _contract("none", "none", "0", "keep_all")),
     _uniform("snapkv", _SNAP, _contract(*_SNAPKV, "64")),
-    _uniform("snapkv_w32", _SNAP, _contract(*_SNAPKV, "32"), press_options=_W32),  # ContourKV's score, uniform allocation
+    _uniform(
+        "snapkv_w32", _SNAP, _contract(*_SNAPKV, "32"), press_options=_W32
+    ),  # ContourKV's score, uniform allocation
     Method("pyramidkv", "pyramid", _contract(*_SNAPKV, "64", "pyramid"), "kvpress.PyramidKVPress"),
     _uniform("tova", "kvpress.TOVAPress", _contract("last_row_attention", "row_T", "1")),
     _uniform("streaming_llm", "kvpress.StreamingLLMPress", _contract("position_sinks_recent", "none", "0")),
     _uniform("knorm", "kvpress.KnormPress", _contract("key_norm", "none", "0")),
     _uniform("keydiff", "kvpress.KeyDiffPress", _contract("key_diversity", "none", "0")),
-    _uniform("criticalkv", _SNAP, _contract("window_attention_x_value_norm", "last_w_rows", "64"), wraps="kvpress.CriticalKVPress"),
-    _uniform("expected_attention", "kvpress.ExpectedAttentionPress", _contract("expected_attention", "query_statistics", "64")),
+    _uniform(
+        "criticalkv",
+        _SNAP,
+        _contract("window_attention_x_value_norm", "last_w_rows", "64"),
+        wraps="kvpress.CriticalKVPress",
+    ),
+    _uniform(
+        "expected_attention",
+        "kvpress.ExpectedAttentionPress",
+        _contract("expected_attention", "query_statistics", "64"),
+    ),
     _uniform("compactor", "kvpress.CompactorPress", _contract("leverage_blend_attention", "last_w_rows", "64")),
     _uniform("h2o", "trustmass.deploy.h2o_press.H2OPress", _contract("accumulated_mass", "rows_0..T", "prefix")),
     Method("adakv", "headwise", _contract(*_SNAPKV, "64", "ada_headwise"), _SNAP),
@@ -100,10 +113,20 @@ ROSTER: tuple[Method, ...] = (
     _contour_recon("enforced", "contour_enforced"),
     _contour_recon("unenforced", "contour"),
     _hub("kvzap", "uniform", "kvpress.KVzapPress", _contract("kvzap_model", "none", "0")),
-    _hub("duo_attention", "headwise", "kvpress.DuoAttentionPress", _contract("duo_head_pattern", "none", "0", "duo_headwise"),
-         ratio_keyword="head_compression_ratio"),
-    _hub("fastkvzip", "headwise", "kvpress.FastKVzipPress", _contract("fastkvzip_gates", "none", "0", "fastkvzip_headwise")),
-)  # fmt: skip
+    _hub(
+        "duo_attention",
+        "headwise",
+        "kvpress.DuoAttentionPress",
+        _contract("duo_head_pattern", "none", "0", "duo_headwise"),
+        ratio_keyword="head_compression_ratio",
+    ),
+    _hub(
+        "fastkvzip",
+        "headwise",
+        "kvpress.FastKVzipPress",
+        _contract("fastkvzip_gates", "none", "0", "fastkvzip_headwise"),
+    ),
+)
 
 
 def default_methods() -> list[str]:

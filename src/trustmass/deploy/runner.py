@@ -22,11 +22,12 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.deploy import ledger, ragged, tasks
 from trustmass.deploy.contourkv import contour_kept, record_all
 from trustmass.deploy.contracts import contract_sha256
 from trustmass.deploy.methods import Method, method, ratio_for
-from trustmass.deploy.shipped import KVzipScores, clear_masks, press_prefill
+from trustmass.deploy.shipped import KVzipScores, clear_masks, reconstruction_pass
 
 __all__ = ["VARIANTS", "Prefill", "greedy_answer", "kept_sets", "layout", "pyramid_budgets", "run_item", "score_all"]
 
@@ -86,8 +87,16 @@ def _adakv(score: torch.Tensor, budget: int, alpha_safeguard: float) -> list[tor
     return [row.nonzero()[:, 0] for row in keep.reshape(heads, n)]
 
 
-def kept_sets(kind: str, scores, budget: int, *, mode: str | None = None, layer_budgets=None,
-              alpha_safeguard: float = 0.20, **contour) -> list[list[torch.Tensor]]:
+def kept_sets(
+    kind: str,
+    scores,
+    budget: int,
+    *,
+    mode: str | None = None,
+    layer_budgets=None,
+    alpha_safeguard: float = 0.20,
+    **contour,
+) -> list[list[torch.Tensor]]:
     """Per layer and KV head, the ascending int64 positions a method of ``kind`` keeps at per-cell budget ``budget``.
 
     ``layer_budgets``: PyramidKV's per-layer counts (:func:`pyramid_budgets`).  ``mode`` and ``**contour``
@@ -130,14 +139,18 @@ def _eos(model, tokenizer, eos_ids) -> set[int]:
     return {int(eos_ids)} if isinstance(eos_ids, int) else {int(e) for e in eos_ids}
 
 
-def greedy_answer(model, cache: ragged.RaggedCache, question_ids, max_new_tokens: int, eos_ids=(), stop=None) -> list[int]:
+def greedy_answer(
+    model, cache: ragged.RaggedCache, question_ids, max_new_tokens: int, eos_ids=(), stop=None
+) -> list[int]:
     """Append ``question_ids`` to the ragged ``cache`` and decode greedily; the new tokens (an eos one included).
 
     ``stop(tokens) -> bool``: end early once it holds (the runner stops when every gold string is in the answer,
     where more tokens cannot change a containment score)."""
     if model.config._attn_implementation != ragged.ATTENTION_NAME:
-        raise ValueError(f"the model runs {model.config._attn_implementation!r} attention; a ragged cache needs "
-                         f"{ragged.ATTENTION_NAME!r}: load it with attn_implementation=ragged.register()")
+        raise ValueError(
+            f"the model runs {model.config._attn_implementation!r} attention; a ragged cache needs "
+            f"{ragged.ATTENTION_NAME!r}: load it with attn_implementation=ragged.register()"
+        )
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 1")
     eos = {int(e) for e in eos_ids}
@@ -190,8 +203,11 @@ def _score_prefix(model, prefix, roster, budgets, seed: int) -> _Scored:
     presses = {_key(m.name, b): m.press_factory(ratio_for(b, n)) for m in roster if m.press_factory for b in budgets}
     scored = _Scored(prefix, score_all(model, prefix, presses, seed), presses)
     if any(m.score == "reconstruction" for m in roster):
+        # KVzip's pass on the prefill above (not a second prefill of the same ids); its seconds count that
+        # prefill, as KVzip's own run would
         scored.recon = KVzipScores()
-        _, scored.recon_s = press_prefill(model, _ids(prefix, model.device), scored.recon)
+        pass_s = reconstruction_pass(model, _ids(prefix, model.device), scored.recon, scored.pre.cache)
+        scored.recon_s = scored.pre.prefill_s + pass_s
         clear_masks(model)
     return scored
 
@@ -215,13 +231,32 @@ def _kept(model, m: Method, scored: _Scored, budget: int, pad: int, alpha_safegu
         scores = _padded(scores, pad)
     press = scored.presses.get(_key(m.name, budget))
     layer_budgets = pyramid_budgets(press, model.config, n + pad) if m.kind == "pyramid" else None
-    return kept_sets(m.kind, scores, budget, mode=m.mode, layer_budgets=layer_budgets,
-                     alpha_safeguard=alpha_safeguard, **{**contour, **dict(m.options)})
+    return kept_sets(
+        m.kind,
+        scores,
+        budget,
+        mode=m.mode,
+        layer_budgets=layer_budgets,
+        alpha_safeguard=alpha_safeguard,
+        **{**contour, **dict(m.options)},
+    )
 
 
-def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_tokens: int, query_aware: bool = False,
-             decomposition=(), eos_ids=None, contour: dict | None = None, alpha_safeguard: float = 0.20,
-             seed: int = 0) -> list[dict]:
+def run_item(
+    model,
+    tokenizer,
+    item: tasks.Item,
+    methods,
+    budgets,
+    *,
+    max_new_tokens: int,
+    query_aware: bool = False,
+    decomposition=(),
+    eos_ids=None,
+    contour: dict | None = None,
+    alpha_safeguard: float = 0.20,
+    seed: int = 0,
+) -> list[dict]:
     """One row per (variant, budget, method) for ``item``; ``budgets`` an int or a list (per-cell budgets).
 
     The main rows are variant ``unmodified`` when ``query_aware`` (question-visible eviction, see
@@ -243,20 +278,31 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
     roster = [m if isinstance(m, Method) else method(m) for m in methods]
     extra = [m if isinstance(m, Method) else method(m) for m in decomposition]
     if extra and not query_aware:
-        raise ValueError("decomposition needs query_aware: it decomposes question-visible eviction; fix: set "
-                         "deploy.query_aware: true or deploy.decomposition.methods: []")
+        raise ConfigConflict(
+            "decomposition needs query_aware: it decomposes question-visible eviction; fix: set "
+            "deploy.query_aware: true or deploy.decomposition.methods: []",
+            fields=("deploy.decomposition.methods", "deploy.query_aware"),
+        )
     if any(m.score == "reconstruction" or m.kind == "dense" for m in extra):
-        raise ValueError("decomposition methods must rank with a press score (not dense, KVzip or its score)")
+        raise ConfigConflict(
+            "deploy.decomposition.methods must rank with a press score (not dense, KVzip or its "
+            "score); fix: use window-scored methods (snapkv, contourkv_enforced, ...)",
+            fields=("deploy.decomposition.methods",),
+        )
     prefix, block = layout(item, query_aware)
     for b in budgets:
         if not 1 <= b <= prefix.size:
-            raise ValueError(f"budget={b} must lie in [1, context length {prefix.size}] (item {item.item_id}): lower the budget")
+            raise ValueError(
+                f"budget={b} must lie in [1, context length {prefix.size}] (item {item.item_id}): lower the budget"
+            )
     main = _score_prefix(model, prefix, roster, budgets, seed)
     runs = [("unmodified" if query_aware else "doc_boundary", main, 0, block, roster)]
     if extra:
         context = _score_prefix(model, np.asarray(item.context_ids), extra, budgets, seed)
-        runs += [("doc_rows", context, prefix.size - context.prefix.size, block, extra),
-                 ("doc_boundary", context, 0, np.asarray(item.question_ids), extra)]
+        runs += [
+            ("doc_rows", context, prefix.size - context.prefix.size, block, extra),
+            ("doc_boundary", context, 0, np.asarray(item.question_ids), extra),
+        ]
     windows, eos = ragged.layer_windows(model.config), _eos(model, tokenizer, eos_ids)
     n_context = int(np.asarray(item.context_ids).size)
 
@@ -275,8 +321,13 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
         for budget in budgets:
             for m in chosen:
                 if m.kind == "dense" and dense_row is not None:  # the same answer at every budget
-                    rows.append({**dense_row, "budget": budget,
-                                 "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware)})
+                    rows.append(
+                        {
+                            **dense_row,
+                            "budget": budget,
+                            "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware),
+                        }
+                    )
                     continue
                 start = time.perf_counter()
                 kept = _kept(model, m, scored, budget, pad, alpha_safeguard, contour or {})
@@ -290,18 +341,35 @@ def run_item(model, tokenizer, item: tasks.Item, methods, budgets, *, max_new_to
                 decode_s = time.perf_counter() - start
                 answer = tokenizer.decode(tokens, skip_special_tokens=True)
                 in_question = [int((k >= n_context).sum()) for heads in kept for k in heads]
-                rows.append({
-                    "item_id": item.item_id, "method": m.name, "kind": m.kind, "mode": m.mode, "score_source": m.score,
-                    "variant": variant, "query_aware": query_aware, "budget": budget, "n_cached": n,
-                    "question_in_cache": n - n_context, "question_kept_mean": float(np.mean(in_question)),
-                    "block_tokens": int(np.asarray(first).size),
-                    "answer": answer, "score": item.score(answer), "kept_entries": row.kept_entries,
-                    "kept_min_head": row.kept_min_head, "kept_max_head": row.kept_max_head, "bytes_ragged": held,
-                    "bytes_layer_padded": row.bytes_layer_padded, "bytes_full": row.bytes_full,
-                    "frac_full": row.frac_full, "prefill_s": scored.pre.prefill_s, "score_s": score_s,
-                    "decode_s": decode_s,
-                    "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "item_id": item.item_id,
+                        "method": m.name,
+                        "kind": m.kind,
+                        "mode": m.mode,
+                        "score_source": m.score,
+                        "variant": variant,
+                        "query_aware": query_aware,
+                        "budget": budget,
+                        "n_cached": n,
+                        "question_in_cache": n - n_context,
+                        "question_kept_mean": float(np.mean(in_question)),
+                        "block_tokens": int(np.asarray(first).size),
+                        "answer": answer,
+                        "score": item.score(answer),
+                        "kept_entries": row.kept_entries,
+                        "kept_min_head": row.kept_min_head,
+                        "kept_max_head": row.kept_max_head,
+                        "bytes_ragged": held,
+                        "bytes_layer_padded": row.bytes_layer_padded,
+                        "bytes_full": row.bytes_full,
+                        "frac_full": row.frac_full,
+                        "prefill_s": scored.pre.prefill_s,
+                        "score_s": score_s,
+                        "decode_s": decode_s,
+                        "contract_sha256": contract_sha256(m.name, budget, item.item_id, variant, query_aware),
+                    }
+                )
                 if m.kind == "dense":
                     dense_row = rows[-1]
     return rows

@@ -7,11 +7,13 @@
   method's selection can be decoded from a physically ragged cache (``ragged.RaggedCache``).
 * :class:`KVzipScores` is KVzip's context-reconstruction pass keeping its score: the same pass yields
   KVzip's own kept sets at any budget (kvpress's ``compress_post`` re-run on the saved score) and the
-  reconstruction score ContourKV allocates with.
+  reconstruction score ContourKV allocates with.  :func:`reconstruction_pass` runs it on a copy of a
+  dense prefill cache already made (kvpress's own recipe would prefill the same ids once more).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -22,7 +24,7 @@ from transformers import DynamicCache
 from trustmass.deploy import ledger
 from trustmass.deploy.rope import layer_typed_rope
 
-__all__ = ["KVzipScores", "as_shipped", "clear_masks", "kept_from_masks", "press_prefill"]
+__all__ = ["KVzipScores", "as_shipped", "clear_masks", "kept_from_masks", "press_prefill", "reconstruction_pass"]
 
 
 def clear_masks(model) -> None:
@@ -44,6 +46,22 @@ def press_prefill(model, ids: torch.Tensor, press) -> tuple[DynamicCache, float]
             with press(model), layer_typed_rope(model):
                 model.model(input_ids=ids, past_key_values=cache)
     return cache, time.perf_counter() - start
+
+
+def reconstruction_pass(model, ids: torch.Tensor, press: KVzipPress, cache: DynamicCache) -> float:
+    """KVzip's pass under ``press`` on a copy of ``cache``, the dense prefill of ``ids`` [1, N]; its seconds.
+
+    The same as :func:`press_prefill` (``ids``, ``press``) without its prefill: under KVzip that prefill is a
+    plain forward whose ids and cache the press records (``KVzipPress.__call__``'s wrapped forward); here
+    they are handed over directly, the cache copied because the reconstruction passes rewrite it.  Needs
+    the cache of a prefill of exactly ``ids`` into ``DynamicCache()`` (the runner's ``score_all``: its
+    recording hooks keep every key and value).  ``cache`` itself is left as it was.
+    """
+    clear_masks(model)
+    start = time.perf_counter()
+    with torch.inference_mode(), press(model):
+        press._context_ids, press._cache = ids, copy.deepcopy(cache)  # what kvpress's wrapped forward records
+    return time.perf_counter() - start
 
 
 def kept_from_masks(model, kv_heads: int, n: int) -> list[list[torch.Tensor]]:

@@ -59,19 +59,44 @@ class Item(Planted):
     def as_row(self) -> dict:
         """The ``deploy_items`` row (spec: item_id, depth, needle_start, needle_end, gold, question, context_ids)."""
         return {
-            "item_id": self.item_id, "task": self.task, "length": self.length, "depth": self.depth,
-            "needle_start": [s for s, _ in self.needles], "needle_end": [e for _, e in self.needles],
-            "gold": list(self.gold), "question": self.question, "answer_prefix": self.answer_prefix,
-            "context_ids": self.context_ids.tolist(), "question_ids": self.question_ids.tolist(),
-            "metric": self.metric, "setting": self.setting,
+            "item_id": self.item_id,
+            "task": self.task,
+            "length": self.length,
+            "depth": self.depth,
+            "needle_start": [s for s, _ in self.needles],
+            "needle_end": [e for _, e in self.needles],
+            "gold": list(self.gold),
+            "question": self.question,
+            "answer_prefix": self.answer_prefix,
+            "context_ids": self.context_ids.tolist(),
+            "question_ids": self.question_ids.tolist(),
+            "metric": self.metric,
+            "setting": self.setting,
         }
 
 
-def make_item(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: int,
-              prompt_format: str = "plain", max_positions: int | None = None) -> Item:
+def make_item(
+    task: str,
+    length: int,
+    index: int,
+    *,
+    haystack_ids,
+    tokenizer,
+    seed: int,
+    prompt_format: str = "plain",
+    max_positions: int | None = None,
+) -> Item:
     """Item ``index`` of ``task`` at ``length`` tokens (context + question + chat-template tokens)."""
-    planted = plant(task, length, index, haystack_ids=haystack_ids, tokenizer=tokenizer, seed=seed,
-                    prompt_format=prompt_format, max_positions=max_positions)  # fmt: skip
+    planted = plant(
+        task,
+        length,
+        index,
+        haystack_ids=haystack_ids,
+        tokenizer=tokenizer,
+        seed=seed,
+        prompt_format=prompt_format,
+        max_positions=max_positions,
+    )
     return Item(**{f.name: getattr(planted, f.name) for f in fields(Planted)})
 
 

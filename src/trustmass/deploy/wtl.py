@@ -42,8 +42,21 @@ CONDITION = ("model", "task", "length", "budget")
 TIE_ALT = 0.05  # points on the 0–100 scale
 TIE_RULES = {"literal": "tie iff delta == 0", "alt": f"tie iff |delta| < {TIE_ALT} points (0-100 scale)"}
 _EXACT = 1e-9
-COLUMNS = ("variant", "opponent", "n_conditions", "wins", "ties", "losses", "ties_alt", "wins_sig", "losses_sig",
-           "mean_delta", "delta_lo", "delta_hi", "contracts")
+COLUMNS = (
+    "variant",
+    "opponent",
+    "n_conditions",
+    "wins",
+    "ties",
+    "losses",
+    "ties_alt",
+    "wins_sig",
+    "losses_sig",
+    "mean_delta",
+    "delta_lo",
+    "delta_hi",
+    "contracts",
+)
 
 
 def setting_of(frame: pl.DataFrame) -> str:
@@ -53,8 +66,10 @@ def setting_of(frame: pl.DataFrame) -> str:
     else:
         settings = {"retrieval" if t in TASKS else "benchmark" for t in frame.get_column("task").unique().to_list()}
     if len(settings) != 1:
-        raise ValueError(f"the frame mixes settings {sorted(settings)}: retrieval and benchmark conditions are never "
-                         "pooled (spec §7.5); fix: call wtl() once per setting")
+        raise ValueError(
+            f"the frame mixes settings {sorted(settings)}: retrieval and benchmark conditions are never "
+            "pooled (spec §7.5); fix: call wtl() once per setting"
+        )
     return settings.pop()
 
 
@@ -92,8 +107,10 @@ def _paired(frame: pl.DataFrame, keys: list[str], variant: str, opponent: str, m
     joined = a.join(b, on=[*keys, "item_id"], how="full", suffix="_opp", coalesce=True)
     unpaired = joined.filter(pl.col("score").is_null() | pl.col("score_opp").is_null())
     if unpaired.height:
-        raise ValueError(f"{unpaired.height} item(s) scored by only one of {variant!r} / {opponent!r}, e.g. "
-                         f"{unpaired.row(0, named=True)}; fix: run both methods on the same items")
+        raise ValueError(
+            f"{unpaired.height} item(s) scored by only one of {variant!r} / {opponent!r}, e.g. "
+            f"{unpaired.row(0, named=True)}; fix: run both methods on the same items"
+        )
     if "dense_valid" in cols:
         joined = joined.filter(pl.col("dense_valid") & pl.col("dense_valid_opp"))
     return joined.with_columns((pl.col("score").cast(pl.Float64) - pl.col("score_opp").cast(pl.Float64)).alias("d"))
@@ -107,27 +124,57 @@ def _conditions(frame, variant, opponent, method_col, B, seed, level):
         d = group.get_column("d").to_numpy()
         delta = float(d.mean())
         delta = 0.0 if abs(delta) <= _EXACT else delta
-        rep = bootstrap_replicates({"item": group.get_column("item_id").to_numpy(), "d": d},
-                                   lambda x: x["d"].mean(), cluster="item", B=B, seed=_seed(seed, variant, opponent, key))
+        rep = bootstrap_replicates(
+            {"item": group.get_column("item_id").to_numpy(), "d": d},
+            lambda x: x["d"].mean(),
+            cluster="item",
+            B=B,
+            seed=_seed(seed, variant, opponent, key),
+        )
         lo, hi = percentile_interval(rep, level)
-        rows.append({**dict(zip(keys, key)), "variant": variant, "opponent": opponent, "n_items": d.size,
-                     "delta": delta, "delta_lo": lo, "delta_hi": hi,
-                     "outcome": "W" if delta > 0 else "L" if delta < 0 else "T",
-                     "outcome_alt": "T" if abs(delta) < TIE_ALT else "W" if delta > 0 else "L",
-                     "significant": bool(lo > 0 or hi < 0)})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "variant": variant,
+                "opponent": opponent,
+                "n_items": d.size,
+                "delta": delta,
+                "delta_lo": lo,
+                "delta_hi": hi,
+                "outcome": "W" if delta > 0 else "L" if delta < 0 else "T",
+                "outcome_alt": "T" if abs(delta) < TIE_ALT else "W" if delta > 0 else "L",
+                "significant": bool(lo > 0 or hi < 0),
+            }
+        )
         reps.append(rep)
     return rows, reps
 
 
-def conditions(frame: pl.DataFrame, variant: str, opponent: str, *, method_col: str = "method", B: int = 1000,
-               seed: int = 0, level: float = 0.95) -> pl.DataFrame:
+def conditions(
+    frame: pl.DataFrame,
+    variant: str,
+    opponent: str,
+    *,
+    method_col: str = "method",
+    B: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pl.DataFrame:
     """Per paired condition: ``n_items``, ``delta`` with its interval, ``outcome``/``outcome_alt``, ``significant``."""
     rows, _ = _conditions(frame, variant, opponent, method_col, B, seed, level)
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
-def wtl(frame: pl.DataFrame, variant: str, opponents=None, *, method_col: str = "method", B: int = 1000,
-        seed: int = 0, level: float = 0.95) -> pl.DataFrame:
+def wtl(
+    frame: pl.DataFrame,
+    variant: str,
+    opponents=None,
+    *,
+    method_col: str = "method",
+    B: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pl.DataFrame:
     """One row per opponent (all other methods by default) with the columns of ``COLUMNS``."""
     _check(frame, method_col)
     methods = frame.get_column(method_col).unique().sort().to_list()
@@ -141,14 +188,33 @@ def wtl(frame: pl.DataFrame, variant: str, opponents=None, *, method_col: str = 
         rows, reps = _conditions(frame, variant, opponent, method_col, B, seed, level)
         deltas = np.array([r["delta"] for r in rows])
         lo, hi = percentile_interval(np.mean(reps, axis=0), level) if rows else (float("nan"), float("nan"))
-        out.append({
-            "variant": variant, "opponent": opponent, "n_conditions": len(rows),
-            "wins": int((deltas > 0).sum()), "ties": int((deltas == 0).sum()), "losses": int((deltas < 0).sum()),
-            "ties_alt": int((np.abs(deltas) < TIE_ALT).sum()),
-            "wins_sig": sum(r["delta"] > 0 and r["significant"] for r in rows),
-            "losses_sig": sum(r["delta"] < 0 and r["significant"] for r in rows),
-            "mean_delta": float(deltas.mean()) if rows else float("nan"), "delta_lo": lo, "delta_hi": hi,
-            "contracts": contrast(variant, opponent),
-        })
-    return pl.DataFrame(out, schema={c: (pl.Utf8 if c in ("variant", "opponent", "contracts") else
-                                         pl.Float64 if c.startswith(("mean", "delta")) else pl.Int64) for c in COLUMNS})
+        out.append(
+            {
+                "variant": variant,
+                "opponent": opponent,
+                "n_conditions": len(rows),
+                "wins": int((deltas > 0).sum()),
+                "ties": int((deltas == 0).sum()),
+                "losses": int((deltas < 0).sum()),
+                "ties_alt": int((np.abs(deltas) < TIE_ALT).sum()),
+                "wins_sig": sum(r["delta"] > 0 and r["significant"] for r in rows),
+                "losses_sig": sum(r["delta"] < 0 and r["significant"] for r in rows),
+                "mean_delta": float(deltas.mean()) if rows else float("nan"),
+                "delta_lo": lo,
+                "delta_hi": hi,
+                "contracts": contrast(variant, opponent),
+            }
+        )
+    return pl.DataFrame(
+        out,
+        schema={
+            c: (
+                pl.Utf8
+                if c in ("variant", "opponent", "contracts")
+                else pl.Float64
+                if c.startswith(("mean", "delta"))
+                else pl.Int64
+            )
+            for c in COLUMNS
+        },
+    )

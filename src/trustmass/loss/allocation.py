@@ -85,10 +85,24 @@ SELECTORS = ("balancing", "top_mass")
 #: PyramidKV's default beta (min layer weight = unit / beta)
 PYRAMID_BETA = 20.0
 COLUMNS = [
-    "model", "unit", "selector", "allocator", "pool", "n_cells", "n_rows", "n_slices",
-    "pooled_es", "pooled_es_uniform", "delta_es", "delta_lo", "delta_hi",
-    "budget_min", "budget_max", "B", "seed",
-]  # fmt: skip
+    "model",
+    "unit",
+    "selector",
+    "allocator",
+    "pool",
+    "n_cells",
+    "n_rows",
+    "n_slices",
+    "pooled_es",
+    "pooled_es_uniform",
+    "delta_es",
+    "delta_lo",
+    "delta_hi",
+    "budget_min",
+    "budget_max",
+    "B",
+    "seed",
+]
 
 
 # ------------------------------------------------------------------------------- allocators
@@ -284,7 +298,9 @@ class PanelData:
         """Each selector's es of row `row` (input x) at every budget its cell needs."""
         extra = pool_extra(self.pool)
         for sel in selectors:
-            self.errors.setdefault(sel, []).append(row_errors(x.instance, self.needed(int(self.table.cell[row])), sel, extra))
+            self.errors.setdefault(sel, []).append(
+                row_errors(x.instance, self.needed(int(self.table.cell[row])), sel, extra)
+            )
 
     def row_es(self, selector: str, unit: int, allocator: str) -> np.ndarray:
         """es of every row at its cell's budget under (unit, allocator)."""
@@ -320,13 +336,27 @@ def summarize(data: PanelData, B: int = 1000, seed: int = 0, level: float = 0.95
             estimate = deltas(frame)
             for k, a in enumerate(ALLOCATORS):
                 grid = data.budgets[unit][a]
-                out.append({
-                    "model": data.model, "unit": int(unit), "selector": sel, "allocator": a, "pool": data.pool,
-                    "n_cells": data.table.n_cells, "n_rows": int(cells.shape[0]), "n_slices": data.table.n_slices,
-                    "pooled_es": float(frame[a].mean()), "pooled_es_uniform": float(frame["uniform"].mean()),
-                    "delta_es": float(estimate[k]), "delta_lo": float(low[k]), "delta_hi": float(high[k]),
-                    "budget_min": int(grid.min()), "budget_max": int(grid.max()), "B": int(B), "seed": int(seed),
-                })  # fmt: skip
+                out.append(
+                    {
+                        "model": data.model,
+                        "unit": int(unit),
+                        "selector": sel,
+                        "allocator": a,
+                        "pool": data.pool,
+                        "n_cells": data.table.n_cells,
+                        "n_rows": int(cells.shape[0]),
+                        "n_slices": data.table.n_slices,
+                        "pooled_es": float(frame[a].mean()),
+                        "pooled_es_uniform": float(frame["uniform"].mean()),
+                        "delta_es": float(estimate[k]),
+                        "delta_lo": float(low[k]),
+                        "delta_hi": float(high[k]),
+                        "budget_min": int(grid.min()),
+                        "budget_max": int(grid.max()),
+                        "B": int(B),
+                        "seed": int(seed),
+                    }
+                )
     return pl.DataFrame(out).select(COLUMNS)
 
 
@@ -337,11 +367,20 @@ def panel_rows(data: PanelData) -> pl.DataFrame:
     for unit, by_alloc in data.budgets.items():
         for sel in data.errors:
             for a, grid in by_alloc.items():
-                parts.append(pl.DataFrame({
-                    "unit": int(unit), "selector": sel, "allocator": a, "layer": layer, "head": head,
-                    "slice": data.table.slice, "budget": grid.reshape(-1)[data.table.cell],
-                    "es": data.row_es(sel, unit, a),
-                }))  # fmt: skip
+                parts.append(
+                    pl.DataFrame(
+                        {
+                            "unit": int(unit),
+                            "selector": sel,
+                            "allocator": a,
+                            "layer": layer,
+                            "head": head,
+                            "slice": data.table.slice,
+                            "budget": grid.reshape(-1)[data.table.cell],
+                            "es": data.row_es(sel, unit, a),
+                        }
+                    )
+                )
     return pl.concat(parts)
 
 
@@ -370,7 +409,9 @@ def panel_data(
     units = _as_tuple(unit)
     keep = max(units) * len(layers) * len(heads)
     table = MassTable(shape=(len(layers), len(heads)), map_budget=int(map_budget))
-    order = [(li * len(heads) + hi, rows_by_cell[(ly, hd)]) for li, ly in enumerate(layers) for hi, hd in enumerate(heads)]
+    order = [
+        (li * len(heads) + hi, rows_by_cell[(ly, hd)]) for li, ly in enumerate(layers) for hi, hd in enumerate(heads)
+    ]
     for cell, rows in order:
         for k, x in enumerate(rows):
             table.add(cell, k, x, keep)

@@ -48,8 +48,9 @@ def dense_output(rows: LayerRows, pn: torch.Tensor) -> torch.Tensor:
     return torch.bmm(rows.grouped(pn), v).reshape(pn.shape[0], -1)
 
 
-def exact_errors(rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, index: torch.Tensor,
-                 which: torch.Tensor | None = None) -> torch.Tensor:
+def exact_errors(
+    rows: LayerRows, pn: torch.Tensor, mu: torch.Tensor, index: torch.Tensor, which: torch.Tensor | None = None
+) -> torch.Tensor:
     """float64 [r, K]: ||w_j|| = pn_j ||v_j - mu|| at positions index [r, K] of the flat rows
     `which` (default: all R), the squared distance summed over d left to right (as
     ``core.operator._row_distances``)."""
@@ -245,7 +246,9 @@ def balancing_mask(rows: LayerRows, budget: int, extra: int) -> tuple[torch.Tens
         pm = pn[act].gather(1, at)
         w = pm[..., None] * (rows.gather_kv(rows.values.double(), at, act) - mu[act, None, :])
         swaps[act] = swap_rounds(w, pm, kept_slot, valid, budget)
-        chosen = torch.zeros(act.numel(), p.shape[1] + 1, dtype=torch.bool, device=p.device)  # column N: the padding slots
+        chosen = torch.zeros(
+            act.numel(), p.shape[1] + 1, dtype=torch.bool, device=p.device
+        )  # column N: the padding slots
         chosen.scatter_(1, slots.masked_fill(~valid, p.shape[1]), kept_slot)
         kept[act] = chosen[:, :-1]
     return pad_zero_mass(kept, visible & ~positive, budget, rows.n_visible), swaps
@@ -253,5 +256,7 @@ def balancing_mask(rows: LayerRows, budget: int, extra: int) -> tuple[torch.Tens
 
 def pad_zero_mass(kept: torch.Tensor, zero: torch.Tensor, budget: int, n_visible: torch.Tensor) -> torch.Tensor:
     """Add the smallest zero-mass visible positions until each row keeps min(budget, i + 1) keys."""
-    short = torch.clamp(torch.minimum(n_visible, torch.tensor(budget, device=n_visible.device)) - kept.sum(dim=1), min=0)
+    short = torch.clamp(
+        torch.minimum(n_visible, torch.tensor(budget, device=n_visible.device)) - kept.sum(dim=1), min=0
+    )
     return kept | (zero & (zero.cumsum(dim=1) <= short[:, None]))

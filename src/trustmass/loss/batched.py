@@ -121,7 +121,9 @@ def numpy_sum(x: torch.Tensor) -> torch.Tensor:
         r = x[..., :8]
         for i in range(8, whole, 8):
             r = r + x[..., i : i + 8]
-        total = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + ((r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7]))
+        total = ((r[..., 0] + r[..., 1]) + (r[..., 2] + r[..., 3])) + (
+            (r[..., 4] + r[..., 5]) + (r[..., 6] + r[..., 7])
+        )
         for i in range(whole, n):
             total = total + x[..., i]
         return total

@@ -9,7 +9,8 @@ closed form, and the rule then token-fills the rest (``selectors.projection``).
 The value-aware rules (``selectors.value_aware.ValueAwareBlocks``; related-methods §A.3) score a
 block ``c`` by its mass ``a = p(c)`` ('mass'), its residual ``||g_c||^2`` with
 ``g_c = sum_{j in c} p_j (v_j - mu)`` ('nolev'), or ``||g_c||^2 / max(1 - a, eps_a)^2`` ('mii'),
-and token-fill by the same scalar at block size 1.  Everything is float64, and nothing of size [rows, N, d] is formed (:func:`_residual_norms`).
+and token-fill by the same scalar at block size 1.  Everything is float64, and nothing of size [rows, N, d] is
+formed (:func:`_residual_norms`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,16 @@ def unit_layout(rows: LayerRows, page: int) -> tuple[torch.Tensor, torch.Tensor,
     return last, size, short, full
 
 
-def greedy_units(rows: LayerRows, score: torch.Tensor, full: torch.Tensor, last: torch.Tensor, size: torch.Tensor,
-                 short: torch.Tensor, page: int, budget: int) -> torch.Tensor:  # fmt: skip
+def greedy_units(
+    rows: LayerRows,
+    score: torch.Tensor,
+    full: torch.Tensor,
+    last: torch.Tensor,
+    size: torch.Tensor,
+    short: torch.Tensor,
+    page: int,
+    budget: int,
+) -> torch.Tensor:
     """bool [R, N]: the keys of the whole units the greedy fill takes (float64 ``score`` [R, U]; only
     the units in ``full`` and each row's last unit are read).  With F = s // page full units fitting the
     budget and rho the full units ranked at or above the short unit (ties go to the lower unit): rho < F
@@ -88,7 +97,9 @@ def value_aware_scores(rows: LayerRows, block: int, score: str, eps_a: float) ->
     return g_sq / (1.0 - a).clamp(min=eps_a) ** 2, token_sq / (1.0 - p).clamp(min=eps_a) ** 2
 
 
-def _residual_norms(rows: LayerRows, p: torch.Tensor, a: torch.Tensor, block: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _residual_norms(
+    rows: LayerRows, p: torch.Tensor, a: torch.Tensor, block: int, pad: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(||g_c||^2 [R, U], ||p_j (v_j - mu)||^2 [R, N]) with mu the row's dense output ``p v / p(all)``
     and ``a`` [R, U] the block masses, without any [rows, N, d] tensor: with ``S_c = sum_{j in c} p_j v_j``,
 

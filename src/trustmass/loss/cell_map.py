@@ -20,9 +20,14 @@ from trustmass.core.operator import least_dropped_mass
 from trustmass.core.selectors.selector_input import SelectorInput
 
 MAP_SCHEMA = {
-    "layer": pl.Int64, "head": pl.Int64, "n_rows": pl.Int64, "median_dropped_mass": pl.Float64, "flat": pl.Boolean,
-    "budget": pl.Int64, "flat_mass": pl.Float64,
-}  # fmt: skip
+    "layer": pl.Int64,
+    "head": pl.Int64,
+    "n_rows": pl.Int64,
+    "median_dropped_mass": pl.Float64,
+    "flat": pl.Boolean,
+    "budget": pl.Int64,
+    "flat_mass": pl.Float64,
+}
 
 
 def row_dropped_masses(shard: str | os.PathLike, budget: int) -> dict[tuple[int, int], list[float]]:
@@ -50,10 +55,17 @@ def cell_map(shards: Sequence[str | os.PathLike], budget: int, flat_mass: float)
     rows = []
     for (layer, head), values in sorted(pooled.items()):
         median = float(np.median(values))
-        rows.append({
-            "layer": layer, "head": head, "n_rows": len(values), "median_dropped_mass": median,
-            "flat": median > flat_mass, "budget": int(budget), "flat_mass": float(flat_mass),
-        })  # fmt: skip
+        rows.append(
+            {
+                "layer": layer,
+                "head": head,
+                "n_rows": len(values),
+                "median_dropped_mass": median,
+                "flat": median > flat_mass,
+                "budget": int(budget),
+                "flat_mass": float(flat_mass),
+            }
+        )
     return pl.DataFrame(rows, schema=MAP_SCHEMA)
 
 

@@ -43,11 +43,14 @@ def rule_problems(rules, field: str = "config.loss.rules") -> list[str]:
     problems = []
     for rule in rules:
         if rule not in REGISTRY:
-            problems.append(f"{field}: {rule!r} is not a selector of the registry ({', '.join(REGISTRY)}); "
-                            "fix: use a registry name")  # fmt: skip
+            problems.append(
+                f"{field}: {rule!r} is not a selector of the registry ({', '.join(REGISTRY)}); fix: use a registry name"
+            )
         elif rule not in BATCHED_RULES:
-            problems.append(f"{field}: {rule!r} has no batched version for the restricted forward; "
-                            f"fix: use one of {', '.join(BATCHED_RULES)}")  # fmt: skip
+            problems.append(
+                f"{field}: {rule!r} has no batched version for the restricted forward; "
+                f"fix: use one of {', '.join(BATCHED_RULES)}"
+            )
     return problems
 
 
@@ -66,8 +69,12 @@ class Configuration:
         return self.base_rule != DENSE
 
 
-def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] = (PER_QUERY,),
-         probe_alphas: tuple[float, ...] = ()) -> list[Configuration]:
+def plan(
+    rules: tuple[str, ...],
+    random_seeds: int,
+    accounting: tuple[str, ...] = (PER_QUERY,),
+    probe_alphas: tuple[float, ...] = (),
+) -> list[Configuration]:
     """Every configuration of one held-out document, in a fixed order (dense first)."""
     configs = [Configuration(DENSE, DENSE), Configuration(KEEP_ALL, KEEP_ALL)]
     for acc in accounting:
@@ -78,7 +85,9 @@ def plan(rules: tuple[str, ...], random_seeds: int, accounting: tuple[str, ...] 
             Configuration(FLAT_SWITCH + suffix, TOP_MASS, BALANCING, FLAT_CELLS, accounting=acc),
         ]
         if acc == PER_QUERY:
-            configs += [Configuration(f"random_{seed}", TOP_MASS, BALANCING, RANDOM_CELLS, seed) for seed in range(random_seeds)]
+            configs += [
+                Configuration(f"random_{seed}", TOP_MASS, BALANCING, RANDOM_CELLS, seed) for seed in range(random_seeds)
+            ]
         for rule in rules:
             configs += [
                 Configuration(rule + suffix, rule, accounting=acc),

@@ -44,16 +44,31 @@ import numpy as np
 import polars as pl
 import torch
 
-from trustmass.loss.configurations import ALL_CELL, ALL_CELLS, BALANCING, FLAT_SWITCH, TOP_MASS, Configuration, random_cells
+from trustmass.loss.configurations import (
+    ALL_CELL,
+    ALL_CELLS,
+    BALANCING,
+    FLAT_SWITCH,
+    TOP_MASS,
+    Configuration,
+    random_cells,
+)
 from trustmass.loss.forward import LayerCall, PrefixLayer, RestrictedForward
 from trustmass.loss.policy import SelectionPolicy, needs
 
 ALL = ALL_CELL  # the all-cell set, named as the loss configuration it predicts
 CURVATURE_SCHEMA = {
-    "cell_set": pl.Utf8, "n_cells": pl.Int64, "budget": pl.Int64, "loss_top_mass": pl.Float64,
-    "first_order": pl.Float64, "second_order": pl.Float64, "predicted": pl.Float64, "predicted_share": pl.Float64,
-    "replayed": pl.Float64, "replayed_share": pl.Float64,
-}  # fmt: skip
+    "cell_set": pl.Utf8,
+    "n_cells": pl.Int64,
+    "budget": pl.Int64,
+    "loss_top_mass": pl.Float64,
+    "first_order": pl.Float64,
+    "second_order": pl.Float64,
+    "predicted": pl.Float64,
+    "predicted_share": pl.Float64,
+    "replayed": pl.Float64,
+    "replayed_share": pl.Float64,
+}
 
 
 def restricted_output(call: LayerCall, kept: torch.Tensor) -> torch.Tensor:
@@ -112,7 +127,9 @@ def _float32(call: LayerCall) -> LayerCall:
         return t.detach().float()
 
     logits_dtype = None if call.logits_dtype == torch.float64 else call.logits_dtype
-    return dataclasses.replace(call, query=f(call.query), keys=f(call.keys), values=f(call.values), logits_dtype=logits_dtype)
+    return dataclasses.replace(
+        call, query=f(call.query), keys=f(call.keys), values=f(call.values), logits_dtype=logits_dtype
+    )
 
 
 def _detached(call: LayerCall) -> LayerCall:
@@ -221,17 +238,35 @@ def curvature(
     loss, _ = point.gradient()
     log(f"  curvature: L(top_mass) = {float(loss):.4f} nats; forward + backward {time.time() - started:.1f} s")
     shape = (len(point.layers), point.policy.delta[point.layers[0]].shape[0])
-    sets = {ALL: np.ones(shape, dtype=bool)} | {name: np.asarray(g, dtype=bool) for name, g in cell_sets.items() if name != ALL}
+    sets = {ALL: np.ones(shape, dtype=bool)} | {
+        name: np.asarray(g, dtype=bool) for name, g in cell_sets.items() if name != ALL
+    }
     rows = []
     for name, cells in sets.items():
         if cells.shape != shape:
             raise ValueError(f"cell set {name!r} has shape {cells.shape}; the model's cells are {shape}")
         t0 = time.time()
         first, second = point.predict(cells)
-        replayed = float(point.loss(dict(zip(point.layers, point.direction(cells), strict=True)))) - float(loss) if replay else None
-        log(f"  curvature {name:>12}: g.d {first:+.5f}  d.Hd/2 {second:+.5f}  L(d)-L(0) {replayed} nats ({time.time() - t0:.1f} s)")
-        rows.append({"cell_set": name, "n_cells": int(cells.sum()), "budget": point.budget, "loss_top_mass": float(loss),
-                     "first_order": first, "second_order": second, "predicted": first + second, "replayed": replayed})  # fmt: skip
+        replayed = (
+            float(point.loss(dict(zip(point.layers, point.direction(cells), strict=True)))) - float(loss)
+            if replay
+            else None
+        )
+        log(
+            f"  curvature {name:>12}: g.d {first:+.5f}  d.Hd/2 {second:+.5f}  L(d)-L(0) {replayed} nats ({time.time() - t0:.1f} s)"
+        )
+        rows.append(
+            {
+                "cell_set": name,
+                "n_cells": int(cells.sum()),
+                "budget": point.budget,
+                "loss_top_mass": float(loss),
+                "first_order": first,
+                "second_order": second,
+                "predicted": first + second,
+                "replayed": replayed,
+            }
+        )
     for key in ("predicted", "replayed"):
         total = rows[0][key]
         for row in rows:

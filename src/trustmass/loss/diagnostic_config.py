@@ -23,8 +23,10 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
         problems += _pair_problems(pair, f"config.diagnostics.swaps.forward_pairs[{k}]", batched=True)
     problems += rule_problems([margin["host"], *margin["rules"]], "config.diagnostics.margin")
     if margin["host"] in margin["rules"]:
-        problems.append(f"config.diagnostics.margin.rules: the host {margin['host']!r} is among the rules it is compared with; "
-                        "fix: remove it from rules")  # fmt: skip
+        problems.append(
+            f"config.diagnostics.margin.rules: the host {margin['host']!r} is among the rules it is compared with; "
+            "fix: remove it from rules"
+        )
     loss = config["loss"]
     doc_tokens = int(loss["heldout"]["doc_tokens"] or config["documents"]["doc_tokens"])
     keys = doc_tokens - int(loss["continuation"])
@@ -34,15 +36,18 @@ def config_problems(config: Mapping[str, Any]) -> list[str]:
                 f"config.diagnostics.{field}: {budget} is not below the {keys} keys the first restricted row sees "
                 f"(loss.heldout.doc_tokens {doc_tokens} - loss.continuation {loss['continuation']}), so nothing would be "
                 "evicted; fix: a smaller budget or longer held-out documents"
-            )  # fmt: skip
+            )
     lowest = int(config["capture"]["min_position"]) + 1
-    for field, budgets in (("swaps.row_budgets", swaps["row_budgets"]), ("projection.budgets", diag["projection"]["budgets"])):
+    for field, budgets in (
+        ("swaps.row_budgets", swaps["row_budgets"]),
+        ("projection.budgets", diag["projection"]["budgets"]),
+    ):
         for budget in budgets:
             if int(budget) >= lowest:
                 problems.append(
                     f"config.diagnostics.{field}: {budget} is not below the {lowest} keys the earliest sampled rows "
                     f"see (capture.min_position {config['capture']['min_position']}); fix: budgets below {lowest}"
-                )  # fmt: skip
+                )
     return problems
 
 

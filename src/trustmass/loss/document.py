@@ -26,14 +26,29 @@ from trustmass.loss.forward import RestrictedForward
 from trustmass.loss.policy import CellRecorder, ProbeSelector, SelectionPolicy, needs
 
 TOKEN_SCHEMA = {
-    "config": pl.Utf8, "base_rule": pl.Utf8, "switch_rule": pl.Utf8, "cells": pl.Utf8, "seed": pl.Int64,
-    "alpha": pl.Float64, "budget": pl.Int64, "n_cells_switched": pl.Int64, "accounting": pl.Utf8, "position": pl.Int64,
-    "token_id": pl.Int64, "nll": pl.Float64, "contract_sha256": pl.Utf8,
-}  # fmt: skip
+    "config": pl.Utf8,
+    "base_rule": pl.Utf8,
+    "switch_rule": pl.Utf8,
+    "cells": pl.Utf8,
+    "seed": pl.Int64,
+    "alpha": pl.Float64,
+    "budget": pl.Int64,
+    "n_cells_switched": pl.Int64,
+    "accounting": pl.Utf8,
+    "position": pl.Int64,
+    "token_id": pl.Int64,
+    "nll": pl.Float64,
+    "contract_sha256": pl.Utf8,
+}
 CELL_SCHEMA = {
-    "config": pl.Utf8, "layer": pl.Int64, "head": pl.Int64, "switched": pl.Boolean,
-    "mean_dropped_mass": pl.Float64, "mean_es": pl.Float64, "mean_swaps": pl.Float64,
-}  # fmt: skip
+    "config": pl.Utf8,
+    "layer": pl.Int64,
+    "head": pl.Int64,
+    "switched": pl.Boolean,
+    "mean_dropped_mass": pl.Float64,
+    "mean_es": pl.Float64,
+    "mean_swaps": pl.Float64,
+}
 
 
 @dataclass(frozen=True)
@@ -77,7 +92,9 @@ def run_document(
         policy = SelectionPolicy(config, switched, budget, recorder, selector, rules) if config.restricted else None
         nll = forward.nll(policy)
         seconds[config.name] = time.time() - started
-        log(f"  {config.name:>24}: CE {nll.mean():.4f} nats ({seconds[config.name]:.1f} s, {int(switched.sum())} cells switched)")
+        log(
+            f"  {config.name:>24}: CE {nll.mean():.4f} nats ({seconds[config.name]:.1f} s, {int(switched.sum())} cells switched)"
+        )
         contract = run_contract_sha256(config.base_rule, budget, capture_id, flat.shape[0])
         token_frames.append(_token_frame(config, budget, int(switched.sum()), positions, targets, nll, contract))
         if config.restricted:
@@ -95,16 +112,26 @@ def run_contract_sha256(rule: str, budget: int, capture_id: str, n_layers: int) 
     return selector_run(REGISTRY[rule], budget, capture_id, tuple(range(n_layers))).sha256
 
 
-def _token_frame(config: Configuration, budget: int, n_switched: int, positions, targets, nll, contract) -> pl.DataFrame:
+def _token_frame(
+    config: Configuration, budget: int, n_switched: int, positions, targets, nll, contract
+) -> pl.DataFrame:
     n = len(nll)
     return pl.DataFrame(
         {
-            "config": [config.name] * n, "base_rule": [config.base_rule] * n, "switch_rule": [config.switch_rule] * n,
-            "cells": [config.cells] * n, "seed": [config.seed] * n, "alpha": [config.alpha] * n, "budget": [budget] * n,
-            "n_cells_switched": [n_switched] * n, "accounting": [config.accounting] * n,
-            "position": positions.astype(np.int64), "token_id": targets.astype(np.int64), "nll": nll,
+            "config": [config.name] * n,
+            "base_rule": [config.base_rule] * n,
+            "switch_rule": [config.switch_rule] * n,
+            "cells": [config.cells] * n,
+            "seed": [config.seed] * n,
+            "alpha": [config.alpha] * n,
+            "budget": [budget] * n,
+            "n_cells_switched": [n_switched] * n,
+            "accounting": [config.accounting] * n,
+            "position": positions.astype(np.int64),
+            "token_id": targets.astype(np.int64),
+            "nll": nll,
             "contract_sha256": [contract] * n,
-        },  # fmt: skip
+        },
         schema=TOKEN_SCHEMA,
     )
 
@@ -114,8 +141,11 @@ def _cell_frame(config: Configuration, switched: np.ndarray, recorder: CellRecor
     means = recorder.means()
     return pl.DataFrame(
         {
-            "config": [config.name] * switched.size, "layer": layers.ravel(), "head": heads.ravel(),
-            "switched": switched.ravel(), **{k: v.ravel() for k, v in means.items()},
-        },  # fmt: skip
+            "config": [config.name] * switched.size,
+            "layer": layers.ravel(),
+            "head": heads.ravel(),
+            "switched": switched.ravel(),
+            **{k: v.ravel() for k, v in means.items()},
+        },
         schema=CELL_SCHEMA,
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.windows import SNAPKV_WINDOWS
 
 
@@ -118,7 +119,10 @@ class LayerRows:
             return self.flat(sums[w])
         if w == 1:
             return self.flat(self.p)
-        raise ValueError(f"no window sum for w={w}; LayerRows.window_sums holds {sorted(sums)} (capture.windows)")
+        raise ConfigConflict(
+            f"no window sum for w={w}; LayerRows.window_sums holds {sorted(sums)}; fix: add {w} to capture.windows",
+            fields=("capture.windows",),
+        )
 
     def grouped(self, x: torch.Tensor) -> torch.Tensor:
         """[R, ...] -> [Hkv, group * M, ...]: the flat rows by KV head (for batched products)."""
@@ -134,7 +138,9 @@ class LayerRows:
         """int64 [R]: the KV head each flat row reads."""
         return torch.arange(self.n_heads, device=self.p.device).repeat_interleave(self.n_rows) // self.group
 
-    def gather_kv(self, kv_tensor: torch.Tensor, index: torch.Tensor, which: torch.Tensor | None = None) -> torch.Tensor:
+    def gather_kv(
+        self, kv_tensor: torch.Tensor, index: torch.Tensor, which: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """kv_tensor[kv(r), index[r, k]] for the flat rows r in `which` (default all): [Hkv, N, d],
         int64 [r, K] in 0..N-1 -> [r, K, d]."""
         n_kv, n = kv_tensor.shape[:2]
@@ -145,11 +151,14 @@ class LayerRows:
         """Row 0 of every query head alone (M = 1): the eviction-time rows of the cache-faithful
         reading."""
         return LayerRows(
-            p=self.p[:, :1], positions=self.positions[:, :1], keys=self.keys, values=self.values,
+            p=self.p[:, :1],
+            positions=self.positions[:, :1],
+            keys=self.keys,
+            values=self.values,
             query=None if self.query is None else self.query[:, :1],
             acc_mass=None if self.acc_mass is None else self.acc_mass[:, :1],
             window_sums=None if self.window_sums is None else {w: x[:, :1] for w, x in self.window_sums.items()},
-        )  # fmt: skip
+        )
 
     def heads(self, chosen: torch.Tensor) -> LayerRows:
         """The rows of the query heads where `chosen` (bool [Hq]) is set, each with its own copy of
@@ -162,10 +171,14 @@ class LayerRows:
             return None if x is None else x[index]
 
         return LayerRows(
-            p=self.p[index], positions=self.positions[index], keys=self.keys[kv], values=self.values[kv],
-            query=pick(self.query), acc_mass=pick(self.acc_mass),
+            p=self.p[index],
+            positions=self.positions[index],
+            keys=self.keys[kv],
+            values=self.values[kv],
+            query=pick(self.query),
+            acc_mass=pick(self.acc_mass),
             window_sums=None if self.window_sums is None else {w: x[index] for w, x in self.window_sums.items()},
-        )  # fmt: skip
+        )
 
     # -- from a capture shard ------------------------------------------------------------------
     @classmethod

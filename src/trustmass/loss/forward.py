@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from trustmass import kernels
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.sources.attention import default_scaling, dense_attention, register_attention, trailing_row_probs
 
 ATTENTION_NAME = "trustmass_restricted"
@@ -138,14 +139,19 @@ class RestrictedForward:
     H2O's column mass); :meth:`nll` runs the continuation under a policy (``None``: dense).
     """
 
-    def __init__(self, model, token_ids: torch.Tensor, continuation: int, *, tail_rows: int = 0, column_mass: bool = False):
+    def __init__(
+        self, model, token_ids: torch.Tensor, continuation: int, *, tail_rows: int = 0, column_mass: bool = False
+    ):
         if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
-            raise ValueError(f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.loss.forward.register())")
+            raise ValueError(
+                f"load the model with attn_implementation={ATTENTION_NAME!r} (after trustmass.loss.forward.register())"
+            )
         ids = torch.as_tensor(token_ids).reshape(-1)
         if not 2 <= continuation < ids.shape[0]:
-            raise ValueError(
+            raise ConfigConflict(
                 f"loss.continuation = {continuation} must be at least 2 and below the document's {ids.shape[0]} tokens; "
-                "lower loss.continuation or use longer held-out documents"
+                "lower loss.continuation or use longer held-out documents",
+                fields=("loss.continuation",),
             )
         self.model = model
         self.device = next(model.parameters()).device
@@ -186,7 +192,10 @@ class RestrictedForward:
         try:
             positions = torch.arange(self.n_prefix, self.ids.shape[0], device=self.device)[None]
             out = self.model(
-                input_ids=self.ids[None, self.n_prefix :], past_key_values=self.cache, position_ids=positions, use_cache=True
+                input_ids=self.ids[None, self.n_prefix :],
+                past_key_values=self.cache,
+                position_ids=positions,
+                use_cache=True,
             )
         finally:
             _ACTIVE.reset(token)

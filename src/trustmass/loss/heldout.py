@@ -16,7 +16,9 @@ import numpy as np
 from trustmass.sources.documents import load_documents, text_end
 
 
-def heldout_document(heldout: str | os.PathLike, capture_manifest: str | os.PathLike, doc: str) -> tuple[np.ndarray, dict]:
+def heldout_document(
+    heldout: str | os.PathLike, capture_manifest: str | os.PathLike, doc: str
+) -> tuple[np.ndarray, dict]:
     """``(token ids, manifest record)`` of held-out document `doc` (its index in the held-out chunking)."""
     ids, manifest = load_documents(heldout)
     index = int(doc)
@@ -33,5 +35,7 @@ def heldout_document(heldout: str | os.PathLike, capture_manifest: str | os.Path
             f"({heldout}) so that its chunking starts after them"
         )
     if manifest["corpus_sha256"] != capture["corpus_sha256"]:
-        raise ValueError(f"{heldout} and {capture_manifest} were cut from different corpus texts; re-run tokenize_heldout")
+        raise ValueError(
+            f"{heldout} and {capture_manifest} were cut from different corpus texts; re-run tokenize_heldout"
+        )
     return ids[index], record

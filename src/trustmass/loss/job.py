@@ -56,5 +56,7 @@ def open_job(
     forward.register()
     model = load_prepared_model(Path(model_config).parent, forward.ATTENTION_NAME, device)
     flat = flat_cells(pl.read_parquet(map_path), model.config.num_hidden_layers, model.config.num_attention_heads)
-    balancing = Balancing(tuple(cfg["budgets"]["enumerated"]), int(cfg["balancing"]["native_extra"]), PoolRule.from_config(cfg))
+    balancing = Balancing(
+        tuple(cfg["budgets"]["enumerated"]), int(cfg["balancing"]["native_extra"]), PoolRule.from_config(cfg)
+    )
     return HeldoutJob(torch.as_tensor(ids), record, model, device, flat, balancing)

@@ -101,10 +101,14 @@ class CellRecorder:
 class SelectionPolicy:
     """The forward policy of one configuration (base rule everywhere, switch rule on its cells)."""
 
-    def __init__(self, config: Configuration, switched: np.ndarray, budget: int, recorder: CellRecorder, probe=None, rules=None):
+    def __init__(
+        self, config: Configuration, switched: np.ndarray, budget: int, recorder: CellRecorder, probe=None, rules=None
+    ):
         self.config, self.switched, self.budget = config, switched, int(budget)
         self.recorder, self.probe = recorder, probe
-        self.rules = dict(rules or {})  # configured rule instances by name (the balancing pool rule); else the registry's
+        self.rules = dict(
+            rules or {}
+        )  # configured rule instances by name (the balancing pool rule); else the registry's
 
     def __call__(self, call: LayerCall, prefix: PrefixLayer) -> torch.Tensor:
         self.layer = call.layer
@@ -198,7 +202,15 @@ def restricted_outputs(call: LayerCall, p: torch.Tensor, ptr: torch.Tensor, idx:
     if kernels.resolve_backend(call.query) == "torch":
         return kernels.kept_rows_attention(p, call.values, ptr, idx)
     out, kept_mass, _ = kernels.restricted_attention(
-        call.query, call.keys, call.values, call.positions, ptr, idx, call.scaling, call.softcap, call.window,
+        call.query,
+        call.keys,
+        call.values,
+        call.positions,
+        ptr,
+        idx,
+        call.scaling,
+        call.softcap,
+        call.window,
         call.logits_dtype,
     )
     return out, kept_mass

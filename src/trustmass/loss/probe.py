@@ -112,8 +112,12 @@ class ProbeParams:
             tensors[tensor_name(layer, "u")] = self.u[layer].detach().to(torch.float32).contiguous()
             tensors[tensor_name(layer, "v")] = self.v[layer].detach().to(torch.float32).contiguous()
         meta = {
-            "rank": self.rank, "budget": self.budget, "alpha": self.alpha, "train_docs": list(self.train_docs),
-            "layers": list(self.layers), "info": self.info,
+            "rank": self.rank,
+            "budget": self.budget,
+            "alpha": self.alpha,
+            "train_docs": list(self.train_docs),
+            "layers": list(self.layers),
+            "info": self.info,
         }
         with atomic_write(path) as tmp:
             save_file(tensors, str(tmp), metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)})
@@ -123,16 +127,26 @@ class ProbeParams:
         with safe_open(os.fspath(path), framework="pt") as fh:
             header = fh.metadata() or {}
             if METADATA_KEY not in header:
-                raise ValueError(f"{os.fspath(path)}: no {METADATA_KEY!r} metadata; not a probe written by ProbeParams.save")
+                raise ValueError(
+                    f"{os.fspath(path)}: no {METADATA_KEY!r} metadata; not a probe written by ProbeParams.save"
+                )
             meta = json.loads(header[METADATA_KEY])
             u = {int(layer): fh.get_tensor(tensor_name(layer, "u")) for layer in meta["layers"]}
             v = {int(layer): fh.get_tensor(tensor_name(layer, "v")) for layer in meta["layers"]}
-        return cls(u=u, v=v, rank=int(meta["rank"]), budget=int(meta["budget"]), alpha=float(meta["alpha"]),
-                   train_docs=tuple(meta["train_docs"]), info=meta["info"])
+        return cls(
+            u=u,
+            v=v,
+            rank=int(meta["rank"]),
+            budget=int(meta["budget"]),
+            alpha=float(meta["alpha"]),
+            train_docs=tuple(meta["train_docs"]),
+            info=meta["info"],
+        )
 
 
-def init_params(shapes: dict[int, tuple[int, int]], rank: int = RANK, budget: int = 8, seed: int = 0,
-                train_docs: Sequence[str] = ()) -> ProbeParams:
+def init_params(
+    shapes: dict[int, tuple[int, int]], rank: int = RANK, budget: int = 8, seed: int = 0, train_docs: Sequence[str] = ()
+) -> ProbeParams:
     """The untrained probe: per layer (n_query_heads, head_dim) -> U = 0, V ~ N(0, (INIT_SCALE^2/d))."""
     gen = torch.Generator().manual_seed(int(seed))
     u, v = {}, {}
@@ -165,8 +179,13 @@ def bilinear(query: torch.Tensor, keys: torch.Tensor, u: torch.Tensor, v: torch.
     return torch.einsum("hmr,hnr->hmn", uq, vk)
 
 
-def probe_scores(query: torch.Tensor, keys: torch.Tensor, logits: torch.Tensor,
-                 params_layer: tuple[torch.Tensor, torch.Tensor], alpha: float) -> torch.Tensor:
+def probe_scores(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    logits: torch.Tensor,
+    params_layer: tuple[torch.Tensor, torch.Tensor],
+    alpha: float,
+) -> torch.Tensor:
     """score = logits + alpha * (U q)^T (V k), [Hq, M, N] in float64.
 
     float64, so that the logits' own ranking (and its ties) survives the addition at alpha = 0;
@@ -193,8 +212,14 @@ def select_top(scores: torch.Tensor, budget: int) -> torch.Tensor:
     return torch.where(kept == big, torch.full_like(kept, -1), kept)
 
 
-def probe_select(query: torch.Tensor, keys: torch.Tensor, logits: torch.Tensor,
-                 params_layer: tuple[torch.Tensor, torch.Tensor], alpha: float, budget: int) -> torch.Tensor:
+def probe_select(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    logits: torch.Tensor,
+    params_layer: tuple[torch.Tensor, torch.Tensor],
+    alpha: float,
+    budget: int,
+) -> torch.Tensor:
     """The probe's kept sets [Hq, M, s]: :func:`select_top` of :func:`probe_scores` (-inf logits
     mark the keys a row cannot see)."""
     with torch.no_grad():
@@ -277,14 +302,19 @@ def layer_block(t: dict, doc: str, budget: int) -> RowBlock:
             logits[h, r] = mass_logits(t["p"][h, r], int(positions[h, r]))
             top[h, r], bal[h, r] = _row_targets(t, h, r, budget)
     return RowBlock(
-        doc=doc, query=torch.from_numpy(np.asarray(t["query"], dtype=np.float32)),
-        keys=torch.from_numpy(np.asarray(t["keys"], dtype=np.float32)), logits=torch.from_numpy(logits),
-        top=torch.from_numpy(top), bal=torch.from_numpy(bal), positions=torch.from_numpy(positions),
+        doc=doc,
+        query=torch.from_numpy(np.asarray(t["query"], dtype=np.float32)),
+        keys=torch.from_numpy(np.asarray(t["keys"], dtype=np.float32)),
+        logits=torch.from_numpy(logits),
+        top=torch.from_numpy(top),
+        bal=torch.from_numpy(bal),
+        positions=torch.from_numpy(positions),
     )
 
 
-def training_rows(shard_paths: Iterable[str | os.PathLike], budget: int = 8,
-                  layers: Iterable[int] | None = None) -> TrainingRows:
+def training_rows(
+    shard_paths: Iterable[str | os.PathLike], budget: int = 8, layers: Iterable[int] | None = None
+) -> TrainingRows:
     """Every captured row of the shards at `budget`: per layer one RowBlock per document.
 
     Targets are the registry's ``top_mass`` and ``balancing`` rules run on each row (checked by
@@ -341,8 +371,9 @@ def layer_loss(blocks: Sequence[RowBlock], u: torch.Tensor, v: torch.Tensor, wei
     return data + 0.5 * weight_decay * (u.square().sum() + v.square().sum())
 
 
-def train_layer(blocks: Sequence[RowBlock], u0: torch.Tensor, v0: torch.Tensor, steps: int, lr: float,
-                weight_decay: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
+def train_layer(
+    blocks: Sequence[RowBlock], u0: torch.Tensor, v0: torch.Tensor, steps: int, lr: float, weight_decay: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
     """Full-batch Adam on one layer from (U0, V0); returns (U, V, the loss before each step and
     after the last)."""
     u = u0.clone().requires_grad_(True)
@@ -360,9 +391,16 @@ def train_layer(blocks: Sequence[RowBlock], u0: torch.Tensor, v0: torch.Tensor, 
     return u.detach(), v.detach(), history
 
 
-def train(rows: TrainingRows, rank: int = RANK, steps: int = 200, lr: float = 1e-2, seed: int = 0,
-          weight_decay: float = 0.0, init: ProbeParams | None = None, log: Callable[[str], None] | None = None
-          ) -> tuple[ProbeParams, dict[int, list[float]]]:
+def train(
+    rows: TrainingRows,
+    rank: int = RANK,
+    steps: int = 200,
+    lr: float = 1e-2,
+    seed: int = 0,
+    weight_decay: float = 0.0,
+    init: ProbeParams | None = None,
+    log: Callable[[str], None] | None = None,
+) -> tuple[ProbeParams, dict[int, list[float]]]:
     """Train U, V per layer on the rows' balancing targets; returns (params at alpha = 1, per-layer
     loss history).  Deterministic for a seed (fixed initialisation; full-batch Adam).  ``log``, if
     given, receives one line per trained layer (its loss before and after, and its seconds)."""
@@ -374,10 +412,17 @@ def train(rows: TrainingRows, rank: int = RANK, steps: int = 200, lr: float = 1e
         u[layer], v[layer], histories[layer] = train_layer(blocks, *start.layer(layer), steps, lr, weight_decay)
         if log is not None:
             h = histories[layer]
-            log(f"layer {layer} ({n} of {len(rows.layers)}): loss {h[0]:.4g} -> {h[-1]:.4g} in {time.perf_counter() - began:.1f} s")
-    info = {"steps": int(steps), "lr": float(lr), "seed": int(seed), "weight_decay": float(weight_decay),
-            "final_loss": {str(k): h[-1] for k, h in histories.items()},
-            "initial_loss": {str(k): h[0] for k, h in histories.items()}}
+            log(
+                f"layer {layer} ({n} of {len(rows.layers)}): loss {h[0]:.4g} -> {h[-1]:.4g} in {time.perf_counter() - began:.1f} s"
+            )
+    info = {
+        "steps": int(steps),
+        "lr": float(lr),
+        "seed": int(seed),
+        "weight_decay": float(weight_decay),
+        "final_loss": {str(k): h[-1] for k, h in histories.items()},
+        "initial_loss": {str(k): h[0] for k, h in histories.items()},
+    }
     params = ProbeParams(u=u, v=v, rank=rank, budget=rows.budget, alpha=1.0, train_docs=rows.docs, info=info)
     return params, histories
 
@@ -412,7 +457,9 @@ def _ratio(num, den) -> float:
 
 def swap_recall(kept_probe, kept_top, kept_bal) -> SwapRecall:
     """Swap recall of `kept_probe` against balancing, all [..., s] position sets (-1 = none)."""
-    probe, top, bal = (torch.as_tensor(np.asarray(k)).reshape(-1, np.shape(k)[-1]) for k in (kept_probe, kept_top, kept_bal))
+    probe, top, bal = (
+        torch.as_tensor(np.asarray(k)).reshape(-1, np.shape(k)[-1]) for k in (kept_probe, kept_top, kept_bal)
+    )
     wanted = _new_mask(bal, top)  # A_bal \ A*_s
     hit = wanted & ~_new_mask(bal, probe)  # ... that the probe keeps
     n_wanted = wanted.sum(-1)
@@ -425,19 +472,24 @@ def swap_recall(kept_probe, kept_top, kept_bal) -> SwapRecall:
         row_recall=float((hit.sum(-1)[swap_rows] / n_wanted[swap_rows]).mean()) if swap_rows.any() else float("nan"),
         precision=_ratio(good.sum(), added.sum()),
         stay=_ratio(still.sum(), (~swap_rows).sum()),
-        swap_rows=int(swap_rows.sum()), rows=int(probe.shape[0]), swapped_in=int(n_wanted.sum()),
+        swap_rows=int(swap_rows.sum()),
+        rows=int(probe.shape[0]),
+        swapped_in=int(n_wanted.sum()),
     )
 
 
-def rows_selection(rows: TrainingRows, params: ProbeParams, alpha: float | None = None
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def rows_selection(
+    rows: TrainingRows, params: ProbeParams, alpha: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(probe, top-mass, balancing) kept sets of every row, stacked [rows, s]; alpha defaults to
     the probe's own."""
     a = params.alpha if alpha is None else alpha
     picked, tops, bals = [], [], []
     for layer, blocks in sorted(rows.layers.items()):
         for b in blocks:
-            picked.append(probe_select(b.query, b.keys, b.logits, params.layer(layer), a, rows.budget).reshape(-1, rows.budget))
+            picked.append(
+                probe_select(b.query, b.keys, b.logits, params.layer(layer), a, rows.budget).reshape(-1, rows.budget)
+            )
             tops.append(b.top.reshape(-1, rows.budget))
             bals.append(b.bal.reshape(-1, rows.budget))
     return torch.cat(picked), torch.cat(tops), torch.cat(bals)

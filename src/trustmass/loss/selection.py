@@ -19,26 +19,25 @@ row keeps min(budget, i + 1) of its keys 0..i (a row seeing at most `budget` key
 
 Rules are read from the registry instance (or a configured instance passed as ``rule=``), so their
 parameters (windows, recency share, page size, sinks, pool rule) are the registry's.  Whether a rule is
-batched is its own declaration (``loss_batched`` in its contract, ``core.selectors.contract``); ``BATCHED``
-holds the batched version of each class that declares it.
+batched, and by which mask, is its class's own declaration (``batched``, ``"module:function"``, and
+``loss_batched`` in its contract, ``core.selectors.contract``); ``BATCHED`` resolves those names.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from trustmass.core.selectors.ceiling_rules import Balancing, TopMass
 from trustmass.core.selectors.contract import contract
-from trustmass.core.selectors.deployed import H2O, Quest, Recency, SnapKV, StreamingLLM, checked_budget
+from trustmass.core.selectors.deployed import checked_budget
 from trustmass.core.selectors.registry import REGISTRY
-from trustmass.core.selectors.value_aware import ValueAwareBlocks
 from trustmass.loss.balancing import balancing_mask
-from trustmass.loss.block_rules import greedy_units, unit_layout, value_aware_mask
-from trustmass.loss.configurations import BATCHED_RULES
 from trustmass.loss.batched import compress, numpy_sum, to_csr, top_k_mask
+from trustmass.loss.block_rules import greedy_units, unit_layout
+from trustmass.loss.configurations import BATCHED_RULES
 from trustmass.loss.evidence import LayerRows
 
 #: relative error allowed a matrix-product page bound against |q| . max(|kmax|, |kmin|) (>> d eps)
@@ -161,13 +160,19 @@ def page_bounds(rows: LayerRows, q, keys, page: int, last: torch.Tensor, full: t
     fast = torch.bmm(qg.clamp(min=0), fmax.transpose(1, 2)) + torch.bmm(qg.clamp(max=0), fmin.transpose(1, 2))
     slack = PAGE_TOL * torch.bmm(qg.abs(), torch.maximum(fmax.abs(), fmin.abs()).transpose(1, 2))
     lo, hi = (fast - slack).reshape(shape), (fast + slack).reshape(shape)
-    threshold = lo.masked_fill(~full, float("-inf")).topk(fit, dim=1).values[:, -1:] if fit else torch.full_like(lo[:, :1], float("inf"))
+    threshold = (
+        lo.masked_fill(~full, float("-inf")).topk(fit, dim=1).values[:, -1:]
+        if fit
+        else torch.full_like(lo[:, :1], float("inf"))
+    )
     known = full & (hi >= threshold)
     index = compress(known, int(known.sum(dim=1).max()))
     valid = index >= 0
     at = index.clamp(min=0)
     exact = bound(q, rows.gather_kv(kmax, at), rows.gather_kv(kmin, at))
-    score = torch.full((shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64, device=lo.device)  # column U: padding
+    score = torch.full(
+        (shape[0], shape[1] + 1), float("-inf"), dtype=torch.float64, device=lo.device
+    )  # column U: padding
     score.scatter_(1, index.masked_fill(~valid, shape[1]), exact)
     score = score[:, :-1].contiguous()
     score.scatter_(1, last[:, None], last_page_bound(rows, q, keys, page, last)[:, None])
@@ -190,17 +195,20 @@ def quest_mask(rows: LayerRows, budget: int, rule) -> tuple[torch.Tensor, None]:
     return kept | top_k_mask(qk, s - kept.sum(dim=1), rows.visible & ~kept), None
 
 
-#: the batched version of each rule class that declares ``loss_batched`` (its contract, core.selectors.contract)
-BATCHED = {
-    TopMass: top_mass_mask,
-    Balancing: balancing_rule_mask,
-    SnapKV: snapkv_mask,
-    H2O: h2o_mask,
-    Quest: quest_mask,
-    StreamingLLM: streaming_llm_mask,
-    Recency: recency_mask,
-    ValueAwareBlocks: value_aware_mask,
-}
+def batched_mask(cls: type):
+    """The batched mask a rule class names (``batched = "module:function"``), imported."""
+    module, _, function = cls.batched.partition(":")
+    try:
+        return getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"{cls.__name__}.batched = {cls.batched!r} does not resolve ({exc}); "
+            "fix: name an existing 'module:function'"
+        ) from None
+
+
+#: the batched mask of each registry rule class that names one (``batched``, its contract), in registry order
+BATCHED = {cls: batched_mask(cls) for cls in dict.fromkeys(type(r) for r in REGISTRY.values() if contract(r).batched)}
 #: name -> batched rule, for the registry rules that declare it (``configurations.BATCHED_RULES``); the rule
 #: instance is the registry's unless configured (``rule=``)
 RULES = {name: BATCHED[type(REGISTRY[name])] for name in BATCHED_RULES}
@@ -223,7 +231,9 @@ def select(name: str, rows: LayerRows, budget: int, rule=None) -> Selection:
     if not contract(rule).loss_batched:
         declared = getattr(type(rule), "loss_batched", None)
         why = (declared.__doc__ or "").strip() if isinstance(declared, property) else ""
-        raise ValueError(f"selector {name!r} as configured ({rule!r}) has no batched version{': ' + why if why else ''}")
+        raise ValueError(
+            f"selector {name!r} as configured ({rule!r}) has no batched version{': ' + why if why else ''}"
+        )
     mask, swaps = RULES[name](rows, int(budget), rule)
     short = rows.n_visible <= int(budget)
     if bool(short.any()):

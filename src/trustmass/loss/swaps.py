@@ -30,7 +30,6 @@ from trustmass.loss.forward import LayerCall, PrefixLayer
 from trustmass.loss.policy import CellRecorder, SelectionPolicy, dense_outputs, restricted_outputs
 
 
-
 @dataclass(frozen=True)
 class SwapConfiguration:
     """X's kept sets with a fraction of the disagreement with Y's swapped (module docstring)."""
@@ -85,8 +84,14 @@ def share(count: torch.Tensor, fraction: float) -> torch.Tensor:
     return torch.floor(count.double() * fraction + 0.5).to(torch.int64)
 
 
-def swapped_mask(in_x: torch.Tensor, in_y: torch.Tensor, score: torch.Tensor, eligible: torch.Tensor, config: SwapConfiguration,
-                 generator: torch.Generator | None = None) -> torch.Tensor:  # fmt: skip
+def swapped_mask(
+    in_x: torch.Tensor,
+    in_y: torch.Tensor,
+    score: torch.Tensor,
+    eligible: torch.Tensor,
+    config: SwapConfiguration,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """bool [R, N]: X's kept keys after the configuration's swap on every row.  ``score`` ranks the
     boundary swap (the rows' mass); ``eligible`` marks the keys a random swap may bring in (visible,
     with mass)."""
@@ -102,7 +107,9 @@ def swapped_mask(in_x: torch.Tensor, in_y: torch.Tensor, score: torch.Tensor, el
         # drawn from the (CPU) generator, then moved: the same draws on every device
         draw = torch.rand(in_x.shape, generator=generator, dtype=torch.float64).to(in_x.device)
         leave = top_k_mask(draw, m_out, pool_out)
-        enter = top_k_mask(torch.rand(in_x.shape, generator=generator, dtype=torch.float64).to(in_x.device), m_in, pool_in)
+        enter = top_k_mask(
+            torch.rand(in_x.shape, generator=generator, dtype=torch.float64).to(in_x.device), m_in, pool_in
+        )
     return (in_x & ~leave) | enter
 
 
@@ -125,7 +132,9 @@ class SwapPolicy(SelectionPolicy):
         kept_x, kept_y = self.kept_sets(call, prefix, p, [self.swap.x, self.swap.y])
         n = p.shape[-1]
         flat_p = p.reshape(-1, n)
-        generator = None if self.swap.kind == BOUNDARY else layer_generator(self.master_seed, self.swap.seed or 0, call.layer)
+        generator = (
+            None if self.swap.kind == BOUNDARY else layer_generator(self.master_seed, self.swap.seed or 0, call.layer)
+        )
         mask = swapped_mask(kept_mask(kept_x, n), kept_mask(kept_y, n), flat_p, flat_p > 0, self.swap, generator)
         ptr, idx = mask_to_csr(mask)
         out, kept_mass = restricted_outputs(call, p, ptr, idx)

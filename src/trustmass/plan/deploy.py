@@ -30,7 +30,9 @@ class DeployTargets:
     def deploy_jobs(self) -> list[tuple[str, int]]:
         """(task, length) of every job per model: the synthetic tasks at each length, each benchmark at its max_length."""
         d = self.config["deploy"]
-        return [(t, n) for t in d["tasks"] for n in d["lengths"]] + [(b["name"], b["max_length"]) for b in d["benchmarks"]]
+        return [(t, n) for t in d["tasks"] for n in d["lengths"]] + [
+            (b["name"], b["max_length"]) for b in d["benchmarks"]
+        ]
 
     def deploy_outputs(self) -> list[str]:
         """Every (model, task, length) job's rows."""

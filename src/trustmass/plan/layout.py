@@ -10,11 +10,47 @@ This module imports nothing: every layer may read it.
 from __future__ import annotations
 
 __all__ = [
-    "ACCESS_RECORDS", "ALLOCATION", "AUDIT", "BENCH_ENUMERATION", "CACHE_DIR", "CAPTURE_SHARD", "CAPTURE_VALIDATION", "CEILING",
-    "CELLS", "CERT", "CERTIFIED", "CERTIFY_MANIFEST", "CERTIFY_SHARD", "CLAIMS", "CORPUS_RECORD", "CORPUS_TEXT",
-    "CURVATURE", "DATA_ROOTS", "DEPLOY_REPLAY", "DEPLOY_ROWS", "DIAGNOSTICS", "DOCUMENTS", "DOCUMENTS_MANIFEST", "HELDOUT",
-    "HELDOUT_MANIFEST", "LOGS", "LOSS_MAP", "LOSS_TOKENS", "MODEL_CONFIG", "MODEL_SOURCE", "OUTPUT_ROOTS", "PROBE",
-    "PROBE_RECALL", "PROJECTION_ROWS", "STATS_DIR", "SWAP_ROWS", "SWEEP_ROWS", "WORKED_EXAMPLES", "fill", "log", "stats_path",
+    "ACCESS_RECORDS",
+    "ALLOCATION",
+    "AUDIT",
+    "BENCH_ENUMERATION",
+    "CACHE_DIR",
+    "CAPTURE_SHARD",
+    "CAPTURE_VALIDATION",
+    "CEILING",
+    "CELLS",
+    "CERT",
+    "CERTIFIED",
+    "CERTIFY_MANIFEST",
+    "CERTIFY_SHARD",
+    "CLAIMS",
+    "CORPUS_RECORD",
+    "CORPUS_TEXT",
+    "CURVATURE",
+    "DATA_ROOTS",
+    "DEPLOY_REPLAY",
+    "DEPLOY_ROWS",
+    "DIAGNOSTICS",
+    "DOCUMENTS",
+    "DOCUMENTS_MANIFEST",
+    "HELDOUT",
+    "HELDOUT_MANIFEST",
+    "LOGS",
+    "LOSS_MAP",
+    "LOSS_TOKENS",
+    "MODEL_CONFIG",
+    "MODEL_SOURCE",
+    "OUTPUT_ROOTS",
+    "PROBE",
+    "PROBE_RECALL",
+    "PROJECTION_ROWS",
+    "STATS_DIR",
+    "SWAP_ROWS",
+    "SWEEP_ROWS",
+    "WORKED_EXAMPLES",
+    "fill",
+    "log",
+    "stats_path",
 ]
 
 #: the folders a run writes (checked writable before it starts)
@@ -26,7 +62,9 @@ CACHE_DIR = "resources/cache"
 
 # ---- sources: a model as a Hugging Face folder, a corpus as one text file, documents per (model, corpus)
 MODEL_CONFIG = "resources/models/{model}/config.json"
-MODEL_SOURCE = "resources/models/{model}/trustmass_source.json"  # origin, load dtype, shapes (sources.models.SOURCE_RECORD)
+MODEL_SOURCE = (
+    "resources/models/{model}/trustmass_source.json"  # origin, load dtype, shapes (sources.models.SOURCE_RECORD)
+)
 CORPUS_TEXT = "resources/corpora/{corpus}/corpus.txt"
 CORPUS_RECORD = "resources/corpora/{corpus}/corpus.json"
 DOCUMENTS = "resources/documents/{model}/{corpus}.safetensors"

@@ -7,8 +7,9 @@ it was fitted on.
 
 from __future__ import annotations
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plan import layout
-from trustmass.plumbing.config import heldout_first_doc
+from trustmass.plumbing.config import heldout_first_doc, probe_train_docs_problem
 
 __all__ = ["LossTargets"]
 
@@ -71,7 +72,11 @@ class LossTargets:
     def map_shards(self, model: str) -> list[str]:
         """The capture shards of the map documents: the primary slice of every study corpus (Figure 2's)."""
         ids = self.primary_ids(model)
-        return [layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d) for c in self.config["study"]["corpora"] for d in ids]
+        return [
+            layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d)
+            for c in self.config["study"]["corpora"]
+            for d in ids
+        ]
 
     def allocation_shards(self, model: str) -> list[str]:
         """The allocation panel's rows: the primary slice of the headline corpus (the paper's capture)."""
@@ -99,10 +104,9 @@ class LossTargets:
         the primary documents of the other study corpora (else the headline corpus's remaining ones)."""
         corpus, docs = self.headline.corpus, self.doc_ids(model)
         n_train = int(self.config["loss"]["probe"]["train_docs"])
-        if n_train > len(docs):
-            raise ValueError(
-                f"config.loss.probe.train_docs: {n_train} exceeds the {len(docs)} capture documents of {model}; lower it"
-            )
+        problem = probe_train_docs_problem(n_train, len(docs), model)
+        if problem:
+            raise ConfigConflict(problem, fields=("loss.probe.train_docs",))
 
         def shard(c: str, d: str) -> str:
             return layout.CAPTURE_SHARD.format(model=model, corpus=c, doc=d)

@@ -18,6 +18,7 @@ from trustmass.plan import layout
 from trustmass.plan.deploy import DeployTargets
 from trustmass.plan.headline import Headline
 from trustmass.plan.loss import LossTargets
+from trustmass.plan.report import ReportTargets
 from trustmass.plumbing.config import task_contexts_first_chunk
 
 __all__ = ["Document", "PlanError", "Study"]
@@ -37,8 +38,8 @@ def _files(pattern: str, documents: list[Document]) -> list[str]:
     return [pattern.format(model=m, corpus=c, doc=d) for m, c, d in documents]
 
 
-class Study(LossTargets, DeployTargets):
-    """The files one configuration plans, stage by stage (the loss and deployment stages in their mixins)."""
+class Study(LossTargets, DeployTargets, ReportTargets):
+    """The files one configuration plans, stage by stage (the loss, deployment and reporting parts in their mixins)."""
 
     def __init__(self, config: Mapping[str, Any]):
         self.config = config
@@ -138,7 +139,9 @@ class Study(LossTargets, DeployTargets):
         return layout.SWEEP_ROWS
 
     def certify_shards(self) -> list[str]:
-        return [layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))]
+        return [
+            layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))
+        ]
 
     # ---- self-check --------------------------------------------------------------------------------------
     def worked_examples(self) -> str:

@@ -19,9 +19,9 @@ mappings merge, lists and scalars are replaced), so a partial config resolves as
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import math
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -31,8 +31,17 @@ import jsonschema
 import yaml
 
 from trustmass.core import windows  # import-free: SnapKV's window, defined once
+from trustmass.core.subset_cap import subset_cap_problem
 
-__all__ = ["DEFAULT_CONFIG", "ConfigError", "config_slice", "embedded_default", "load_schema", "merged", "validate_config"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "ConfigError",
+    "config_slice",
+    "embedded_default",
+    "load_schema",
+    "merged",
+    "validate_config",
+]
 
 #: the embedded default config, the one place defaults are set: config.yaml at the repository root
 #: (the library is installed editable from its checkout: src/trustmass/plumbing/config.py -> the root)
@@ -74,12 +83,15 @@ def load_schema(schema_path: Path | str) -> dict:
     return schema
 
 
-def validate_config(config: Mapping[str, Any], schema_path: Path | str, defaults: Mapping[str, Any] | Path | str | None = None) -> dict:
+def validate_config(
+    config: Mapping[str, Any], schema_path: Path | str, defaults: Mapping[str, Any] | Path | str | None = None
+) -> dict:
     """Check ``config`` against the schema and return a resolved copy with every default filled in.
 
     The defaults are the embedded default config (``defaults``: a mapping or a YAML file; None:
     :data:`DEFAULT_CONFIG`, the repository's ``config.yaml``); ``config`` is merged over them as
-    snakemake merges ``--configfile``.  Raises :class:`ConfigError` listing every problem (unknown keys, wrong types, out-of-range values, overrides for budgets that are not
+    snakemake merges ``--configfile``.  Raises :class:`ConfigError` listing every problem (unknown keys, wrong
+    types, out-of-range values, overrides for budgets that are not
     enumerated) with the field and the fix.  ``config`` itself is not modified.
     """
     schema = load_schema(schema_path)
@@ -103,7 +115,7 @@ def embedded_default(path: str | None = None) -> Any:
     (``"statistics/map_budget"``): where library defaults (settings dataclasses) read theirs, so each
     default is written once, in config.yaml."""
     node: Any = _embedded_default()
-    for key in (path.split("/") if path else ()):
+    for key in path.split("/") if path else ():
         node = node[key]
     return copy.deepcopy(node)
 
@@ -224,15 +236,17 @@ def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any], defaul
     if kind == "additionalProperties" and error.validator_value is False and isinstance(instance, Mapping):
         allowed = sorted(error.schema.get("properties", {}))
         patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
-        unknown = [
-            k for k in instance if k not in allowed and not any(p.search(str(k)) for p in patterns)
-        ]
+        unknown = [k for k in instance if k not in allowed and not any(p.search(str(k)) for p in patterns)]
         level = "at top level" if not error.absolute_path else f"in {where}"
         lines = []
         for key in unknown:
             line = f"config: unknown key {key!r} {level}; allowed: {', '.join(allowed)}"
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-            line += f"; did you mean {close[0]!r}? fix: rename it" if close else "; fix: remove it or rename it to an allowed key"
+            line += (
+                f"; did you mean {close[0]!r}? fix: rename it"
+                if close
+                else "; fix: remove it or rename it to an allowed key"
+            )
             lines.append(line)
         return lines or [f"{where}: {error.message}"]
 
@@ -259,7 +273,9 @@ def _describe(error: jsonschema.ValidationError, root: Mapping[str, Any], defaul
 
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         bound = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
-        return [f"{where}: got {instance!r}, must be {bound} {error.validator_value}{_fix_hint(error.schema, default=default)}"]
+        return [
+            f"{where}: got {instance!r}, must be {bound} {error.validator_value}{_fix_hint(error.schema, default=default)}"
+        ]
 
     return [f"{where}: {error.message}{_fix_hint(error.schema, default=default)}"]
 
@@ -280,13 +296,44 @@ def _cross_field_problems(config: dict) -> list[str]:
             f"config.enumeration.extra_override: budget {budget} is not in budgets.enumerated {enumerated}; "
             f"fix: add {budget} to budgets.enumerated or remove the override"
         )
+    cap = int(enumeration.get("subset_cap", 1))
+    problems += [p for s in enumerated if int(s) not in normalised and (p := subset_cap_problem(int(s), cap))]
+    problems += [p for p in (_map_budget_problem(config),) if p]
     problems += _snapkv_window_problems(config)
     problems += _capture_budget_problems(config)
     problems += _headline_problems(config)
     problems += _loss_problems(config)
     problems += _task_problems(config)
     problems += _access_problems(config)
+    problems += [
+        p
+        for name, entry in (config.get("models") or {}).items()
+        if (p := gguf_problem(name, (entry or {}).get("gguf") or {}))
+    ]
     return problems
+
+
+def _map_budget_problem(config: Mapping[str, Any]) -> str | None:
+    """The map (Fig 2, the flat cells the loss switches) reads the enumerated records at statistics.map_budget."""
+    budget = (config.get("statistics") or {}).get("map_budget")
+    enumerated = (config.get("budgets") or {}).get("enumerated") or []
+    if budget is None or int(budget) in enumerated:
+        return None
+    return (
+        f"config.statistics.map_budget: {budget} is not in budgets.enumerated {enumerated}, so the map has no "
+        f"records; fix: add {budget} to budgets.enumerated or set map_budget to one of them"
+    )
+
+
+def gguf_problem(model: str, gguf: Mapping[str, Any]) -> str | None:
+    """A packaged model's GGUF is named by gguf.path or by gguf.chunks, not both (None: nothing wrong);
+    read by the prepare job (trustmass.sources.models) and at start-up."""
+    if gguf.get("path") and gguf.get("chunks"):
+        return (
+            f"config.models.{model}.gguf: sets both path and chunks; fix: set either gguf.path (one file) or "
+            "gguf.chunks (the ordered parts), not both"
+        )
+    return None
 
 
 def _access_problems(config: dict) -> list[str]:
@@ -297,7 +344,10 @@ def _access_problems(config: dict) -> list[str]:
     problems = []
     for where, docs in _documents_by_model(config).items():
         n_tokens = int(docs.get("doc_tokens", 2048))
-        for name, values in (("tail_rows", access.get("tail_rows") or []), ("dilution_rows", [access.get("dilution_rows", 1)])):
+        for name, values in (
+            ("tail_rows", access.get("tail_rows") or []),
+            ("dilution_rows", [access.get("dilution_rows", 1)]),
+        ):
             longer = sorted(int(k) for k in values if int(k) > n_tokens)
             if longer:
                 problems.append(
@@ -313,7 +363,9 @@ def _documents_by_model(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any
     return {"documents": documents} | {
         f"models.{name}.documents": {**documents, **(entry.get("documents") or {})}
         for name, entry in (config.get("models") or {}).items()
-        if isinstance(entry, dict) and entry.get("documents") and name in ((config.get("study") or {}).get("models") or [])
+        if isinstance(entry, dict)
+        and entry.get("documents")
+        and name in ((config.get("study") or {}).get("models") or [])
     }
 
 
@@ -338,12 +390,19 @@ def _task_problems(config: dict) -> list[str]:
     ]
     haystack = tasks.get("haystack")
     if haystack is not None and haystack not in corpora:
-        problems.append(f"config.task_contexts.haystack: {haystack!r} is not defined under corpora: ({', '.join(corpora)}); "
-                        "fix: name one of them or null (the headline corpus)")  # fmt: skip
+        problems.append(
+            f"config.task_contexts.haystack: {haystack!r} is not defined under corpora: ({', '.join(corpora)}); "
+            "fix: name one of them or null (the headline corpus)"
+        )
     if tasks.get("corpus") in corpora:
-        problems.append(f"config.task_contexts.corpus: {tasks['corpus']!r} is also a corpus under corpora:; fix: another name")
-    problem = retrieval_design_problem(int(tasks.get("retrieval_rows", 0)), int((config.get("capture") or {}).get("rows_per_head", 0)),
-                                       field="config.task_contexts.retrieval_rows")  # fmt: skip
+        problems.append(
+            f"config.task_contexts.corpus: {tasks['corpus']!r} is also a corpus under corpora:; fix: another name"
+        )
+    problem = retrieval_design_problem(
+        int(tasks.get("retrieval_rows", 0)),
+        int((config.get("capture") or {}).get("rows_per_head", 0)),
+        field="config.task_contexts.retrieval_rows",
+    )
     return problems + ([problem] if problem else [])
 
 
@@ -351,17 +410,23 @@ def _task_problems(config: dict) -> list[str]:
 MIN_RETRIEVAL_SHARE = 0.20
 
 
-def retrieval_design_problem(retrieval_rows: int, rows_per_head: int, field: str = "task_contexts.retrieval_rows") -> str | None:
+def retrieval_design_problem(
+    retrieval_rows: int, rows_per_head: int, field: str = "task_contexts.retrieval_rows"
+) -> str | None:
     """Claim 46 as a design constraint: what is wrong with a sampling plan of too few retrieval rows (None: nothing)."""
     if not 1 <= retrieval_rows < rows_per_head:
-        return (f"{field} = {retrieval_rows} must be at least 1 and below capture.rows_per_head = {rows_per_head} "
-                "(the other rows are the background rows); fix: set it between them")  # fmt: skip
+        return (
+            f"{field} = {retrieval_rows} must be at least 1 and below capture.rows_per_head = {rows_per_head} "
+            "(the other rows are the background rows); fix: set it between them"
+        )
     share = retrieval_rows / rows_per_head
     if share < MIN_RETRIEVAL_SHARE:
         need = int(math.ceil(MIN_RETRIEVAL_SHARE * rows_per_head - 1e-12))
-        return (f"{field} = {retrieval_rows} of capture.rows_per_head = {rows_per_head} makes retrieval rows "
-                f"{share:.0%} of the instances, below the pre-registered {MIN_RETRIEVAL_SHARE:.0%} (claim 46); "
-                f"fix: raise it to at least {need}")  # fmt: skip
+        return (
+            f"{field} = {retrieval_rows} of capture.rows_per_head = {rows_per_head} makes retrieval rows "
+            f"{share:.0%} of the instances, below the pre-registered {MIN_RETRIEVAL_SHARE:.0%} (claim 46); "
+            f"fix: raise it to at least {need}"
+        )
     return None
 
 
@@ -390,19 +455,23 @@ def _loss_problems(config: dict) -> list[str]:
         return []
     study, documents = config.get("study", {}) or {}, config.get("documents", {}) or {}
     heldout = loss.get("heldout", {}) or {}
-    problems = [
-        f"config.loss.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
-        for m in loss.get("models") or []
-        if m not in study.get("models", [])
-    ] + [
-        f"config.loss.probe.models: {m!r} is not in study.models {study.get('models', [])}; fix: name study models"
-        for m in (loss.get("probe") or {}).get("models") or []
-        if m not in study.get("models", [])
-    ] + [
-        f"config.loss.heldout.corpora: {c!r} is not in study.corpora {study.get('corpora', [])}; fix: name study corpora"
-        for c in heldout.get("corpora") or []
-        if c not in study.get("corpora", [])
-    ]
+    problems = (
+        [
+            f"config.loss.models: {m!r} is not in study.models {study.get('models', [])}; fix: add it there or remove it here"
+            for m in loss.get("models") or []
+            if m not in study.get("models", [])
+        ]
+        + [
+            f"config.loss.probe.models: {m!r} is not in study.models {study.get('models', [])}; fix: name study models"
+            for m in (loss.get("probe") or {}).get("models") or []
+            if m not in study.get("models", [])
+        ]
+        + [
+            f"config.loss.heldout.corpora: {c!r} is not in study.corpora {study.get('corpora', [])}; fix: name study corpora"
+            for c in heldout.get("corpora") or []
+            if c not in study.get("corpora", [])
+        ]
+    )
     doc_tokens = heldout.get("doc_tokens") or documents.get("doc_tokens", 0)
     first, need = heldout.get("first_doc"), _first_chunk_after_capture(config)
     if first is not None and int(first) < need:
@@ -411,6 +480,7 @@ def _loss_problems(config: dict) -> list[str]:
             f"(documents.n_docs {documents.get('n_docs')} x {documents.get('doc_tokens')} tokens), whose map the loss uses; "
             f"fix: loss.heldout.first_doc: {need} or more (or null: the first chunk after them)"
         )
+    problems += _probe_problems(config)
     continuation, budget = int(loss.get("continuation", 2)), int(loss.get("budget", 1))
     if continuation >= int(doc_tokens):
         problems.append(
@@ -423,6 +493,32 @@ def _loss_problems(config: dict) -> list[str]:
             f"sees (doc_tokens {doc_tokens} - continuation {continuation}), so nothing would be evicted; fix: a smaller "
             "loss.budget or a shorter loss.continuation"
         )
+    return problems
+
+
+def probe_train_docs_problem(train_docs: int, n_docs: int, model: str) -> str | None:
+    """What is wrong with training the probe on more documents than a model has captured (None: nothing):
+    the planner's check (trustmass.plan.loss) and the start-up one read it."""
+    if train_docs <= n_docs:
+        return None
+    return (
+        f"config.loss.probe.train_docs: {train_docs} exceeds the {n_docs} capture documents of {model} "
+        f"(documents.n_docs); fix: loss.probe.train_docs: {n_docs} or fewer, or more documents"
+    )
+
+
+def _probe_problems(config: dict) -> list[str]:
+    """loss.probe.train_docs fits in each probe model's capture documents (its own documents: override applied)."""
+    probe, study = (config.get("loss") or {}).get("probe") or {}, config.get("study") or {}
+    if not probe.get("enabled"):
+        return []
+    headline = (study.get("headline") or {}).get("models") or study.get("models") or []
+    models = probe.get("models") or config["loss"].get("models") or headline  # as trustmass.plan.loss reads them
+    documents, entries, problems = config.get("documents") or {}, config.get("models") or {}, []
+    for model in models:
+        n_docs = int({**documents, **((entries.get(model) or {}).get("documents") or {})}.get("n_docs", 0))
+        problem = probe_train_docs_problem(int(probe.get("train_docs", 0)), n_docs, model)
+        problems += [problem] if problem else []
     return problems
 
 
@@ -496,4 +592,3 @@ def _snapkv_window_problems(config: dict) -> list[str]:
         f"config.capture.windows: {sorted(captured)} lacks the SnapKV window(s) {missing} the audit needs "
         f"(window = {windows.SNAPKV_WINDOW_RULE}); fix: capture.windows: {sorted(captured | set(needed))}"
     ]
-

@@ -33,10 +33,22 @@ class IntegrityError(CleanError):
 #: errno -> (what happened, the fix)
 _DISK_ERRNOS = {
     errno.ENOSPC: ("the disk is full", "free space on that file system (or point the results elsewhere) and rerun"),
-    errno.EDQUOT: ("the disk quota is exceeded", "free space within your quota (or point the results elsewhere) and rerun"),
-    errno.EROFS: ("the file system is read-only", "make the folder writable (remount it read-write) or run in a writable --directory"),
-    errno.EACCES: ("permission denied", "make the folder writable (chmod u+w, or chattr -i) or run in a writable --directory"),
-    errno.EPERM: ("the operation is not permitted (an immutable folder?)", "make the folder writable (chattr -i, chmod u+w) or run in a writable --directory"),
+    errno.EDQUOT: (
+        "the disk quota is exceeded",
+        "free space within your quota (or point the results elsewhere) and rerun",
+    ),
+    errno.EROFS: (
+        "the file system is read-only",
+        "make the folder writable (remount it read-write) or run in a writable --directory",
+    ),
+    errno.EACCES: (
+        "permission denied",
+        "make the folder writable (chmod u+w, or chattr -i) or run in a writable --directory",
+    ),
+    errno.EPERM: (
+        "the operation is not permitted (an immutable folder?)",
+        "make the folder writable (chattr -i, chmod u+w) or run in a writable --directory",
+    ),
 }
 
 

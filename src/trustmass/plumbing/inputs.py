@@ -11,7 +11,8 @@ records, frames, manifests, maps):
     writes it again.
 :func:`unreadable_input`
     When a job fails anyway, the parquet and safetensors inputs are read one by one to find one that
-    cannot be read (only on that failure path, so it costs nothing when the job succeeds); the failure then becomes one line naming it and the fix, instead
+    cannot be read (only on that failure path, so it costs nothing when the job succeeds); the failure then becomes
+    one line naming it and the fix, instead
     of a reader's traceback that names no file.
 
 :func:`trustmass.plumbing.rule_io.run_rule` runs both around every rule script.
@@ -24,7 +25,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from trustmass.plumbing.errors import CleanError, IntegrityError
+from trustmass.plumbing.errors import CleanError
 from trustmass.plumbing.integrity import verify_output
 from trustmass.plumbing.provenance import sidecar_path
 
@@ -74,13 +75,19 @@ def verify_inputs(paths: Iterable[str | os.PathLike]) -> list[str]:
     return checked
 
 
-def unreadable_input(paths: Iterable[str | os.PathLike], error: BaseException | None = None) -> UnreadableInputError | None:
+def unreadable_input(
+    paths: Iterable[str | os.PathLike], error: BaseException | None = None
+) -> UnreadableInputError | None:
     """The first parquet or safetensors input that cannot be opened, as an error naming it and the fix
     (``error``: the failure that prompted the search, quoted when the probe's own message is empty)."""
     for path in data_inputs(paths):
         problem = _probe(path)
         if problem is not None:
-            fix = producer_fix(path) if sidecar_path(path).is_file() else "replace it with a readable copy (or fix its path in the config)"
+            fix = (
+                producer_fix(path)
+                if sidecar_path(path).is_file()
+                else "replace it with a readable copy (or fix its path in the config)"
+            )
             return UnreadableInputError(f"{path} cannot be read ({problem or error}); fix: {fix}")
     return None
 

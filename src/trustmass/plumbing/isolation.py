@@ -64,7 +64,9 @@ def isolated_call(fn, args: tuple = (), timeout_s: float | None = None) -> Outco
         if not recv.poll(timeout_s):
             proc.kill()
             proc.join()
-            return Outcome(False, reason=TIMEOUT, message=f"no result after {timeout_s:.0f} s (wall-clock guard); child killed")
+            return Outcome(
+                False, reason=TIMEOUT, message=f"no result after {timeout_s:.0f} s (wall-clock guard); child killed"
+            )
         try:
             kind, payload = recv.recv()
         except EOFError:  # the child died before sending

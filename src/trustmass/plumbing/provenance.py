@@ -31,6 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trustmass.plumbing.determinism import BLAS_THREAD_VARIABLES, KERNELS
 from trustmass.plumbing.errors import disk_error
 
 __all__ = [
@@ -52,8 +53,8 @@ SIDECAR_FORMAT = "trustmass.plumbing.provenance/1"
 PACKAGES = ("torch", "transformers", "numpy", "snakemake", "numba", "polars", "scipy")
 #: set by the workflow (common.smk) so that sidecars written by rule scripts name the snakemake call
 WORKFLOW_COMMAND_ENV = "TRUSTMASS_WORKFLOW_COMMAND"
-#: the BLAS thread counts the workflow sets to one per process (recorded in every sidecar's device)
-BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# BLAS_THREAD_VARIABLES (imported above, from trustmass.plumbing.determinism): the BLAS thread counts the
+# workflow sets to one per process, recorded in every sidecar's device with the kernel pins (KERNELS)
 _CHUNK = 1 << 20
 
 
@@ -117,7 +118,9 @@ def atomic_write(path: str | os.PathLike, directory: bool = False) -> Iterator[P
 
 _HOST = socket.gethostname().replace("/", "_") or "localhost"
 #: ``.<target name>.<pid>@<host>.<random>.tmp<suffix>`` and ``.<target name>.old-<pid>@<host>.tmp``
-_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?:old-)?(?P<pid>\d+)@(?P<host>[^/]+?)\.(?:[A-Za-z0-9_]+\.)?tmp(?:\.[^.]*)?$")
+_TEMPORARY = re.compile(
+    r"^\.(?P<target>.+)\.(?:old-)?(?P<pid>\d+)@(?P<host>[^/]+?)\.(?:[A-Za-z0-9_]+\.)?tmp(?:\.[^.]*)?$"
+)
 
 
 def _writer_is_gone(pid: int, host: str) -> bool:
@@ -295,6 +298,7 @@ def device_info() -> dict:
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "blas_threads": {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES},
+        "kernels": {name: os.environ.get(name) for name in KERNELS},
     }
     try:
         import psutil

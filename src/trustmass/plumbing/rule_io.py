@@ -156,7 +156,9 @@ def finish(
         extra = {"summary": dict(summary), **extra}
     inputs = list(inputs)
     for path in outputs:
-        write_sidecar(path, inputs=inputs, config_slice=config, seeds=seeds, started=started, extra={"rule": smk.rule, **extra})
+        write_sidecar(
+            path, inputs=inputs, config_slice=config, seeds=seeds, started=started, extra={"rule": smk.rule, **extra}
+        )
     print("ok")
 
 

@@ -10,13 +10,43 @@ __all__ = ["runs_jobs", "unwritable_folders"]
 #: folders listed by name before the rest are counted
 _SHOWN = 3
 #: snakemake options under which a call runs no job (a dry-run, a listing, a report, metadata work)
-_NO_JOBS = frozenset({
-    "--dry-run", "--dryrun", "--unlock", "--list", "--list-rules", "--list-target-rules", "--lt", "--summary",
-    "--detailed-summary", "--lint", "--dag", "--d3dag", "--rulegraph", "--filegraph", "--report", "--cleanup-metadata",
-    "--cleanup-shadow", "--list-changes", "--lc", "--list-input-changes", "--li", "--list-params-changes", "--lp",
-    "--list-code-changes", "--list-untracked", "--lu", "--print-compilation", "--containerize", "--archive",
-    "--delete-all-output", "--delete-temp-output", "--help", "--version",
-})  # fmt: skip
+_NO_JOBS = frozenset(
+    {
+        "--dry-run",
+        "--dryrun",
+        "--unlock",
+        "--list",
+        "--list-rules",
+        "--list-target-rules",
+        "--lt",
+        "--summary",
+        "--detailed-summary",
+        "--lint",
+        "--dag",
+        "--d3dag",
+        "--rulegraph",
+        "--filegraph",
+        "--report",
+        "--cleanup-metadata",
+        "--cleanup-shadow",
+        "--list-changes",
+        "--lc",
+        "--list-input-changes",
+        "--li",
+        "--list-params-changes",
+        "--lp",
+        "--list-code-changes",
+        "--list-untracked",
+        "--lu",
+        "--print-compilation",
+        "--containerize",
+        "--archive",
+        "--delete-all-output",
+        "--delete-temp-output",
+        "--help",
+        "--version",
+    }
+)
 _NO_JOBS_SHORT = frozenset("nlSh")
 
 

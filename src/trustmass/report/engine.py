@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from trustmass.core.bootstrap_closed_form import cluster_bootstrap_auc, cluster_bootstrap_quantile
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.stats import (
     ClusterIndex,
     auc_from_codes,
@@ -89,9 +90,14 @@ class StatisticsSettings:
         known = {f for f in cls.__dataclass_fields__ if f not in ("kappa_threshold", "seed")}
         unknown = sorted(set(stats) - known - {"figure_population"})
         if unknown:
-            raise ValueError(f"config.statistics: unknown keys {unknown}; known: {sorted(known)}")
-        base = cls(kappa_threshold=float(config.get("labels", {}).get("kappa_threshold", cls.kappa_threshold)),
-                   seed=int(config.get("seed", cls.seed)))
+            raise ConfigConflict(
+                f"config.statistics: unknown keys {unknown}; known: {sorted(known)}; fix: remove or rename them",
+                fields=("statistics",),
+            )
+        base = cls(
+            kappa_threshold=float(config.get("labels", {}).get("kappa_threshold", cls.kappa_threshold)),
+            seed=int(config.get("seed", cls.seed)),
+        )
         return replace(base, **{k: v for k, v in stats.items() if k in known})
 
 
@@ -107,7 +113,6 @@ class HeadlinePopulation(Headline):
         """The rows of the headline families on the headline corpus."""
         out = self.families(frame)
         return out.filter(pl.col("corpus") == self.corpus) if self.corpus is not None else out
-
 
 
 def with_document_columns(frame: pl.DataFrame, primary_docs: int) -> pl.DataFrame:
@@ -139,7 +144,9 @@ def _sortable(x: Any) -> tuple:
     return (x is None, x if x is not None else 0)
 
 
-def per_group(frame: pl.DataFrame, keys: Sequence[str], fn: Callable[[pl.DataFrame], dict], pooled_model: bool = False) -> list[dict]:
+def per_group(
+    frame: pl.DataFrame, keys: Sequence[str], fn: Callable[[pl.DataFrame], dict], pooled_model: bool = False
+) -> list[dict]:
     """Rows of ``fn`` per population and group; with ``pooled_model`` also rows pooled over models."""
     rows = []
     for population, pop in populations(frame):

@@ -39,10 +39,22 @@ from trustmass.report.claims.data import claim as claim_of
 __all__ = ["HEADLINE_SCHEMA", "HeadlineValue", "check_value", "headline_frame", "row", "rows_from_frame"]
 
 HEADLINE_SCHEMA = {
-    "claim_id": pl.Int64, "value_name": pl.Utf8, "by_key": pl.Utf8, "by_value": pl.Utf8, "population": pl.Utf8,
-    "estimate": pl.Float64, "low": pl.Float64, "high": pl.Float64, "n_instances": pl.Int64, "n_docs": pl.Int64,
-    "models": pl.Utf8, "n_excluded": pl.Int64, "source": pl.Utf8, "context": pl.Utf8, "uninformative": pl.Utf8,
-}  # fmt: skip
+    "claim_id": pl.Int64,
+    "value_name": pl.Utf8,
+    "by_key": pl.Utf8,
+    "by_value": pl.Utf8,
+    "population": pl.Utf8,
+    "estimate": pl.Float64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "n_instances": pl.Int64,
+    "n_docs": pl.Int64,
+    "models": pl.Utf8,
+    "n_excluded": pl.Int64,
+    "source": pl.Utf8,
+    "context": pl.Utf8,
+    "uninformative": pl.Utf8,
+}
 
 
 @dataclass(frozen=True)
@@ -99,14 +111,22 @@ def row(
     check_value(claim, value)
     by = dict(by or {})
     return {
-        "claim_id": claim, "value_name": value,
-        "by_key": ",".join(by) or None, "by_value": ",".join(str(v) for v in by.values()) or None,
-        "population": population, "estimate": None if _missing(estimate) else float(estimate),
-        "low": None if _missing(low) else float(low), "high": None if _missing(high) else float(high),
-        "n_instances": n_instances, "n_docs": n_docs, "models": models, "n_excluded": n_excluded, "source": source,
+        "claim_id": claim,
+        "value_name": value,
+        "by_key": ",".join(by) or None,
+        "by_value": ",".join(str(v) for v in by.values()) or None,
+        "population": population,
+        "estimate": None if _missing(estimate) else float(estimate),
+        "low": None if _missing(low) else float(low),
+        "high": None if _missing(high) else float(high),
+        "n_instances": n_instances,
+        "n_docs": n_docs,
+        "models": models,
+        "n_excluded": n_excluded,
+        "source": source,
         "context": None if context is None else json.dumps(dict(context), sort_keys=True),
         "uninformative": uninformative or None,
-    }  # fmt: skip
+    }
 
 
 def rows_from_frame(spec: HeadlineValue, frame: pl.DataFrame, source: str | None = None) -> list[dict]:
@@ -128,13 +148,20 @@ def rows_from_frame(spec: HeadlineValue, frame: pl.DataFrame, source: str | None
         models = model if model is not None and not str(model).startswith("(") else rec.get("models")
         out.append(
             row(
-                spec.claim, spec.value, est, rec["population"], by={**{k: rec[k] for k in spec.keys}, **spec.at},
+                spec.claim,
+                spec.value,
+                est,
+                rec["population"],
+                by={**{k: rec[k] for k in spec.keys}, **spec.at},
                 low=rec.get(f"{spec.column}_low") if spec.ci else None,
                 high=rec.get(f"{spec.column}_high") if spec.ci else None,
-                n_instances=rec.get(spec.n_column), n_docs=rec.get("n_docs"), models=models,
-                n_excluded=rec.get("n_degenerate"), source=source or f"{spec.source}.{spec.column}",
+                n_instances=rec.get(spec.n_column),
+                n_docs=rec.get("n_docs"),
+                models=models,
+                n_excluded=rec.get("n_degenerate"),
+                source=source or f"{spec.source}.{spec.column}",
             )
-        )  # fmt: skip
+        )
     return out
 
 

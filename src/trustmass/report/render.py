@@ -47,6 +47,12 @@ def render(name: str, frame_paths: Sequence[str], files: Mapping[str, str], conf
     module_name, layout = out.draw.split(":")
     layouts = importlib.import_module(module_name)
     threshold = config.get("labels", {}).get("kappa_threshold")
-    table = layouts.write(layouts.LAYOUTS[layout], frames[0], files["csv"], files["md"], kappa_threshold=threshold,
-                          html_path=files.get("html"))
+    table = layouts.write(
+        layouts.LAYOUTS[layout],
+        frames[0],
+        files["csv"],
+        files["md"],
+        kappa_threshold=threshold,
+        html_path=files.get("html"),
+    )
     return {"table": name, "rows": table.height, "columns": table.width}

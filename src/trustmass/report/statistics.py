@@ -26,8 +26,15 @@ class Frames(dict):
     """Named statistics frames (``name -> polars.DataFrame``), with what their sidecars record besides:
     ``summary`` (counts), ``seeds``, ``extra`` fields, and ``notes`` (lines for the job's log)."""
 
-    def __init__(self, frames: Mapping[str, Any], *, summary: Mapping[str, Any] | None = None,
-                 seeds: Mapping[str, Any] | None = None, notes: Sequence[str] = (), **extra: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        frames: Mapping[str, Any],
+        *,
+        summary: Mapping[str, Any] | None = None,
+        seeds: Mapping[str, Any] | None = None,
+        notes: Sequence[str] = (),
+        **extra: Any,
+    ) -> None:
         super().__init__(frames)
         self.summary = dict(summary) if summary is not None else None
         self.seeds = dict(seeds) if seeds is not None else None
@@ -61,6 +68,8 @@ def compute(entry: StatisticsRule, inputs: Inputs, config: Mapping[str, Any]) ->
         raise TypeError(f"{entry.module}.{entry.function} returned {type(frames).__name__}, not Frames")
     expected = set(entry.outputs)
     if set(frames) != expected:
-        raise ValueError(f"{entry.name}: {entry.module}.{entry.function} returned frames {sorted(frames)}; the catalog "
-                         f"entry declares {sorted(expected)}; fix: make them agree")  # fmt: skip
+        raise ValueError(
+            f"{entry.name}: {entry.module}.{entry.function} returned frames {sorted(frames)}; the catalog "
+            f"entry declares {sorted(expected)}; fix: make them agree"
+        )
     return frames

@@ -58,9 +58,13 @@ STYLE: dict = {
     "fig3_legend_fontsize": 7,
     "band_color": "#d9d9d9",
     "rule_colors": {
-        "snapkv": "#1f77b4", "h2o": "#ff7f0e", "quest": "#2ca02c", "streaming_llm": "#d62728",
-        "recency": "#8c564b", "certificate": "#000000",
-    },  # fmt: skip
+        "snapkv": "#1f77b4",
+        "h2o": "#ff7f0e",
+        "quest": "#2ca02c",
+        "streaming_llm": "#d62728",
+        "recency": "#8c564b",
+        "certificate": "#000000",
+    },
     # Figure 4
     "fig4_size": (10.0, 4.6),
     "fig4_colors": {"flat_switch": "#1f3b73", "random": "#b8c2cc", "all_cell": "#e0892b"},
@@ -70,9 +74,13 @@ STYLE: dict = {
     "swap_kind_styles": {"boundary": "-", "random": "--", "random_restricted": ":"},
     "swap_outcome_labels": {"es": "es per captured row", "ce": "held-out CE", "kl": "next-token KL to dense"},
     "rule_labels": {
-        "snapkv": "SnapKV", "h2o": "H2O", "quest": "Quest", "streaming_llm": "StreamingLLM",
-        "recency": "recency (positional control)", "certificate": "certificate (top-mass κ̂ > threshold)",
-    },  # fmt: skip
+        "snapkv": "SnapKV",
+        "h2o": "H2O",
+        "quest": "Quest",
+        "streaming_llm": "StreamingLLM",
+        "recency": "recency (positional control)",
+        "certificate": "certificate (top-mass κ̂ > threshold)",
+    },
     # the access-law figure (trustmass.report.figures.access)
     "access_panel_size": (3.6, 3.0),  # inches per panel
     "access_law_colors": {"last": "#c2185b", "all": "#e0892b", "debiased": "#2ca02c", "decode": "#000000"},
@@ -93,7 +101,9 @@ def population_label(population: str, frame: pl.DataFrame) -> str:
 
 def select_population(frame: pl.DataFrame, population: str, what: str) -> pl.DataFrame:
     if "population" not in frame.columns:
-        raise ValueError(f"{what}: the summary frame has no population column; fix: pass a statistics frame (trustmass.report.frames)")
+        raise ValueError(
+            f"{what}: the summary frame has no population column; fix: pass a statistics frame (trustmass.report.frames)"
+        )
     out = frame.filter(pl.col("population") == population)
     if out.height == 0 and frame.height:
         known = sorted(frame["population"].unique().to_list())

@@ -19,7 +19,16 @@ import polars as pl
 from trustmass.plumbing.provenance import atomic_write
 from trustmass.report.html_page import markdown_page
 
-__all__ = ["Column", "TableLayout", "check_columns", "markdown", "order_rows", "populations_of", "value_columns", "write"]
+__all__ = [
+    "Column",
+    "TableLayout",
+    "check_columns",
+    "markdown",
+    "order_rows",
+    "populations_of",
+    "value_columns",
+    "write",
+]
 
 SAME_AS_PRIMARY = "Identical to the primary slice: no (model, corpus) has more documents than the slice takes."
 POPULATION_TITLES = {
@@ -102,8 +111,14 @@ def markdown(layout: TableLayout, frame: pl.DataFrame, kappa_threshold: float | 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(layout: TableLayout, frame: pl.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike,
-          kappa_threshold: float | None = None, html_path: str | os.PathLike | None = None) -> pl.DataFrame:  # fmt: skip
+def write(
+    layout: TableLayout,
+    frame: pl.DataFrame,
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    kappa_threshold: float | None = None,
+    html_path: str | os.PathLike | None = None,
+) -> pl.DataFrame:
     """Write the table as CSV (full precision) and Markdown (and the Markdown as an HTML page, the view
     Snakemake's report shows), atomically; return the table.
 

@@ -111,7 +111,11 @@ def partition_decision(u) -> bool:
 def reduction_examples() -> list[dict]:
     """Exact rational ES(N/2) of the spec's reduction instances, by brute force."""
     out = []
-    for u, expected in [((3, 1, 1, 2, 2, 1), Fraction(0)), ((1, 1, 4), Fraction(1, 3)), ((1, 2, 3, 4, 5, 7), Fraction(0))]:
+    for u, expected in [
+        ((3, 1, 1, 2, 2, 1), Fraction(0)),
+        ((1, 1, 4), Fraction(1, 3)),
+        ((1, 2, 3, 4, 5, 7), Fraction(0)),
+    ]:
         p, v, s = partition_instance(u)
         inst = Instance.from_arrays([float(x) for x in p], np.array(v, dtype=float))
         _, argmin = exact_optimum_bruteforce(inst, s)
@@ -120,12 +124,16 @@ def reduction_examples() -> list[dict]:
         out.append(_check(f"ES(N/2)^2 for u={u} (exact rational)", expected**2, exact, tol=0.0))
         out.append(_check(f"Partition(u={u}) decided by DP", int(expected == 0), int(partition_decision(u)), tol=0.0))
         out.append(
-            _check(f"gap: ES = 0 or ES >= 2/N^2, u={u}", 1, int(exact == 0 or exact >= Fraction(2, n * n) ** 2), tol=0.0)
+            _check(
+                f"gap: ES = 0 or ES >= 2/N^2, u={u}", 1, int(exact == 0 or exact >= Fraction(2, n * n) ** 2), tol=0.0
+            )
         )
     return out
 
 
-def free_weight_instances(seed: int = 0, n_keys: int = 8, dims: tuple[int, ...] = (1, 2, 3), per_dim: int = 3) -> list[dict]:
+def free_weight_instances(
+    seed: int = 0, n_keys: int = 8, dims: tuple[int, ...] = (1, 2, 3), per_dim: int = 3
+) -> list[dict]:
     """EF(s) by brute force over every s-subset (free weights: the hull distance) on seeded random
     rows, for s = 1 .. d+1, with the row's sigma and D: the quantities of App A's EF(s) <= sigma/sqrt(s)
     <= D/sqrt(s) and EF(d+1) = 0 (Caratheodory)."""

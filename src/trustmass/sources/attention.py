@@ -23,7 +23,9 @@ def default_scaling(query: torch.Tensor, scaling: float | None) -> float:
     return 1.0 / math.sqrt(query.shape[-1]) if scaling is None else float(scaling)
 
 
-def dense_attention(module, query, key, value, attention_mask, scaling: float, softcap: float | None, dropout: float = 0.0):
+def dense_attention(
+    module, query, key, value, attention_mask, scaling: float, softcap: float | None, dropout: float = 0.0
+):
     """The layer's own output ``[B, M, Hq, d]``: SDPA, or eager with logit soft-capping."""
     if softcap is None:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -52,8 +54,14 @@ def _eager_softcapped(module, query, key, value, attention_mask, scaling, softca
     return torch.matmul(probs, v).transpose(1, 2).contiguous()
 
 
-def trailing_row_probs(query: torch.Tensor, keys: torch.Tensor, scaling: float, softcap: float | None, window: int | None,
-                       logits_dtype: torch.dtype | None) -> torch.Tensor:
+def trailing_row_probs(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    scaling: float,
+    softcap: float | None,
+    window: int | None,
+    logits_dtype: torch.dtype | None,
+) -> torch.Tensor:
     """Exact rows of queries that sit at the *last* M of N key positions, float32 ``[Hq, M, N]``.
 
     ``query`` ``[Hq, M, d]`` (a continuation or a decode step, whose keys the cache holds), ``keys``

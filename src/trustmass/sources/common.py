@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["SourceError", "check_name", "require_tool", "run_tool", "sha256_bytes", "sha256_file"]
@@ -53,7 +52,9 @@ def require_tool(tool: str, what: str, fix: str) -> str:
     return found
 
 
-def run_tool(args: Sequence[str], *, cwd: str | os.PathLike | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+def run_tool(
+    args: Sequence[str], *, cwd: str | os.PathLike | None = None, timeout: float = 1800
+) -> subprocess.CompletedProcess:
     """Run a command without a shell, capturing its output (never raises on a non-zero exit)."""
     return subprocess.run(
         list(args),

@@ -86,7 +86,12 @@ def prepare_corpus(
 
     check_name("corpus", name)
     source = spec.get("source")
-    readers = {"debian": _from_debian, "python-stdlib": _from_stdlib, "local": _from_local, "hf-dataset": _from_hf_dataset}
+    readers = {
+        "debian": _from_debian,
+        "python-stdlib": _from_stdlib,
+        "local": _from_local,
+        "hf-dataset": _from_hf_dataset,
+    }
     if source not in readers:
         raise SourceError(f"corpus {name!r}: unknown source {source!r}; use one of {', '.join(sorted(readers))}")
     started = time.time()
@@ -103,7 +108,14 @@ def prepare_corpus(
             text.append(separator)
             offset += len(separator)
         text.append(doc.text)
-        listing.append({"name": doc.name, "offset": offset, "chars": len(doc.text), "sha256": sha256_bytes(doc.text.encode("utf-8"))})
+        listing.append(
+            {
+                "name": doc.name,
+                "offset": offset,
+                "chars": len(doc.text),
+                "sha256": sha256_bytes(doc.text.encode("utf-8")),
+            }
+        )
         offset += len(doc.text)
     corpus = "".join(text)
     data = corpus.encode("utf-8")
@@ -160,7 +172,9 @@ def _from_debian(name: str, spec: Mapping[str, Any], cache: Path, out_dir: Path,
     try:
         done = run_tool([dpkg_deb, "-x", str(deb["path"]), str(root)])
         if done.returncode != 0:
-            raise SourceError(f"corpus {name!r}: `dpkg-deb -x {deb['path'].name}` failed:\n{tail(done.stdout + done.stderr)}")
+            raise SourceError(
+                f"corpus {name!r}: `dpkg-deb -x {deb['path'].name}` failed:\n{tail(done.stdout + done.stderr)}"
+            )
         documents, extra = readers[reader](name, spec, root, log)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -195,13 +209,19 @@ def fetch_deb(corpus: str, package: str, version: str | None, pin: str | None, c
             log(f"corpus {corpus}: apt does not know {target}; running apt-get update once")
             update = run_tool([apt_get, "update"])
             if update.returncode != 0:
-                raise SourceError(f"corpus {corpus!r}: `apt-get update` failed (no network?):\n{tail(update.stdout + update.stderr)}\n{fix}")
+                raise SourceError(
+                    f"corpus {corpus!r}: `apt-get update` failed (no network?):\n{tail(update.stdout + update.stderr)}\n{fix}"
+                )
             done = run_tool([apt_get, "download", target], cwd=cache)
             output = done.stdout + done.stderr
         if done.returncode != 0:
             if _apt_lists_missing(output):
-                raise SourceError(f"corpus {corpus!r}: the Debian archive has no package {target}.\n{tail(output, 4)}\nfix: check `package:`/`version:`.")
-            raise SourceError(f"corpus {corpus!r}: `apt-get download {target}` failed (no network?):\n{tail(output)}\n{fix}")
+                raise SourceError(
+                    f"corpus {corpus!r}: the Debian archive has no package {target}.\n{tail(output, 4)}\nfix: check `package:`/`version:`."
+                )
+            raise SourceError(
+                f"corpus {corpus!r}: `apt-get download {target}` failed (no network?):\n{tail(output)}\n{fix}"
+            )
         deb = _cached_deb(cache, package, version)
         if deb is None:
             raise SourceError(f"corpus {corpus!r}: apt-get reported success but no {package}_*.deb is in {cache}")
@@ -231,7 +251,15 @@ def _cached_deb(cache: Path, package: str, version: str | None) -> Path | None:
 
 
 def _apt_lists_missing(output: str) -> bool:
-    return any(s in output for s in ("Unable to locate package", "has no installation candidate", "Can't select candidate", "was not found"))
+    return any(
+        s in output
+        for s in (
+            "Unable to locate package",
+            "has no installation candidate",
+            "Can't select candidate",
+            "was not found",
+        )
+    )
 
 
 def _deb_fields(deb: Path) -> dict[str, str]:
@@ -293,7 +321,9 @@ def read_r_lazyload(rdx: Path, rdb: Path | None = None) -> dict[str, Any]:
 def _read_r_package(name: str, spec: Mapping[str, Any], root: Path, log: Log):
     found = sorted(root.glob("usr/lib/R/site-library/*/data/Rdata.rdx"))
     if not found:
-        raise SourceError(f"corpus {name!r}: package {spec.get('package')} holds no R lazy-load data (…/data/Rdata.rdx)")
+        raise SourceError(
+            f"corpus {name!r}: package {spec.get('package')} holds no R lazy-load data (…/data/Rdata.rdx)"
+        )
     rdx = found[0]
     rdb = rdx.with_suffix(".rdb")
     objects = read_r_lazyload(rdx, rdb)
@@ -317,8 +347,11 @@ def _read_r_package(name: str, spec: Mapping[str, Any], root: Path, log: Log):
 def _is_character_vector(value) -> bool:
     import numpy as np
 
-    return isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in ("U", "O") and all(
-        isinstance(x, str) for x in value[:10]
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim == 1
+        and value.dtype.kind in ("U", "O")
+        and all(isinstance(x, str) for x in value[:10])
     )
 
 
@@ -329,14 +362,37 @@ def _is_character_vector(value) -> bool:
 SKIP_TAGS = frozenset({"script", "style", "nav", "head", "noscript", "template"})
 #: Publican/DocBook navigation: tables of contents (which repeat every section title of a chapter),
 #: previous/next bars and the download banner
-SKIP_CLASSES = frozenset({"toc", "docnav", "navheader", "navfooter", "list-of-tables", "list-of-figures", "list-of-examples"})
+SKIP_CLASSES = frozenset(
+    {"toc", "docnav", "navheader", "navfooter", "list-of-tables", "list-of-figures", "list-of-examples"}
+)
 SKIP_IDS = frozenset({"banner"})
 _BLOCK = frozenset(
-    {"p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "section", "article", "ul", "ol", "dl", "figure", "title"}
+    {
+        "p",
+        "div",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "table",
+        "blockquote",
+        "pre",
+        "section",
+        "article",
+        "ul",
+        "ol",
+        "dl",
+        "figure",
+        "title",
+    }
 )
 _LINE = frozenset({"li", "dt", "dd", "tr", "br", "caption", "figcaption"})
 _ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
-_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"})
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+)
 
 
 class _TextExtractor(HTMLParser):
@@ -452,7 +508,9 @@ def _read_handbook(name: str, spec: Mapping[str, Any], root: Path, log: Log):
     folder = base / language
     if not folder.is_dir():
         have = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
-        raise SourceError(f"corpus {name!r}: the handbook has no language {language!r}; available: {', '.join(have) or 'none'}")
+        raise SourceError(
+            f"corpus {name!r}: the handbook has no language {language!r}; available: {', '.join(have) or 'none'}"
+        )
     files = {p.name: p for p in folder.glob("*.html")}
     order = spec.get("order", "book")
     if order == "book":
@@ -502,7 +560,12 @@ def _from_stdlib(name: str, spec: Mapping[str, Any], cache: Path, out_dir: Path,
     pattern = "**/*.py" if spec.get("subpackages", False) else "*.py"
     exclude = list(spec.get("exclude", ()))
     files = sorted(
-        (p for p in root.glob(pattern) if "site-packages" not in p.parts and not any(fnmatch.fnmatch(p.relative_to(root).as_posix(), e) for e in exclude)),
+        (
+            p
+            for p in root.glob(pattern)
+            if "site-packages" not in p.parts
+            and not any(fnmatch.fnmatch(p.relative_to(root).as_posix(), e) for e in exclude)
+        ),
         key=lambda p: p.relative_to(root).as_posix(),
     )
     documents = []
@@ -548,7 +611,10 @@ def _from_hf_dataset(name: str, spec: Mapping[str, Any], cache: Path, out_dir: P
     dataset_id = spec.get("id")
     if not dataset_id:
         raise SourceError(f"corpus {name!r}: an hf-dataset corpus needs `id:` (e.g. Salesforce/wikitext)")
-    offline = any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+    offline = any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+    )
     hint = (
         f"corpus {name!r} ({dataset_id}) needs the Hugging Face hub (or a local datasets cache that already holds it). "
         "fix: run prepare_corpus where the hub is reachable, or save the text as files and use `source: local`"
@@ -556,19 +622,34 @@ def _from_hf_dataset(name: str, spec: Mapping[str, Any], cache: Path, out_dir: P
     try:
         import datasets
     except ImportError:
-        raise SourceError(f"corpus {name!r}: `source: hf-dataset` needs the `datasets` package; or use `source: local`") from None
+        raise SourceError(
+            f"corpus {name!r}: `source: hf-dataset` needs the `datasets` package; or use `source: local`"
+        ) from None
     split = spec.get("split", "test")
     field_name = spec.get("field", "text")
     try:
         ds = datasets.load_dataset(dataset_id, spec.get("config"), split=split, revision=spec.get("revision"))
     except Exception as exc:
         kinds = {cls.__name__ for cls in type(exc).__mro__}
-        network = kinds & {"ConnectionError", "ConnectError", "ConnectTimeout", "LocalEntryNotFoundError", "OfflineModeIsEnabled", "TimeoutException"}
+        network = kinds & {
+            "ConnectionError",
+            "ConnectError",
+            "ConnectTimeout",
+            "LocalEntryNotFoundError",
+            "OfflineModeIsEnabled",
+            "TimeoutException",
+        }
         if offline or network or "offline" in str(exc).lower() or "connect" in str(exc).lower():
-            raise SourceError(f"{hint}. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-        raise SourceError(f"corpus {name!r}: load_dataset({dataset_id!r}, {spec.get('config')!r}, split={split!r}) failed: {exc}") from None
+            raise SourceError(
+                f"{hint}. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
+        raise SourceError(
+            f"corpus {name!r}: load_dataset({dataset_id!r}, {spec.get('config')!r}, split={split!r}) failed: {exc}"
+        ) from None
     if field_name not in ds.column_names:
-        raise SourceError(f"corpus {name!r}: {dataset_id} has no field {field_name!r} (fields: {', '.join(ds.column_names)}); fix `field:`")
+        raise SourceError(
+            f"corpus {name!r}: {dataset_id} has no field {field_name!r} (fields: {', '.join(ds.column_names)}); fix `field:`"
+        )
     joiner = spec.get("row_separator", "")
     text = joiner.join(ds[field_name])
     log(f"corpus {name}: {len(ds):,} rows of {dataset_id} {spec.get('config') or ''} [{split}]")

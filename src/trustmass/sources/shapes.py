@@ -66,7 +66,9 @@ def load_config(model_dir_or_config: Any):
     elif isinstance(cfg, Mapping):
         cfg = _config_from_dict(dict(cfg), where="the given config dict")
     elif not isinstance(cfg, PretrainedConfig):
-        raise TypeError(f"model_shapes: expected a folder, config.json path, dict or PretrainedConfig, got {type(cfg).__name__}")
+        raise TypeError(
+            f"model_shapes: expected a folder, config.json path, dict or PretrainedConfig, got {type(cfg).__name__}"
+        )
     text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
     return text if text is not None else cfg
 
@@ -108,7 +110,9 @@ def model_shapes(model_dir_or_config: Any) -> dict:
         scaling = arch["scaling"]
     if arch.get("sliding_window") is not None:  # the modules' own per-layer windows win
         windows = arch["sliding_window"]
-        types = [SLIDING if w is not None else FULL for w in windows] if not getattr(cfg, "layer_types", None) else types
+        types = (
+            [SLIDING if w is not None else FULL for w in windows] if not getattr(cfg, "layer_types", None) else types
+        )
 
     return {
         "model_type": cfg.model_type,

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plumbing.config import retrieval_design_problem
 from trustmass.sources.common import SourceError, sha256_bytes, sha256_file
 from trustmass.sources.needles import plant
@@ -94,8 +95,10 @@ def _needle_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, l
     answer = np.asarray(_encode(tokenizer, " " + ", ".join(item.gold)), dtype=np.int64)
     extra = ANSWER_ROOM - answer.size
     if extra < 0:
-        raise SourceError(f"task context {task}-{index}: the answer takes {answer.size} tokens, more than the {ANSWER_ROOM} "
-                          "kept for it; fix: a tokenizer that spells digits and names more compactly")  # fmt: skip
+        raise SourceError(
+            f"task context {task}-{index}: the answer takes {answer.size} tokens, more than the {ANSWER_ROOM} "
+            "kept for it; fix: a tokenizer that spells digits and names more compactly"
+        )
     used = item.context_ids.size - sum(e - s for s, e in item.needles)  # haystack tokens the item holds
     context = np.concatenate([item.context_ids, haystack[used : used + extra]])
     body = np.concatenate([context, item.question_ids])
@@ -113,28 +116,44 @@ def _quote_context(index: int, *, haystack: np.ndarray, tokenizer, length: int, 
     marked = any(piece[:1] in _WORD_START for piece in pieces)
     starts = [q for q in range(length // 10, length // 2) if not marked or pieces[q + QUOTE_TOKENS][:1] in _WORD_START]
     if not starts:
-        raise SourceError(f"task context quote_qa-{index}: no word start in the haystack chunk; fix: use a prose haystack")
+        raise SourceError(
+            f"task context quote_qa-{index}: no word start in the haystack chunk; fix: use a prose haystack"
+        )
     q = int(starts[rng.integers(len(starts))])
     quote = tokenizer.decode([int(i) for i in haystack[q : q + QUOTE_TOKENS]], skip_special_tokens=False).strip()
     question = f'In the text above, which words come right after this passage: "{quote}"?'
     question_ids = _encode(tokenizer, "\nQuestion: " + question + " Answer:")
     body = length - len(question_ids) - ANSWER_TOKENS
     if q + QUOTE_TOKENS + ANSWER_TOKENS > body:
-        raise SourceError(f"task context quote_qa-{index}: {length} tokens leave no room for the question; fix: longer documents")
+        raise SourceError(
+            f"task context quote_qa-{index}: {length} tokens leave no room for the question; fix: longer documents"
+        )
     answer = haystack[q + QUOTE_TOKENS : q + QUOTE_TOKENS + ANSWER_TOKENS]
     ids = np.concatenate([haystack[:body], np.asarray(question_ids, dtype=np.int64), answer])
     gold = tokenizer.decode([int(i) for i in answer], skip_special_tokens=False)
-    return TaskContext("quote_qa", index, ids, (body + len(question_ids), ids.size), ((q, q + QUOTE_TOKENS + ANSWER_TOKENS),),
-                       (gold,), question)  # fmt: skip
+    return TaskContext(
+        "quote_qa",
+        index,
+        ids,
+        (body + len(question_ids), ids.size),
+        ((q, q + QUOTE_TOKENS + ANSWER_TOKENS),),
+        (gold,),
+        question,
+    )
 
 
 def build_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, length: int, seed: int) -> TaskContext:
     """Context ``index`` of ``task``, ``length`` tokens long, cut from ``haystack`` (>= ``length`` tokens)."""
     if task not in TYPES:
-        raise SourceError(f"task_contexts.types: {task!r} is not one of {', '.join(TYPES)}; fix: use those")
+        raise ConfigConflict(
+            f"task_contexts.types: {task!r} is not one of {', '.join(TYPES)}; fix: use those",
+            fields=("task_contexts.types",),
+        )
     haystack = np.asarray(haystack, dtype=np.int64).reshape(-1)
     if haystack.size < length:
-        raise SourceError(f"task context {task}-{index}: the haystack chunk has {haystack.size} tokens, {length} needed")
+        raise SourceError(
+            f"task context {task}-{index}: the haystack chunk has {haystack.size} tokens, {length} needed"
+        )
     try:
         if task == "quote_qa":
             ctx = _quote_context(index, haystack=haystack, tokenizer=tokenizer, length=length, seed=seed)
@@ -176,23 +195,27 @@ def build_task_documents(
 
     problem = retrieval_design_problem(retrieval_rows, rows_per_head)
     if problem:
-        raise SourceError(problem)
+        raise ConfigConflict(problem, fields=("task_contexts.retrieval_rows", "capture.rows_per_head"))
     model_dir, haystack_txt = Path(model_dir), Path(haystack_txt)
     model = model or model_dir.name
     started = time.time()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     prefix, suffix = special_tokens_for(tokenizer, bos)
     if suffix:
-        raise SourceError(f"documents.bos = {bos!r} adds tokens after each document; a task context must end with its "
-                          "answer; fix: documents.bos: none or tokenizer-default")  # fmt: skip
+        raise SourceError(
+            f"documents.bos = {bos!r} adds tokens after each document; a task context must end with its "
+            "answer; fix: documents.bos: none or tokenizer-default"
+        )
     stream, _ = encode_corpus(tokenizer, haystack_txt.read_text(encoding="utf-8"))
     length = doc_tokens - len(prefix)
     plan = [(t, k) for t in types for k in range(per_type)]
     need = (first_chunk + len(plan)) * length
     if stream.size < need:
-        raise SourceError(f"task_contexts: the haystack {haystack_txt.parent.name!r} has {stream.size:,} tokens for {model}, "
-                          f"{need:,} needed ({len(plan)} contexts after chunk {first_chunk}); fix: lower "
-                          "task_contexts.per_type or first_chunk, or use a longer haystack")  # fmt: skip
+        raise SourceError(
+            f"task_contexts: the haystack {haystack_txt.parent.name!r} has {stream.size:,} tokens for {model}, "
+            f"{need:,} needed ({len(plan)} contexts after chunk {first_chunk}); fix: lower "
+            "task_contexts.per_type or first_chunk, or use a longer haystack"
+        )
     docs, records = np.empty((len(plan), doc_tokens), dtype=np.int64), []
     for j, (task, k) in enumerate(plan):
         chunk = stream[(first_chunk + j) * length : (first_chunk + j + 1) * length]
@@ -200,34 +223,59 @@ def build_task_documents(
         docs[j] = np.concatenate([np.asarray(prefix, dtype=np.int64), ctx.ids])
         positions = ctx.retrieval_positions(shift=len(prefix))
         if len(positions) < retrieval_rows:
-            raise SourceError(f"task context {task}-{k}: {len(positions)} retrieval rows, fewer than "
-                              f"task_contexts.retrieval_rows = {retrieval_rows}; fix: lower it")  # fmt: skip
+            raise SourceError(
+                f"task context {task}-{k}: {len(positions)} retrieval rows, fewer than "
+                f"task_contexts.retrieval_rows = {retrieval_rows}; fix: lower it"
+            )
         if positions[0] < min_position:
-            raise SourceError(f"task context {task}-{k}: retrieval rows start at {positions[0]}, before "
-                              f"capture.min_position = {min_position}; fix: longer documents")  # fmt: skip
+            raise SourceError(
+                f"task context {task}-{k}: retrieval rows start at {positions[0]}, before "
+                f"capture.min_position = {min_position}; fix: longer documents"
+            )
         shift = len(prefix)
-        records.append({
-            "index": j, "id": f"{corpus}-{j:04d}", "task": task, "task_index": k,
-            "tokens_sha256": sha256_bytes(docs[j].astype("<i8").tobytes()),
-            "haystack_chunk": first_chunk + j,
-            "retrieval_positions": positions, "retrieval_rows": retrieval_rows,
-            "answer": [ctx.answer[0] + shift, ctx.answer[1] + shift],
-            "planted": [[a + shift, b + shift] for a, b in ctx.planted],
-            "gold": list(ctx.gold), "question": ctx.question,
-        })  # fmt: skip
+        records.append(
+            {
+                "index": j,
+                "id": f"{corpus}-{j:04d}",
+                "task": task,
+                "task_index": k,
+                "tokens_sha256": sha256_bytes(docs[j].astype("<i8").tobytes()),
+                "haystack_chunk": first_chunk + j,
+                "retrieval_positions": positions,
+                "retrieval_rows": retrieval_rows,
+                "answer": [ctx.answer[0] + shift, ctx.answer[1] + shift],
+                "planted": [[a + shift, b + shift] for a, b in ctx.planted],
+                "gold": list(ctx.gold),
+                "question": ctx.question,
+            }
+        )
     haystack_sha = sha256_file(haystack_txt)
     manifest: dict[str, Any] = {
-        "format": FORMAT, "model": model, "corpus": corpus, "doc_tokens": doc_tokens, "n_docs": len(plan), "bos": bos,
-        "special_prefix": prefix, "special_suffix": [], "haystack": haystack_txt.parent.name,
-        "haystack_sha256": haystack_sha, "haystack_tokens": int(stream.size), "seed": seed,
-        "types": list(types), "per_type": per_type, "first_chunk": first_chunk,
-        "retrieval_rows": retrieval_rows, "rows_per_head": rows_per_head,
+        "format": FORMAT,
+        "model": model,
+        "corpus": corpus,
+        "doc_tokens": doc_tokens,
+        "n_docs": len(plan),
+        "bos": bos,
+        "special_prefix": prefix,
+        "special_suffix": [],
+        "haystack": haystack_txt.parent.name,
+        "haystack_sha256": haystack_sha,
+        "haystack_tokens": int(stream.size),
+        "seed": seed,
+        "types": list(types),
+        "per_type": per_type,
+        "first_chunk": first_chunk,
+        "retrieval_rows": retrieval_rows,
+        "rows_per_head": rows_per_head,
         "retrieval_share": retrieval_rows / rows_per_head,
         **tokenizer_fingerprint(tokenizer, model_dir),
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
         "documents": records,
-    }  # fmt: skip
+    }
     write_document_set(out_path, docs, manifest, {"bos": bos, "haystack_sha256": haystack_sha, "tasks": list(types)})
-    log(f"task contexts {model}/{corpus}: {len(plan)} x {doc_tokens} tokens ({', '.join(types)}; {per_type} each) from "
-        f"{haystack_txt.parent.name} chunks {first_chunk}..{first_chunk + len(plan) - 1} in {time.time() - started:.1f} s")  # fmt: skip
+    log(
+        f"task contexts {model}/{corpus}: {len(plan)} x {doc_tokens} tokens ({', '.join(types)}; {per_type} each) from "
+        f"{haystack_txt.parent.name} chunks {first_chunk}..{first_chunk + len(plan) - 1} in {time.time() - started:.1f} s"
+    )
     return manifest

@@ -28,9 +28,16 @@ import numpy as np
 from trustmass.core.operator import REL_TOL, Instance, es
 
 __all__ = [
-    "SWAP_KINDS", "SwapCurve", "boundary_swap", "disagreement", "fraction_sizes", "gap_recovered", "random_swap",
-    "swap_at_fraction", "swap_curve",
-]  # fmt: skip
+    "SWAP_KINDS",
+    "SwapCurve",
+    "boundary_swap",
+    "disagreement",
+    "fraction_sizes",
+    "gap_recovered",
+    "random_swap",
+    "swap_at_fraction",
+    "swap_curve",
+]
 
 BOUNDARY, RANDOM, RANDOM_RESTRICTED = "boundary", "random", "random_restricted"
 #: what a swap at a fraction of the disagreement exchanges (see :func:`swap_at_fraction`)
@@ -47,7 +54,9 @@ def _split(kept_x: np.ndarray, kept_y: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def disagreement(kept_x: np.ndarray, kept_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(D_out, D_in)``: keys kept by X only and by Y only, each ascending."""
     if np.size(kept_x) != np.size(kept_y):
-        raise ValueError(f"the kept sets differ in size ({np.size(kept_x)} vs {np.size(kept_y)}): compare selectors at one budget")
+        raise ValueError(
+            f"the kept sets differ in size ({np.size(kept_x)} vs {np.size(kept_y)}): compare selectors at one budget"
+        )
     return _split(kept_x, kept_y)
 
 
@@ -60,8 +69,15 @@ def fraction_sizes(n_out: int, n_in: int, fraction: float) -> tuple[int, int]:
     return int(np.floor(n_out * fraction + 0.5)), int(np.floor(n_in * fraction + 0.5))
 
 
-def swap_at_fraction(kept_x: np.ndarray, kept_y: np.ndarray, fraction: float, score: np.ndarray, kind: str = BOUNDARY,
-                     rng: np.random.Generator | None = None, eligible: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def swap_at_fraction(
+    kept_x: np.ndarray,
+    kept_y: np.ndarray,
+    fraction: float,
+    score: np.ndarray,
+    kind: str = BOUNDARY,
+    rng: np.random.Generator | None = None,
+    eligible: np.ndarray | None = None,
+) -> np.ndarray:
     """``K_X`` after a swap of `fraction` of its disagreement with ``K_Y`` (the sets may differ in
     size, e.g. where a rule keeps keys without mass): ``boundary`` moves the lowest-`score` keys of
     ``D_out`` out and the highest of ``D_in`` in (ties by key index); ``random_restricted`` draws both
@@ -106,8 +122,9 @@ def boundary_swap(kept_x: np.ndarray, kept_y: np.ndarray, m: int, score: np.ndar
     return np.sort(np.concatenate([np.setdiff1d(kept_x, leave), enter]))
 
 
-def random_swap(kept_x: np.ndarray, kept_y: np.ndarray, m: int, n_keys: int, rng: np.random.Generator,
-                restricted: bool) -> np.ndarray:  # fmt: skip
+def random_swap(
+    kept_x: np.ndarray, kept_y: np.ndarray, m: int, n_keys: int, rng: np.random.Generator, restricted: bool
+) -> np.ndarray:
     """``K_X`` after ``m`` uniformly drawn kept keys are exchanged for ``m`` drawn evicted ones, inside
     the disagreement (``restricted``) or over every kept / evicted key of the row."""
     kept_x = np.asarray(kept_x, dtype=np.int64)
@@ -143,7 +160,11 @@ class SwapCurve:
 
     def recovered(self, which: str = "boundary") -> list[float | None]:
         """Gap recovered at each ``m`` by ``boundary``, ``random`` or ``random_restricted`` swaps."""
-        values = {"boundary": self.es_boundary, "random": self.es_random, "random_restricted": self.es_random_restricted}[which]
+        values = {
+            "boundary": self.es_boundary,
+            "random": self.es_random,
+            "random_restricted": self.es_random_restricted,
+        }[which]
         return [gap_recovered(self.es_x, float(v), self.es_y) for v in values]
 
     @property
@@ -152,8 +173,14 @@ class SwapCurve:
         return self.es_y < self.es_x * (1.0 - REL_TOL)
 
 
-def swap_curve(inst: Instance, kept_x: np.ndarray, kept_y: np.ndarray, score: np.ndarray,
-               seeds: Sequence[int], sizes: Sequence[int] | None = None) -> SwapCurve:  # fmt: skip
+def swap_curve(
+    inst: Instance,
+    kept_x: np.ndarray,
+    kept_y: np.ndarray,
+    score: np.ndarray,
+    seeds: Sequence[int],
+    sizes: Sequence[int] | None = None,
+) -> SwapCurve:
     """Boundary swaps ranked by ``score`` and the two random controls (one draw per seed, averaged)."""
     d_out, d_in = disagreement(kept_x, kept_y)
     ms = np.arange(d_in.size + 1) if sizes is None else np.asarray(sorted(sizes), dtype=np.int64)

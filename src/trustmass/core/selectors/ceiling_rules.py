@@ -30,7 +30,8 @@ class TopMass(TokenRule):
     evidence: ClassVar[frozenset] = frozenset({"mass"})
     audit_role: ClassVar[str] = "scored"  # the audit's reference: its excess is kappa_hat
     cache_faithful: ClassVar[str] = "frozen_prefill"
-    loss_batched: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"operator": {"top_mass": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:top_mass_mask"
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return np.sort(descending_order(np.asarray(x.p, dtype=np.float64))[: int(budget)])
@@ -48,7 +49,8 @@ class Balancing(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
     reads_dense_output: ClassVar[bool] = True
-    loss_batched: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"operator": {"balancing": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:balancing_rule_mask"
 
     def extra(self, budget: int) -> int:
         return self.pool.extra(budget) if budget in self.enumerated else self.native_extra
@@ -65,6 +67,7 @@ class GeometricRule(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"mass", "values"})
     reads_dense_output: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"operator": {"geometric": {}}}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         inst = x.instance
@@ -78,6 +81,7 @@ class Leverage(TokenRule):
     ridge: float = 1e-3
 
     evidence: ClassVar[frozenset] = frozenset({"keys"})
+    registered: ClassVar[dict] = {"operator": {"leverage": {}}}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         return leverage(np.asarray(x.keys, dtype=np.float64), int(budget), self.ridge)
@@ -89,6 +93,7 @@ class GroupVote(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"mass"})
     scope: ClassVar[str] = "shared_group"
+    registered: ClassVar[dict] = {"operator": {"group_vote": {}}}
 
     def select(self, x: SelectorInput, budget: int) -> np.ndarray:
         rows = x.group_rows if x.group_rows is not None else np.asarray(x.p)[None, :]

@@ -25,8 +25,15 @@ its part in the selector audit (``trustmass.audit``; not declaring them keeps a 
 
 whether the loss stage's restricted forward has a batched version of it (``trustmass.loss.selection``):
 
-* ``loss_batched``: True where the rule, as configured, is one the batched selectors reproduce exactly
-  (a property where that depends on the configuration, e.g. H2O's exposure); False by default;
+* ``batched``: its batched (torch) mask by dotted name, ``"module:function"`` (e.g.
+  ``"trustmass.loss.selection:h2o_mask"``), imported only by the loss stage; None (the default): none;
+* ``loss_batched``: True where the rule, as configured, is one that mask reproduces exactly -- by default
+  whenever it names one; a property narrows it where that depends on the configuration (H2O's exposure);
+
+its names in the registry (``selectors.registry``; not declaring them keeps a rule out of it):
+
+* ``registered``: section -> {name: constructor options}, e.g. ``{"deployed": {"h2o": {}}, "related":
+  {"h2o_debiased": {"exposure": "count_debiased"}}}``; the sections are ``registry.SECTIONS``;
 
 optionally ``run_terms(budget) -> dict``: what its configuration sets in the fixed selector contract
 record of a run (ranking scalar, observation window, pooling, projection; ``selectors.run_contract``);
@@ -40,6 +47,7 @@ a rule and checks its output.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,6 +60,8 @@ EVIDENCE = frozenset({"mass", "accumulated_mass", "window", "query", "keys", "va
 SCOPES = frozenset({"per_row", "shared_group"})
 AUDIT_ROLES = frozenset({"audited", "control", "scored"})
 CACHE_FAITHFUL_READINGS = frozenset({"frozen_prefill", "no_eviction"})
+#: a batched mask's dotted name: "package.module:function"
+BATCHED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
 class TokenRule:
@@ -64,7 +74,7 @@ class TokenRule:
     min_budget: ClassVar[int] = 1
     audit_role: ClassVar[str | None] = None
     cache_faithful: ClassVar[str | None] = None
-    loss_batched: ClassVar[bool] = False
+    batched: ClassVar[str | None] = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,7 @@ class Contract:
     audit_role: str | None
     cache_faithful: str | None
     loss_batched: bool = False
+    batched: str | None = None  # the batched mask, "module:function"
 
     @property
     def in_audit(self) -> bool:
@@ -92,6 +103,7 @@ class Contract:
 def contract(rule) -> Contract:
     """A rule's declared contract, validated (the error names the attribute and the fix)."""
     name = type(rule).__name__
+    batched = getattr(rule, "batched", None)
     c = Contract(
         unit=rule.unit,
         evidence=frozenset(rule.evidence),
@@ -100,7 +112,8 @@ def contract(rule) -> Contract:
         min_budget=int(getattr(rule, "min_budget", 1)),
         audit_role=getattr(rule, "audit_role", None),
         cache_faithful=getattr(rule, "cache_faithful", None),
-        loss_batched=bool(getattr(rule, "loss_batched", False)),
+        loss_batched=bool(getattr(rule, "loss_batched", batched is not None)),
+        batched=batched,
     )
     for attr, value, allowed in (
         ("unit", c.unit, UNITS),
@@ -111,9 +124,17 @@ def contract(rule) -> Contract:
         if value not in allowed:
             raise ValueError(f"{name}.{attr} = {value!r}; fix: declare one of {sorted(allowed, key=str)}")
     if not c.evidence <= EVIDENCE:
-        raise ValueError(f"{name}.evidence has unknown kinds {sorted(c.evidence - EVIDENCE)}; fix: use only {sorted(EVIDENCE)}")
+        raise ValueError(
+            f"{name}.evidence has unknown kinds {sorted(c.evidence - EVIDENCE)}; fix: use only {sorted(EVIDENCE)}"
+        )
     if c.reads_dense_output and not {"mass", "values"} <= c.evidence:
         raise ValueError(f"{name}: reading the dense output needs mass and values evidence; fix: declare both")
+    if c.batched is not None and not BATCHED_NAME.fullmatch(str(c.batched)):
+        raise ValueError(f"{name}.batched = {c.batched!r}; fix: name its batched mask as 'package.module:function'")
+    if c.loss_batched and c.batched is None:
+        raise ValueError(
+            f"{name}.loss_batched is True but it names no batched mask; fix: declare batched = 'module:function'"
+        )
     if c.in_audit and c.cache_faithful is None:
         raise ValueError(
             f"{name}.audit_role = {c.audit_role!r} but no cache_faithful reading; fix: declare cache_faithful, "

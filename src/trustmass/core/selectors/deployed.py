@@ -182,6 +182,8 @@ class SnapKV(TokenRule):
     evidence: ClassVar[frozenset] = frozenset({"window"})
     audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
+    registered: ClassVar[dict] = {"deployed": {"snapkv": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:snapkv_mask"
 
     @property
     def loss_batched(self) -> bool:
@@ -239,6 +241,9 @@ class H2O(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"accumulated_mass"})
     cache_faithful: ClassVar[str] = "frozen_prefill"
+    # the count-debiased diagnostic is one of the related methods (002 Stage I)
+    registered: ClassVar[dict] = {"deployed": {"h2o": {}}, "related": {"h2o_debiased": {"exposure": "count_debiased"}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:h2o_mask"
 
     @property
     def loss_batched(self) -> bool:
@@ -288,6 +293,8 @@ class Quest(ProjectedBlocks):
     scope: ClassVar[str] = "per_row"
     reads_dense_output: ClassVar[bool] = False
     cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects pages per query
+    registered: ClassVar[dict] = {"deployed": {"quest": {}, "quest_page16": {"page": 16}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:quest_mask"
 
     @property
     def loss_batched(self) -> bool:
@@ -334,7 +341,8 @@ class StreamingLLM(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "audited"
     cache_faithful: ClassVar[str] = "frozen_prefill"
-    loss_batched: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"deployed": {"streaming_llm": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:streaming_llm_mask"
 
     def sinks(self, budget: int) -> int:
         return min(self.max_sinks, int(budget) // 2)
@@ -360,6 +368,7 @@ class TOVA(TokenRule):
 
     evidence: ClassVar[frozenset] = frozenset({"mass"})
     # no audit role: the audit runs TOVA only to assert it equals top-mass, and does not score it
+    registered: ClassVar[dict] = {"deployed": {"tova": {}}}
 
     @staticmethod
     def evict(p: np.ndarray, budget: int) -> np.ndarray:
@@ -389,7 +398,8 @@ class Recency(TokenRule):
     evidence: ClassVar[frozenset] = frozenset()
     audit_role: ClassVar[str] = "control"
     cache_faithful: ClassVar[str] = "frozen_prefill"
-    loss_batched: ClassVar[bool] = True
+    registered: ClassVar[dict] = {"deployed": {"recency": {}}}
+    batched: ClassVar[str] = "trustmass.loss.selection:recency_mask"
 
     def run_terms(self, budget: int) -> dict[str, str]:
         return {"projection": "recent", "ranking": "position"}

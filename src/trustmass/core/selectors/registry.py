@@ -1,42 +1,58 @@
 """Every kept-set rule by name: ``REGISTRY`` maps a name to a configured rule.
 
 The rules live in their own modules and declare their contracts there
-(``trustmass.core.selectors.contract``), their part in the audit included; this module names them
-and derives the audit's lists from those declarations.  Adding a rule: its class (with its
-contract) in a rule module, one entry here.
+(``trustmass.core.selectors.contract``), their part in the audit and their registry names included
+(``registered``: section -> {name: constructor options}); this module collects those names, section by
+section, and derives the audit's lists from the declarations.  Adding a rule: its class (with its
+contract and ``registered``) in a rule module of ``RULE_MODULES``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
-from trustmass.core.selectors.ceiling_rules import Balancing, GeometricRule, GroupVote, Leverage, TopMass
+from trustmass.core.selectors import ceiling_rules, deployed, value_aware
 from trustmass.core.selectors.contract import Contract, contract
-from trustmass.core.selectors.deployed import H2O, TOVA, Quest, Recency, SnapKV, StreamingLLM
-from trustmass.core.selectors.value_aware import BlockSelect, ValueAwareBlocks
 
-REGISTRY: dict = {
-    # the operator's own rules (the ceiling's)
-    "top_mass": TopMass(),
-    "balancing": Balancing(),
-    "geometric": GeometricRule(),
-    "leverage": Leverage(),
-    "group_vote": GroupVote(),
-    # the audited deployed rules (spec §5) and the positional control
-    "snapkv": SnapKV(),
-    "h2o": H2O(),
-    "quest": Quest(),
-    "quest_page16": Quest(page=16),
-    "streaming_llm": StreamingLLM(),
-    "tova": TOVA(),
-    "recency": Recency(),
-    # related methods: 002 count-debiased H2O (Stage I) and value-aware blocks, 004 block-select
-    "h2o_debiased": H2O(exposure="count_debiased"),
-    "value_aware_mass": ValueAwareBlocks(score="mass"),
-    "value_aware_nolev": ValueAwareBlocks(score="nolev"),
-    "value_aware_mii": ValueAwareBlocks(score="mii"),
-    "block_select": BlockSelect(),
-}
+#: the registry's sections, in its order: the operator's own rules (the ceiling's); the audited deployed rules
+#: (spec §5) and the positional control; related methods (002 count-debiased H2O and value-aware blocks,
+#: 004 block-select).  Within a section: module order (RULE_MODULES), class order, then each class's names.
+SECTIONS = ("operator", "deployed", "related")
+#: the modules whose classes declare registry names
+RULE_MODULES = (ceiling_rules, deployed, value_aware)
+
+
+def registered_classes(modules: tuple[ModuleType, ...] = RULE_MODULES) -> list[type]:
+    """The classes the modules define (not import) that declare ``registered`` themselves, in module
+    order, then definition order."""
+    return [
+        obj
+        for module in modules
+        for obj in vars(module).values()
+        if isinstance(obj, type) and obj.__module__ == module.__name__ and "registered" in vars(obj)
+    ]
+
+
+def collect(modules: tuple[ModuleType, ...] = RULE_MODULES) -> dict:
+    """name -> configured rule, section by section (``SECTIONS``); the error names the class and the fix."""
+    entries: dict[str, list] = {section: [] for section in SECTIONS}
+    for cls in registered_classes(modules):
+        for section, names in cls.registered.items():
+            if section not in entries:
+                raise ValueError(f"{cls.__name__}.registered names section {section!r}; fix: use one of {SECTIONS}")
+            entries[section] += [(name, cls, options) for name, options in names.items()]
+    registry: dict = {}
+    for name, cls, options in (entry for section in SECTIONS for entry in entries[section]):
+        if name in registry:
+            raise ValueError(
+                f"{cls.__name__}.registered: {name!r} is already {registry[name]!r}; fix: pick another name"
+            )
+        registry[name] = cls(**options)
+    return registry
+
+
+REGISTRY: dict = collect()
 
 
 def names_where(declares: Callable[[Contract], bool]) -> tuple[str, ...]:
@@ -54,4 +70,3 @@ def audit_rules() -> tuple[str, ...]:
 AUDITED = names_where(lambda c: c.audit_role == "audited")
 #: Figure 3's rules: the audited deployed rules and the positional control
 FIG3_RULES = names_where(lambda c: c.drawn_in_figure3)
-

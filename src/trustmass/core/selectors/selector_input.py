@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from trustmass.core.config_conflict import ConfigConflict
 from trustmass.core.operator import Instance
 from trustmass.core.windows import SNAPKV_WINDOWS
 
@@ -77,7 +78,10 @@ class SelectorInput:
         if self.window_sums is None:
             raise ValueError("this rule needs SnapKV window sums (SelectorInput.window_sums)")
         if w not in self.windows:
-            raise ValueError(f"no window sum for w={w}; captured windows are {self.windows} (capture.windows)")
+            raise ConfigConflict(
+                f"no window sum for w={w}; captured windows are {self.windows}; fix: add {w} to capture.windows",
+                fields=("capture.windows",),
+            )
         return np.asarray(self.window_sums[self.windows.index(w)], dtype=np.float64)
 
     # cached float64 views: a rule run at every budget converts and scores once per row

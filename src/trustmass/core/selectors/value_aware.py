@@ -99,7 +99,14 @@ class ValueAwareBlocks(ProjectedBlocks):
     scope: ClassVar[str] = "per_row"
     audit_role: ClassVar[str] = "scored"
     cache_faithful: ClassVar[str] = "frozen_prefill"  # evicts to its blocks at the eviction time
-    loss_batched: ClassVar[bool] = True  # every score and projection (loss.block_rules)
+    registered: ClassVar[dict] = {
+        "related": {
+            "value_aware_mass": {"score": "mass"},
+            "value_aware_nolev": {"score": "nolev"},
+            "value_aware_mii": {"score": "mii"},
+        }
+    }
+    batched: ClassVar[str] = "trustmass.loss.block_rules:value_aware_mask"  # every score and projection
 
     @property
     def evidence(self) -> frozenset:
@@ -156,6 +163,7 @@ class BlockSelect(ProjectedBlocks):
     reads_dense_output: ClassVar[bool] = False
     audit_role: ClassVar[str] = "scored"
     cache_faithful: ClassVar[str] = "no_eviction"  # keeps the full cache, selects blocks per query
+    registered: ClassVar[dict] = {"related": {"block_select": {}}}
 
     @property
     def min_budget(self) -> int:

@@ -11,12 +11,31 @@ from dataclasses import dataclass
 from trustmass.report.claims.cells import Cell
 
 __all__ = [
-    "AGREES", "AXIS_STATUSES", "BY_CONSTRUCTION", "DISAGREES", "JUDGED", "MIXED", "NOT_COMPARABLE", "NOT_PRODUCED",
-    "UNINFORMATIVE", "Axis", "Outcome", "combine", "fmt", "interval", "span", "tally",
-]  # fmt: skip
+    "AGREES",
+    "AXIS_STATUSES",
+    "BY_CONSTRUCTION",
+    "DISAGREES",
+    "JUDGED",
+    "MIXED",
+    "NOT_COMPARABLE",
+    "NOT_PRODUCED",
+    "UNINFORMATIVE",
+    "Axis",
+    "Outcome",
+    "combine",
+    "fmt",
+    "interval",
+    "span",
+    "tally",
+]
 
 AGREES, DISAGREES, MIXED = "agrees", "disagrees", "mixed"
-UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED = "uninformative", "not comparable", "by construction", "not produced"
+UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED = (
+    "uninformative",
+    "not comparable",
+    "by construction",
+    "not produced",
+)
 #: the answers that are verdicts
 JUDGED = (AGREES, DISAGREES, MIXED)
 #: every answer an axis can give, most telling first
@@ -79,4 +98,3 @@ def combine(statuses: Sequence[str]) -> str:
         if status in statuses:
             return status
     return NOT_PRODUCED
-

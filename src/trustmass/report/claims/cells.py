@@ -37,7 +37,9 @@ class Cell:
         group = dict(zip(str(keys).split(","), str(values).split(","))) if keys and values is not None else {}
         low, high = row.get("low"), row.get("high")
         context = row.get("context")
-        models = (group["model"],) if "model" in group else tuple(m for m in str(row.get("models") or "").split(",") if m)
+        models = (
+            (group["model"],) if "model" in group else tuple(m for m in str(row.get("models") or "").split(",") if m)
+        )
         return cls(
             estimate=float(row["estimate"]) * scale,
             low=None if missing(low) else float(low) * scale,
@@ -63,8 +65,13 @@ class Cell:
 
     def overlaps(self, other: Cell) -> bool:
         """Do the two 95 % intervals overlap (so their order is not established)?"""
-        return (self.has_interval and other.has_interval and self.width + other.width > 0
-                and self.low <= other.high and other.low <= self.high)  # fmt: skip
+        return (
+            self.has_interval
+            and other.has_interval
+            and self.width + other.width > 0
+            and self.low <= other.high
+            and other.low <= self.high
+        )
 
     def label(self) -> str:
         return ",".join(f"{v}" for v in self.group.values()) or ",".join(self.models) or "overall"

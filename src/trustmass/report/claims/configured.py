@@ -83,8 +83,11 @@ def _fmt(n: float) -> str:
 def headline_primary_instances(config: Mapping) -> Implied:
     models, corpus = _headline_models(config), _headline_corpus(config)
     n = _instances(config, models, [corpus], "primary_instances")
-    return Implied(n, f"layers x query heads x rows per head x budgets x the first 3 documents of {len(models)} headline "
-                      f"famil{'y' if len(models) == 1 else 'ies'} on {corpus}: {_fmt(n)}")  # fmt: skip
+    return Implied(
+        n,
+        f"layers x query heads x rows per head x budgets x the first 3 documents of {len(models)} headline "
+        f"famil{'y' if len(models) == 1 else 'ies'} on {corpus}: {_fmt(n)}",
+    )
 
 
 def headline_and_scale_instances(config: Mapping) -> Implied:
@@ -116,7 +119,9 @@ def headline_instances_per_budget(config: Mapping) -> Implied:
     models, corpus = _headline_models(config), _headline_corpus(config)
     budgets = len((config.get("budgets") or {}).get("enumerated") or [1])
     n = _instances(config, models, [corpus], "instances") // budgets
-    return Implied(n, f"layers x query heads x rows per head x every document of the headline families on {corpus}: {_fmt(n)}")
+    return Implied(
+        n, f"layers x query heads x rows per head x every document of the headline families on {corpus}: {_fmt(n)}"
+    )
 
 
 def content_instances(config: Mapping) -> Implied:
@@ -159,8 +164,11 @@ def manifest_size(config: Mapping) -> Implied:
     """The manifest: headline families x enumerated budgets x dropped-mass deciles x per_stratum."""
     per_stratum = int(config["certification"]["per_stratum"])
     n = len(_headline_models(config)) * len(config["budgets"]["enumerated"]) * N_DECILES * per_stratum
-    return Implied(None, f"a count out of the certification manifest's {_fmt(n)} instances (its size is set by "
-                         "certification.per_stratum); the share of improved instances is claim 21")  # fmt: skip
+    return Implied(
+        None,
+        f"a count out of the certification manifest's {_fmt(n)} instances (its size is set by "
+        "certification.per_stratum); the share of improved instances is claim 21",
+    )
 
 
 def _loss(config: Mapping) -> Mapping:
@@ -175,7 +183,9 @@ def loss_pairs(config: Mapping) -> Implied:
 
 def loss_families(config: Mapping) -> Implied:
     models = list(_loss(config).get("models") or _headline_models(config))
-    return Implied(None, f"a count out of the study's {len(models)} loss famil{'y' if len(models) == 1 else 'ies'} (loss.models)")
+    return Implied(
+        None, f"a count out of the study's {len(models)} loss famil{'y' if len(models) == 1 else 'ies'} (loss.models)"
+    )
 
 
 def probe_training_docs(config: Mapping) -> Implied:
@@ -198,8 +208,11 @@ def kept_share(config: Mapping) -> Implied:
         return Implied(None, "deploy.budgets / deploy.lengths are not set")
     lo, hi = min(shares), max(shares)
     d = _deploy(config)
-    return Implied((100 * lo, 100 * hi), f"s / N: deploy.budgets {d.get('budgets')} over deploy.lengths {d.get('lengths')} "
-                                         f"tokens = {100 * lo:.3g}-{100 * hi:.3g} % of the cache")  # fmt: skip
+    return Implied(
+        (100 * lo, 100 * hi),
+        f"s / N: deploy.budgets {d.get('budgets')} over deploy.lengths {d.get('lengths')} "
+        f"tokens = {100 * lo:.3g}-{100 * hi:.3g} % of the cache",
+    )
 
 
 def full_over_kept(config: Mapping) -> Implied:
@@ -207,8 +220,11 @@ def full_over_kept(config: Mapping) -> Implied:
     shares = _kept_shares(config)
     if not shares:
         return Implied(None, "deploy.budgets / deploy.lengths are not set")
-    return Implied((1 / max(shares), 1 / min(shares)), f"at most N / s = {1 / max(shares):.3g}-{1 / min(shares):.3g} "
-                                                       "(deploy.lengths over deploy.budgets): the full cache over s rows")  # fmt: skip
+    return Implied(
+        (1 / max(shares), 1 / min(shares)),
+        f"at most N / s = {1 / max(shares):.3g}-{1 / min(shares):.3g} "
+        "(deploy.lengths over deploy.budgets): the full cache over s rows",
+    )
 
 
 def deploy_conditions(config: Mapping) -> Implied:
@@ -216,38 +232,56 @@ def deploy_conditions(config: Mapping) -> Implied:
     models = list(d.get("models") or _headline_models(config))
     tasks, lengths, budgets = list(d.get("tasks") or []), list(d.get("lengths") or []), list(d.get("budgets") or [])
     n = len(models) * len(tasks) * len(lengths) * len(budgets)
-    return Implied(n, f"deploy.models x tasks x lengths x budgets = {len(models)} x {len(tasks)} x {len(lengths)} x {len(budgets)} "
-                      f"= {n} retrieval conditions")  # fmt: skip
+    return Implied(
+        n,
+        f"deploy.models x tasks x lengths x budgets = {len(models)} x {len(tasks)} x {len(lengths)} x {len(budgets)} "
+        f"= {n} retrieval conditions",
+    )
 
 
 def deploy_grid(config: Mapping) -> Implied:
     """A W/T/L count: its scale is the number of conditions the run's grid has."""
-    return Implied(None, f"a count out of the run's {deploy_conditions(config).value} retrieval conditions (deploy.models x tasks x "
-                         "lengths x budgets; the paper's grid: 157-160 benchmark conditions); its order (wins against losses) is the result")  # fmt: skip
+    return Implied(
+        None,
+        f"a count out of the run's {deploy_conditions(config).value} retrieval conditions (deploy.models x tasks x "
+        "lengths x budgets; the paper's grid: 157-160 benchmark conditions); its order (wins against losses) is the result",
+    )
 
 
 def replay_measurements(config: Mapping) -> Implied:
     replay = _deploy(config).get("replay") or {}
     d = _deploy(config)
-    n = len(replay.get("methods") or []) * int(replay.get("items") or 0) * len(d.get("tasks") or []) * \
-        len(d.get("lengths") or []) * len(d.get("budgets") or [])
+    n = (
+        len(replay.get("methods") or [])
+        * int(replay.get("items") or 0)
+        * len(d.get("tasks") or [])
+        * len(d.get("lengths") or [])
+        * len(d.get("budgets") or [])
+    )
     return Implied(n, f"deploy.replay.methods x items x tasks x lengths x budgets = {n} per model")
 
 
 def method_roster(config: Mapping) -> Implied:
     methods = [m for m in configured_methods(_deploy(config)) if m != "dense"]
-    return Implied(None, f"a count of deploy.methods ({len(methods)} methods besides dense): which baselines a run "
-                         "deploys is its configuration")  # fmt: skip
+    return Implied(
+        None,
+        f"a count of deploy.methods ({len(methods)} methods besides dense): which baselines a run "
+        "deploys is its configuration",
+    )
 
 
 def question_rows(config: Mapping) -> Implied:
-    return Implied(None, f"the question's length in tokens, set by the task template ({', '.join(_deploy(config).get('tasks') or [])}) "
-                         "and the tokenizer")  # fmt: skip
+    return Implied(
+        None,
+        f"the question's length in tokens, set by the task template ({', '.join(_deploy(config).get('tasks') or [])}) "
+        "and the tokenizer",
+    )
 
 
 def doc_rows_design(config: Mapping) -> Implied:
-    return Implied(0, "the doc-rows variant keeps every question row in the budget by design (Table 5's note), "
-                      "so it evicts none")  # fmt: skip
+    return Implied(
+        0, "the doc-rows variant keeps every question row in the budget by design (Table 5's note), so it evicts none"
+    )
 
 
 #: the configuration-set quantities, by the name ``configured:`` gives in data/claims.yaml

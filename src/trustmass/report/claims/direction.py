@@ -27,8 +27,11 @@ def _sign_outcome(cell: Cell, threshold: float, positive: bool, strict: bool, ex
     if problem:
         return problem
     crosses = cell.crosses(threshold)
-    side = (cell.estimate > threshold or (not strict and cell.estimate == threshold)) if positive else \
-        (cell.estimate < threshold or (not strict and cell.estimate == threshold))  # fmt: skip
+    side = (
+        (cell.estimate > threshold or (not strict and cell.estimate == threshold))
+        if positive
+        else (cell.estimate < threshold or (not strict and cell.estimate == threshold))
+    )
     if exception:
         return crosses or not side
     if crosses:
@@ -52,7 +55,9 @@ def _rest(cell: Cell, dim: str | None) -> tuple:
     return tuple(sorted((k, v) for k, v in cell.group.items() if k != dim))
 
 
-def direction(value: Value, cells: Sequence[Cell], others: Mapping[str, Sequence[Cell]], models: StudyModels) -> Axis | None:
+def direction(
+    value: Value, cells: Sequence[Cell], others: Mapping[str, Sequence[Cell]], models: StudyModels
+) -> Axis | None:
     """The direction answer over the value's cells (None: the paper states no direction)."""
     stated = value.stated_direction
     if stated is None:
@@ -63,7 +68,11 @@ def direction(value: Value, cells: Sequence[Cell], others: Mapping[str, Sequence
     def exception(c: Cell) -> bool:
         return bool(value.exceptions) and matches_any(c, value.exceptions, models)
 
-    note = f"; the paper's exceptions ({describe_conditions(value.exceptions)}) must not show it" if value.exceptions else ""
+    note = (
+        f"; the paper's exceptions ({describe_conditions(value.exceptions)}) must not show it"
+        if value.exceptions
+        else ""
+    )
     if stated in ("positive", "negative"):
         threshold = float(value.than) if value.than is not None else 0.0
         strict = value.strict or value.direction is not None
@@ -100,7 +109,10 @@ def direction(value: Value, cells: Sequence[Cell], others: Mapping[str, Sequence
 def _order(value: Value, cells: Sequence[Cell], models: StudyModels) -> Axis:
     """direction: order -- every pair of groups the paper gives different numbers comes out in its order."""
     dim = value.along
-    stated = {k: (tuple(map(float, e)) if isinstance(e, tuple) else (float(e), float(e))) for k, e in value.by.get(dim, {}).items()}
+    stated = {
+        k: (tuple(map(float, e)) if isinstance(e, tuple) else (float(e), float(e)))
+        for k, e in value.by.get(dim, {}).items()
+    }
     series: dict[tuple, dict[Any, Cell]] = {}
     for c in cells:
         for key in stated:
@@ -119,4 +131,3 @@ def _order(value: Value, cells: Sequence[Cell], models: StudyModels) -> Axis:
 
 def describe_conditions(conditions: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}: {'/'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in conditions.items())
-

@@ -66,11 +66,36 @@ DIRECTIONS = ("positive", "negative", "above", "below", "increasing", "decreasin
 #: / ``exclude`` / ``along`` may name; a condition on any other dimension could never match a row, so
 #: it fails the claims file's load.  Conditions the paper states that no row carries (the context length
 #: a number was measured at, the device) are ``at`` conditions: shown, not filtered on.
-DIMENSIONS = frozenset({
-    "model", "budget", "group_size", "pool_extra", "family_set", "selector", "bound", "content", "corpus",
-    "rows", "storage", "substitution", "qk_norm", "outcome", "variant", "opponent", "rule", "kept_points",
-    "unit_budget", "probe_rank", "setting", "task", "length", "method", "layer", "comparison",
-})  # fmt: skip
+DIMENSIONS = frozenset(
+    {
+        "model",
+        "budget",
+        "group_size",
+        "pool_extra",
+        "family_set",
+        "selector",
+        "bound",
+        "content",
+        "corpus",
+        "rows",
+        "storage",
+        "substitution",
+        "qk_norm",
+        "outcome",
+        "variant",
+        "opponent",
+        "rule",
+        "kept_points",
+        "unit_budget",
+        "probe_rank",
+        "setting",
+        "task",
+        "length",
+        "method",
+        "layer",
+        "comparison",
+    }
+)
 #: which records a claim is computed on: the 3-doc primary slice, the 20-doc full records, the 960
 #: certification manifest, the cap-widening head subset, the content run (Table 2), the
 #: task-structured contexts (§2.7), held-out loss documents, the deployment benchmarks; ``unstated``
@@ -208,7 +233,12 @@ class Value:
     def sign_bound(self) -> bool:
         """A bound at zero ("all CIs < 0", "rank correlation > 0") states a sign: it is judged as a
         direction (negative for an upper bound, positive for a lower), it has no size."""
-        return self.kind in ("upper", "lower") and self.formula is None and self.value is not None and float(self.value) == 0
+        return (
+            self.kind in ("upper", "lower")
+            and self.formula is None
+            and self.value is not None
+            and float(self.value) == 0
+        )
 
     @property
     def stated_direction(self) -> str | None:
@@ -226,7 +256,8 @@ class Value:
         direction: positive, than: 1``)."""
         side_only = self.kind in ("upper", "lower") and self.direction in ("positive", "negative")
         return not (self.sign_bound or side_only) and (
-            self.value is not None or self.low is not None or self.formula is not None or bool(self.by))  # fmt: skip
+            self.value is not None or self.low is not None or self.formula is not None or bool(self.by)
+        )
 
 
 @dataclass(frozen=True)
@@ -274,7 +305,17 @@ class ModelRole:
     group_size: int | None = None  # the role needs this many query heads per KV head
 
 
-_FORMULA_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load, ast.Constant, ast.operator, ast.unaryop)
+_FORMULA_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.operator,
+    ast.unaryop,
+)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -301,4 +342,6 @@ def evaluate_formula(formula: str, **names: float) -> float:
         raise ValueError(f"formula: {problem}")
     tree = ast.parse(formula, mode="eval")
     env = {"sqrt": math.sqrt, **names}
-    return float(eval(compile(tree, "<formula>", "eval"), {"__builtins__": {}}, env))  # the AST is arithmetic and sqrt only
+    return float(
+        eval(compile(tree, "<formula>", "eval"), {"__builtins__": {}}, env)
+    )  # the AST is arithmetic and sqrt only

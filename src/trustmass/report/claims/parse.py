@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from trustmass.report.claims.configured import IMPLIED
 from trustmass.report.claims.model import (
     CLAIM_COUNT,
     DIMENSIONS,
@@ -36,19 +37,52 @@ from trustmass.report.claims.model import (
     formula_problem,
 )
 
-from trustmass.report.claims.configured import IMPLIED
-
 __all__ = ["ClaimsDocument", "parse_claims", "parse_document"]
 
 _TOP_KEYS = ("schema_version", "source", "model_roles", "claims")
-_CLAIM_KEYS_REQUIRED = ("id", "section", "stage", "repro", "text", "values", "statistic", "population", "figure_table", "spec_refs")
+_CLAIM_KEYS_REQUIRED = (
+    "id",
+    "section",
+    "stage",
+    "repro",
+    "text",
+    "values",
+    "statistic",
+    "population",
+    "figure_table",
+    "spec_refs",
+)
 _CLAIM_KEYS_OPTIONAL = ("repro_note", "note")
 _VALUE_KEYS_REQUIRED = ("name", "kind", "unit")
 _VALUE_KEYS_OPTIONAL = (
-    "value", "exact", "formula", "of", "low", "high", "strict", "by", "where", "over",
-    "role", "approx", "inferred", "extreme", "direction", "along", "source", "note",
-    "than", "exceptions", "exclude", "at", "configured", "by_construction", "reading", "alternative", "needs",
-)  # fmt: skip
+    "value",
+    "exact",
+    "formula",
+    "of",
+    "low",
+    "high",
+    "strict",
+    "by",
+    "where",
+    "over",
+    "role",
+    "approx",
+    "inferred",
+    "extreme",
+    "direction",
+    "along",
+    "source",
+    "note",
+    "than",
+    "exceptions",
+    "exclude",
+    "at",
+    "configured",
+    "by_construction",
+    "reading",
+    "alternative",
+    "needs",
+)
 _ROLE_KEYS_REQUIRED = ("paper_model", "hub_ids", "plays")
 _ROLE_KEYS_OPTIONAL = ("group_size",)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -74,7 +108,9 @@ def parse_document(data: Any, path: Path | str | None = None) -> ClaimsDocument:
     """Validate the loaded YAML document and build claims and roles; raise :class:`ClaimsFileError`."""
     problems: list[str] = []
     if not isinstance(data, Mapping):
-        raise ClaimsFileError([f"top level must be a mapping with schema_version and claims, got {type(data).__name__}"], path)
+        raise ClaimsFileError(
+            [f"top level must be a mapping with schema_version and claims, got {type(data).__name__}"], path
+        )
     if data.get("schema_version") != SCHEMA_VERSION:
         problems.append(f"schema_version must be {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
     for key in data:
@@ -114,7 +150,9 @@ def parse_document(data: Any, path: Path | str | None = None) -> ClaimsDocument:
 
 def _parse_roles(raw: Any, problems: list[str]) -> list[ModelRole]:
     if not (isinstance(raw, Mapping) and raw):
-        problems.append("model_roles: must map role names to {paper_model, hub_ids, plays}, e.g. reference: {paper_model: Qwen2.5-1.5B, ...}")
+        problems.append(
+            "model_roles: must map role names to {paper_model, hub_ids, plays}, e.g. reference: {paper_model: Qwen2.5-1.5B, ...}"
+        )
         return []
     roles = []
     for name, entry in raw.items():
@@ -157,7 +195,9 @@ def _check_paper_models(claims: Iterable[Claim], roles: Iterable[ModelRole], pro
                     named += list(stated) if isinstance(stated, tuple) else [stated]
             for m in named:
                 if m not in known:
-                    problems.append(f"claim {c.id} ({v.name}): paper model {m!r} has no entry in model_roles; fix: add a role for it")
+                    problems.append(
+                        f"claim {c.id} ({v.name}): paper model {m!r} has no entry in model_roles; fix: add a role for it"
+                    )
 
 
 def _check_keys(entry: Mapping, where: str, required, optional, problems: list[str]) -> None:
@@ -229,7 +269,9 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
     ft_items = [] if ft_raw is None else (ft_raw if isinstance(ft_raw, list) else [ft_raw])
     for item in ft_items:
         if item not in FIGURES_TABLES:
-            problems.append(f"{where}.figure_table: {item!r} unknown; allowed: null or one of {', '.join(FIGURES_TABLES)}")
+            problems.append(
+                f"{where}.figure_table: {item!r} unknown; allowed: null or one of {', '.join(FIGURES_TABLES)}"
+            )
     refs = entry.get("spec_refs")
     if not (isinstance(refs, list) and all(isinstance(r, str) and r.startswith("§") for r in refs)):
         problems.append(f"{where}.spec_refs: must be a list of spec sections such as '§3.6' (may be empty)")
@@ -249,10 +291,14 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
             values.append(value)
     for value in values:
         if value.direction in ("above", "below") and value.than not in names - {value.name}:
-            problems.append(f"{where} ({value.name}).than: {value.than!r} is not another value of this claim; known: {sorted(names - {value.name})}")
+            problems.append(
+                f"{where} ({value.name}).than: {value.than!r} is not another value of this claim; known: {sorted(names - {value.name})}"
+            )
         if value.configured is not None and value.configured not in IMPLIED:
-            problems.append(f"{where} ({value.name}).configured: {value.configured!r} unknown; known: {', '.join(sorted(IMPLIED))} "
-                            "(trustmass.report.claims.configured)")  # fmt: skip
+            problems.append(
+                f"{where} ({value.name}).configured: {value.configured!r} unknown; known: {', '.join(sorted(IMPLIED))} "
+                "(trustmass.report.claims.configured)"
+            )
     if len(problems) > n_before:
         return None
     return Claim(
@@ -296,7 +342,9 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
             problems.append(_number_problem(raw[key], f"{where}.{key}"))
     has_value, has_range = "value" in raw, ("low" in raw or "high" in raw)
     has_formula, has_by = "formula" in raw, "by" in raw
-    if "of" in raw and (kind != "ratio" or not isinstance(raw["of"], int) or isinstance(raw["of"], bool) or raw["of"] <= 0):
+    if "of" in raw and (
+        kind != "ratio" or not isinstance(raw["of"], int) or isinstance(raw["of"], bool) or raw["of"] <= 0
+    ):
         problems.append(f"{where}.of: only for kind ratio, a positive integer (k of n)")
 
     # which numbers each kind takes
@@ -307,7 +355,13 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
             problems.append(f"{where}: a {kind} needs both low and high")
         if not has_range and not has_by:
             problems.append(f"{where}: a {kind} needs low/high or by")
-        if "low" in raw and "high" in raw and _is_number(raw["low"]) and _is_number(raw["high"]) and raw["low"] > raw["high"]:
+        if (
+            "low" in raw
+            and "high" in raw
+            and _is_number(raw["low"])
+            and _is_number(raw["high"])
+            and raw["low"] > raw["high"]
+        ):
             problems.append(f"{where}: low {raw['low']} > high {raw['high']}; fix: swap them")
     elif kind in KINDS:
         if has_range:
@@ -319,7 +373,9 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         if kind == "ratio":
             if "of" not in raw:
                 problems.append(f"{where}: a ratio needs `of` (the n in k of n)")
-            elif has_value and isinstance(raw["value"], int) and isinstance(raw["of"], int) and raw["value"] > raw["of"]:
+            elif (
+                has_value and isinstance(raw["value"], int) and isinstance(raw["of"], int) and raw["value"] > raw["of"]
+            ):
                 problems.append(f"{where}: ratio {raw['value']} of {raw['of']} has k > n")
         if has_formula and kind in ("count", "ratio"):
             problems.append(f"{where}: a {kind} cannot be a formula")
@@ -327,11 +383,16 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}.strict: only for kind upper or lower")
     extreme, direction, along = raw.get("extreme"), raw.get("direction"), raw.get("along")
     if extreme is not None and (extreme not in EXTREMES or kind != "point" or not raw.get("over")):
-        problems.append(f"{where}.extreme: {extreme!r} must be one of {', '.join(EXTREMES)}, on a point value with `over` (the groups it is the extreme of)")
+        problems.append(
+            f"{where}.extreme: {extreme!r} must be one of {', '.join(EXTREMES)}, on a point value with `over` (the "
+            f"groups it is the extreme of)"
+        )
     if direction is not None and direction not in DIRECTIONS:
         problems.append(f"{where}.direction: {direction!r} unknown; allowed: {', '.join(DIRECTIONS)}")
     if (direction in ("increasing", "decreasing", "order")) != (along is not None):
-        problems.append(f"{where}.along: needed exactly with direction increasing/decreasing/order (the dimension, e.g. budget)")
+        problems.append(
+            f"{where}.along: needed exactly with direction increasing/decreasing/order (the dimension, e.g. budget)"
+        )
     if along is not None and along not in DIMENSIONS:
         problems.append(_unknown_dimension(along, f"{where}.along"))
     if direction == "order" and along is not None and along not in (raw.get("by") or {}):
@@ -431,8 +492,10 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
 def _unknown_dimension(dim: Any, where: str) -> str:
     guess = difflib.get_close_matches(str(dim), sorted(DIMENSIONS), n=1)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
-    return (f"{where}: no headline row carries the dimension {dim!r}, so the condition would match nothing{hint} "
-            f"known: {', '.join(sorted(DIMENSIONS))} (a condition the paper states that no row carries belongs in `at`)")  # fmt: skip
+    return (
+        f"{where}: no headline row carries the dimension {dim!r}, so the condition would match nothing{hint} "
+        f"known: {', '.join(sorted(DIMENSIONS))} (a condition the paper states that no row carries belongs in `at`)"
+    )
 
 
 def _conditions(raw: Mapping, key: str, where: str, problems: list[str], dimensions) -> Mapping:
@@ -453,9 +516,11 @@ def _conditions(raw: Mapping, key: str, where: str, problems: list[str], dimensi
 
 def _parse_by(raw: Any, kind: Any, of: Any, unit: Any, where: str, problems: list[str]) -> dict:
     if not (isinstance(raw, Mapping) and len(raw) == 1):
-        problems.append(f"{where}: must be one mapping {{dimension: {{key: number}}}}, e.g. {{budget: {{4: 0.39, 8: 0.21}}}}")
+        problems.append(
+            f"{where}: must be one mapping {{dimension: {{key: number}}}}, e.g. {{budget: {{4: 0.39, 8: 0.21}}}}"
+        )
         return {}
-    (dim, table), = raw.items()
+    ((dim, table),) = raw.items()
     if not (isinstance(dim, str) and _SNAKE.match(dim)):
         problems.append(f"{where}: dimension {dim!r} must be snake_case")
         return {}
@@ -466,7 +531,9 @@ def _parse_by(raw: Any, kind: Any, of: Any, unit: Any, where: str, problems: lis
     for key, entry in table.items():
         at = f"{where}.{dim}[{key!r}]"
         if "," in str(key):
-            problems.append(f"{at}: a group key cannot hold a comma (headline rows join group values with commas); fix: use spaces")
+            problems.append(
+                f"{at}: a group key cannot hold a comma (headline rows join group values with commas); fix: use spaces"
+            )
         if kind in _INTERVAL_KINDS and not _is_number(entry):
             # a range is stated per group as [low, high]; a number is a group's point value inside it
             if not (isinstance(entry, list) and len(entry) == 2 and all(_is_number(e) for e in entry)):

@@ -55,7 +55,7 @@ CLAIM_STATUSES = (JUDGED_CLAIM, UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, 
 KEY = (
     "Each value of each claim gets two answers. **Direction**: is the sign, trend or order the paper states "
     "reproduced? **Size**: is the number within the paper's value or range (half a unit of its printed digits, "
-    "never more than 10 % of the number; 20 % where the paper says \"about\")? Each answers *agrees* (every "
+    'never more than 10 % of the number; 20 % where the paper says "about")? Each answers *agrees* (every '
     "informative cell), *disagrees* (none) or *mixed*; or it does not answer: *not comparable* (the number is set by "
     "the run's configuration -- an instance count, a byte share s/N, a count of conditions -- or is a protocol "
     "setting; the report shows what the configuration implies), *uninformative* (the cells exist but cannot speak: "
@@ -80,7 +80,15 @@ def _paper_text(value: Value) -> str:
     number = value.value
     if number is None and value.by:
         return "; ".join(
-            f"{dim}={k}: " + (f"{_g(e[0])}–{_g(e[1])}" if isinstance(e, tuple) else str(e) if not isinstance(e, (int, float)) else _g(e)) + unit
+            f"{dim}={k}: "
+            + (
+                f"{_g(e[0])}–{_g(e[1])}"
+                if isinstance(e, tuple)
+                else str(e)
+                if not isinstance(e, (int, float))
+                else _g(e)
+            )
+            + unit
             for dim, entries in value.by.items()
             for k, e in entries.items()
         )
@@ -94,7 +102,9 @@ def _paper_text(value: Value) -> str:
         prefix = "= "
     if value.approx:
         prefix = "≈ "
-    return f"{prefix}{str(value.exact) if value.exact is not None else _g(number)}{unit}" + (f" of {value.of}" if value.of else "")
+    return f"{prefix}{str(value.exact) if value.exact is not None else _g(number)}{unit}" + (
+        f" of {value.of}" if value.of else ""
+    )
 
 
 def _direction_text(value: Value) -> str | None:
@@ -108,7 +118,9 @@ def _direction_text(value: Value) -> str | None:
     else:
         text = f"{d}" + (f" (against {_g(value.than)})" if value.than is not None else "")
     if value.exceptions:
-        text += " except " + ", ".join(f"{k} {'/'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in value.exceptions.items())
+        text += " except " + ", ".join(
+            f"{k} {'/'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in value.exceptions.items()
+        )
     return text
 
 
@@ -127,12 +139,25 @@ def _missing_reason(claim: Claim, value: Value, produced_stages: set[str]) -> st
     return f"{stage} ran but emitted no row for it"
 
 
-def _judge_population(claim: Claim, value: Value, population: str, rows_of, models: StudyModels,
-                      produced: set[str], config: Mapping | None) -> Verdict:  # fmt: skip
+def _judge_population(
+    claim: Claim,
+    value: Value,
+    population: str,
+    rows_of,
+    models: StudyModels,
+    produced: set[str],
+    config: Mapping | None,
+) -> Verdict:
     rows = rows_of(claim.id, value.name, population)
     others = {v.name: rows_of(claim.id, v.name, population) for v in claim.values if v.name != value.name}
-    return judge(value, rows, models, others, implied(value.configured, config) if value.configured else None,
-                 missing_reason=_missing_reason(claim, value, produced))  # fmt: skip
+    return judge(
+        value,
+        rows,
+        models,
+        others,
+        implied(value.configured, config) if value.configured else None,
+        missing_reason=_missing_reason(claim, value, produced),
+    )
 
 
 def _combined(verdicts: list[Verdict], which: str) -> dict | None:
@@ -158,39 +183,66 @@ def value_status(direction: Mapping | None, size: Mapping | None) -> str:
     return NOT_PRODUCED
 
 
-def _judge_value(claim: Claim, value: Value, rows_of, models: StudyModels, produced: set[str], config: Mapping | None) -> dict:
+def _judge_value(
+    claim: Claim, value: Value, rows_of, models: StudyModels, produced: set[str], config: Mapping | None
+) -> dict:
     judged_in = JUDGED_POPULATIONS.get(claim.population, _BOTH)
     results, judged = {}, []
     for population in _BOTH:
         verdict = _judge_population(claim, value, population, rows_of, models, produced, config)
         results[population] = {
-            "direction": _axis(verdict.direction), "size": _axis(verdict.size), "analogue": verdict.analogue,
+            "direction": _axis(verdict.direction),
+            "size": _axis(verdict.size),
+            "analogue": verdict.analogue,
             "judged": population in judged_in,
             "regenerated": [{k: r.get(k) for k in _SHOWN} for r in rows_of(claim.id, value.name, population)],
-        }  # fmt: skip
+        }
         if population in judged_in:
             judged.append(verdict)
     direction, size = _combined(judged, "direction"), _combined(judged, "size")
     analogue = next((v.analogue for v in judged if v.analogue), None)
     return {
-        "name": value.name, "kind": value.kind, "unit": value.unit, "role": value.role, "paper": _paper_text(value),
-        "paper_direction": _direction_text(value), "configured": value.configured, "reading": value.reading,
-        "alternative": value.alternative, "note": value.note,
-        "status": value_status(direction, size), "direction": direction, "size": size, "analogue": analogue, **results,
-    }  # fmt: skip
+        "name": value.name,
+        "kind": value.kind,
+        "unit": value.unit,
+        "role": value.role,
+        "paper": _paper_text(value),
+        "paper_direction": _direction_text(value),
+        "configured": value.configured,
+        "reading": value.reading,
+        "alternative": value.alternative,
+        "note": value.note,
+        "status": value_status(direction, size),
+        "direction": direction,
+        "size": size,
+        "analogue": analogue,
+        **results,
+    }
 
 
 def _claim_entry(claim: Claim, values: list[dict]) -> dict:
     counted = [v for v in values if not v["alternative"]]
-    direction = combine([v["direction"]["status"] for v in counted if v["direction"]]) if any(v["direction"] for v in counted) else None
+    direction = (
+        combine([v["direction"]["status"] for v in counted if v["direction"]])
+        if any(v["direction"] for v in counted)
+        else None
+    )
     size = combine([v["size"]["status"] for v in counted if v["size"]]) if any(v["size"] for v in counted) else None
     status = QUALITATIVE if not values else value_status(*({"status": s} if s else None for s in (direction, size)))
     analogue = sorted({v["analogue"] for v in counted if v["analogue"] and v["status"] == JUDGED_CLAIM})
     return {
-        "id": claim.id, "section": claim.section, "stage": list(claim.stage), "population": claim.population,
-        "text": claim.text, "note": claim.note, "values": values, "status": status, "direction": direction, "size": size,
+        "id": claim.id,
+        "section": claim.section,
+        "stage": list(claim.stage),
+        "population": claim.population,
+        "text": claim.text,
+        "note": claim.note,
+        "values": values,
+        "status": status,
+        "direction": direction,
+        "size": size,
         "analogue": "; ".join(analogue) or None,
-    }  # fmt: skip
+    }
 
 
 #: the summary's sides: the theory (worked examples and bounds, on no model), the paper's own checkpoints, analogues
@@ -236,7 +288,9 @@ def build(
     def rows_of(claim_id: int, name: str, population: str) -> list[dict]:
         return grouped.get((claim_id, name, population), [])
 
-    entries = [_claim_entry(c, [_judge_value(c, v, rows_of, models, produced, config) for v in c.values]) for c in claims]
+    entries = [
+        _claim_entry(c, [_judge_value(c, v, rows_of, models, produced, config) for v in c.values]) for c in claims
+    ]
     run_models = list(run_models)
     return {
         "models": run_models,
@@ -266,12 +320,17 @@ def _note(run_models: list[str], models: StudyModels) -> str:
 
 def summary_table(report: Mapping) -> list[str]:
     """The summary as Markdown rows: answered claims per side and axis, then the claims without an answer."""
-    lines = ["| claims answered | claims | direction agrees | disagrees | mixed | size agrees | disagrees | mixed |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| claims answered | claims | direction agrees | disagrees | mixed | size agrees | disagrees | mixed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for side, s in report["summary"].items():
         d, z = s["direction"], s["size"]
-        lines.append(f"| {'on ' + side if side != 'theory' else 'theory (no model)'} | {s['claims']} | {d['agrees']} | {d['disagrees']} | {d['mixed']} | "
-                     f"{z['agrees']} | {z['disagrees']} | {z['mixed']} |")  # fmt: skip
+        lines.append(
+            f"| {'on ' + side if side != 'theory' else 'theory (no model)'} | {s['claims']} | {d['agrees']} | "
+            f"{d['disagrees']} | {d['mixed']} | "
+            f"{z['agrees']} | {z['disagrees']} | {z['mixed']} |"
+        )
     counts = report["counts"]
     rest = ", ".join(f"{counts[s]} {s}" for s in CLAIM_STATUSES if s != JUDGED_CLAIM and counts.get(s))
     return lines + ["", f"Not answered: {rest}." if rest else "Every claim answered."]
@@ -280,18 +339,25 @@ def summary_table(report: Mapping) -> list[str]:
 def markdown(report: dict) -> str:
     roles = ", ".join(f"{role}: {model}" for role, model in sorted(report["roles"].items())) or "none"
     lines = [
-        "# Claims report", "",
-        f"Models of this run: {', '.join(report['models']) or 'none'} (roles: {roles}).", "",
-        f"> {report['note']}", "",
-        report["key"], "",
-        *summary_table(report), "",
+        "# Claims report",
+        "",
+        f"Models of this run: {', '.join(report['models']) or 'none'} (roles: {roles}).",
+        "",
+        f"> {report['note']}",
+        "",
+        report["key"],
+        "",
+        *summary_table(report),
+        "",
         "| # | claim | value | paper | regenerated (primary slice) | regenerated (all docs) | direction | size | why, notes |",
         "|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for entry in report["claims"]:
         text = _clip(entry["text"], 90)
         if not entry["values"]:
-            lines.append(f"| {entry['id']} | {text} | — | — | — | — | — | — | qualitative: the claim states no number |")
+            lines.append(
+                f"| {entry['id']} | {text} | — | — | — | — | — | — | qualitative: the claim states no number |"
+            )
         for i, v in enumerate(entry["values"]):
             scale = 100.0 if v["unit"] == "percent" else 1.0
             name = v["name"] + (" (alternative reading, not counted)" if v["alternative"] else "")

@@ -30,10 +30,14 @@ def role_problems(config: Mapping[str, Any]) -> list[str]:
         for role in entry.get("roles") or []:
             where = f"config.models.{name}.roles"
             if role not in known:
-                problems.append(f"{where}: unknown role {role!r}; known: {', '.join(sorted(known))} (data/claims.yaml model_roles)")
+                problems.append(
+                    f"{where}: unknown role {role!r}; known: {', '.join(sorted(known))} (data/claims.yaml model_roles)"
+                )
                 continue
             if role in played:
-                problems.append(f"{where}: role {role!r} is already played by {played[role]!r}; fix: give each role to one study model")
+                problems.append(
+                    f"{where}: role {role!r} is already played by {played[role]!r}; fix: give each role to one study model"
+                )
             played[role] = name
             size = known[role].group_size
             heads, kv_heads = declared.get("heads"), declared.get("kv_heads")

@@ -15,7 +15,18 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from trustmass.report.claims.axes import AGREES, DISAGREES, UNINFORMATIVE, Axis, Outcome, combine, fmt, interval, span, tally
+from trustmass.report.claims.axes import (
+    AGREES,
+    DISAGREES,
+    UNINFORMATIVE,
+    Axis,
+    Outcome,
+    combine,
+    fmt,
+    interval,
+    span,
+    tally,
+)
 from trustmass.report.claims.cells import Cell, StudyModels, matches
 from trustmass.report.claims.model import Value, evaluate_formula, tolerance
 
@@ -88,8 +99,11 @@ def size_ci_within(value: Value, cells: Sequence[Cell]) -> Axis:
 
     with_ci = [c for c in cells if c.has_interval]
     widest = f"[{fmt(min(c.low for c in with_ci))}, {fmt(max(c.high for c in with_ci))}]" if with_ci else "none"
-    return tally("ci_within", [outcome(c) for c in cells],
-                 f"intervals span {widest} vs inside [{fmt(float(value.low))}, {fmt(float(value.high))}]")  # fmt: skip
+    return tally(
+        "ci_within",
+        [outcome(c) for c in cells],
+        f"intervals span {widest} vs inside [{fmt(float(value.low))}, {fmt(float(value.high))}]",
+    )
 
 
 def _targets(value: Value, cells: Sequence[Cell]) -> list[float] | None:
@@ -140,7 +154,11 @@ def size_point(value: Value, cells: Sequence[Cell]) -> Axis:
         cell = pick(usable, key=lambda c: c.estimate)
         what = "largest" if value.extreme == "max" else "smallest"
         ok = abs(cell.estimate - target) <= tol
-        return Axis(AGREES if ok else DISAGREES, f"{what} of {len(usable)} regenerated is {fmt(cell.estimate)} vs {fmt(target)} ± {tol:g}", "point")
+        return Axis(
+            AGREES if ok else DISAGREES,
+            f"{what} of {len(usable)} regenerated is {fmt(cell.estimate)} vs {fmt(target)} ± {tol:g}",
+            "point",
+        )
 
     def meets(c: Cell) -> bool:
         if c.has_interval and c.low != c.high:
@@ -148,7 +166,9 @@ def size_point(value: Value, cells: Sequence[Cell]) -> Axis:
         return abs(c.estimate - target) <= tol
 
     how = "interval contains" if all(c.has_interval for c in cells) else "within"
-    return tally("point", _outcomes(cells, meets, scale, sign), f"regenerated {span(cells)}; {how} {fmt(target)} ± {tol:g}")
+    return tally(
+        "point", _outcomes(cells, meets, scale, sign), f"regenerated {span(cells)}; {how} {fmt(target)} ± {tol:g}"
+    )
 
 
 _BY_KIND = {
@@ -181,7 +201,9 @@ def _group_value(value: Value, entry: Any) -> Value:
     a number the group's point (or count, bound, ...) value."""
     plain = replace(value, by={})
     if isinstance(entry, tuple):
-        return replace(plain, kind="range" if value.kind != "ci_within" else "ci_within", value=None, low=entry[0], high=entry[1])
+        return replace(
+            plain, kind="range" if value.kind != "ci_within" else "ci_within", value=None, low=entry[0], high=entry[1]
+        )
     if isinstance(entry, Fraction):
         return replace(plain, kind="identity", value=float(entry), exact=entry, low=None, high=None)
     kind = "point" if value.kind in ("range", "ci_within") else value.kind
@@ -225,7 +247,9 @@ def _unplayed_groups(value: Value, models: StudyModels) -> list[str]:
     for paper_model in value.by.get("model", {}):
         if models.run_model_for(str(paper_model)) is None:
             role = models.role_of(str(paper_model))
-            out.append(f"{paper_model}{f' (role {role.name})' if role else ''}: no study model takes the role, not judged")
+            out.append(
+                f"{paper_model}{f' (role {role.name})' if role else ''}: no study model takes the role, not judged"
+            )
     return out
 
 
@@ -252,4 +276,3 @@ def _within_span(value: Value, cells: Sequence[Cell]) -> tuple[list[Cell], list[
 def _span_text(value: Value) -> str:
     keys = _numeric_keys(value) or []
     return f"{value.by_dimension()} {fmt(min(keys))}-{fmt(max(keys))}" if keys else value.by_dimension()
-

@@ -49,9 +49,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trustmass.report.claims.axes import (
-    AGREES, AXIS_STATUSES, BY_CONSTRUCTION, DISAGREES, JUDGED, MIXED, NOT_COMPARABLE, NOT_PRODUCED, UNINFORMATIVE, Axis,
-    combine, span,
-)  # fmt: skip
+    AGREES,
+    AXIS_STATUSES,
+    BY_CONSTRUCTION,
+    DISAGREES,
+    JUDGED,
+    MIXED,
+    NOT_COMPARABLE,
+    NOT_PRODUCED,
+    UNINFORMATIVE,
+    Axis,
+    combine,
+    span,
+)
 from trustmass.report.claims.cells import Cell, StudyModels, matches, matches_all, matches_any, missing, paper_models
 from trustmass.report.claims.configured import Implied
 from trustmass.report.claims.direction import describe_conditions, direction
@@ -108,7 +118,9 @@ def _no_model_in_role(value: Value, models: StudyModels) -> str:
 
 def _not_produced(value: Value, reason: str) -> Verdict:
     axis = Axis(NOT_PRODUCED, reason)
-    return Verdict(axis if value.stated_direction else None, axis if value.has_size or not value.stated_direction else None)
+    return Verdict(
+        axis if value.stated_direction else None, axis if value.has_size or not value.stated_direction else None
+    )
 
 
 def _size_not_comparable(value: Value, cells: Sequence[Cell], implied: Implied | None) -> Axis | None:
@@ -149,12 +161,16 @@ def judge(
     if not cells:
         empty = Axis(UNINFORMATIVE, f"no regenerated cell matches {_describe_filters(value)}")
         return Verdict(empty if value.stated_direction else None, fixed or (empty if value.has_size else None))
-    other_cells = {name: select(value, [Cell.from_row(r, scale) for r in rs if not missing(r.get("estimate"))], models)
-                   for name, rs in (others or {}).items()}  # fmt: skip
+    other_cells = {
+        name: select(value, [Cell.from_row(r, scale) for r in rs if not missing(r.get("estimate"))], models)
+        for name, rs in (others or {}).items()
+    }
     sized = [c for c in cells if not _unsized_exception(value, c, models)]
     size_axis = fixed
     if size_axis is None and value.has_size:
-        size_axis = size(value, sized, models) if sized else Axis(UNINFORMATIVE, "every cell is one of the paper's exceptions")
+        size_axis = (
+            size(value, sized, models) if sized else Axis(UNINFORMATIVE, "every cell is one of the paper's exceptions")
+        )
     return Verdict(direction(value, cells, other_cells, models), size_axis, models.analogue(cells))
 
 
@@ -174,7 +190,9 @@ def select(value: Value, cells: Sequence[Cell], models: StudyModels) -> list[Cel
         out = [c for c in out if not matches_any(c, value.exclude, models)]
     if value.by and not range_over_groups(value):
         dim, keys = value.by_dimension(), list(value.by[value.by_dimension()])
-        out = [c for c in out if (dim not in c.group and dim != "model") or any(matches(c, dim, k, models) for k in keys)]
+        out = [
+            c for c in out if (dim not in c.group and dim != "model") or any(matches(c, dim, k, models) for k in keys)
+        ]
     return out
 
 

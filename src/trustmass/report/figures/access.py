@@ -25,8 +25,12 @@ from trustmass.report.style import STYLE, empty, save  # noqa: E402
 
 __all__ = ["access_figure", "save"]
 
-LAW_LABELS = {"last": "p_T (last prefill row)", "all": "full mixture (C normalised)", "debiased": "C_i/(T−i) normalised",
-              "decode": "p* (first decode row)"}  # fmt: skip
+LAW_LABELS = {
+    "last": "p_T (last prefill row)",
+    "all": "full mixture (C normalised)",
+    "debiased": "C_i/(T−i) normalised",
+    "decode": "p* (first decode row)",
+}
 
 
 def access_figure(layers: pl.DataFrame, dilution: pl.DataFrame, population: str = "all") -> Figure:
@@ -68,7 +72,9 @@ def _by_layer(ax, frame: pl.DataFrame, column: str, exclude: str) -> None:
         if law == exclude:
             continue
         for k in ks if law == "tail" else [None]:
-            g = frame.filter((pl.col("law") == law) & (pl.col("tail_rows") == k if k is not None else pl.col("tail_rows").is_null()))
+            g = frame.filter(
+                (pl.col("law") == law) & (pl.col("tail_rows") == k if k is not None else pl.col("tail_rows").is_null())
+            )
             if g.height == 0:
                 continue
             g = g.sort("layer")
@@ -76,8 +82,14 @@ def _by_layer(ax, frame: pl.DataFrame, column: str, exclude: str) -> None:
             label = f"mean of the last {k} rows" if law == "tail" else LAW_LABELS[law]
             ax.plot(g["layer"].to_numpy(), g[column].to_numpy(), color=color, lw=1.3, label=label)
             if law == "last" or (law == "decode" and exclude == "last"):
-                ax.fill_between(g["layer"].to_numpy(), g[f"{column}_q25"].to_numpy(), g[f"{column}_q75"].to_numpy(),
-                                color=color, alpha=STYLE["access_band_alpha"], lw=0)  # fmt: skip
+                ax.fill_between(
+                    g["layer"].to_numpy(),
+                    g[f"{column}_q25"].to_numpy(),
+                    g[f"{column}_q75"].to_numpy(),
+                    color=color,
+                    alpha=STYLE["access_band_alpha"],
+                    lw=0,
+                )
     ax.set_xlabel("layer")
     ax.set_ylabel("total variation (median over heads, documents)")
     ax.set_ylim(0, 1)
@@ -90,10 +102,19 @@ def _dilution(ax, frame: pl.DataFrame) -> None:
         ax.axis("off")
         return
     colors = STYLE["access_doc_colors"]
-    for i, ((doc, task, target), g) in enumerate(sorted(frame.group_by(["doc", "task", "target"]), key=lambda kg: kg[0])):
+    for i, ((doc, task, target), g) in enumerate(
+        sorted(frame.group_by(["doc", "task", "target"]), key=lambda kg: kg[0])
+    ):
         g = g.sort("layer")
-        ax.plot(g["layer"].to_numpy(), g["r_eff"].to_numpy(), color=colors[i % len(colors)], lw=1.2, marker="o", ms=2.5,
-                label=f"{task} (i* = {target})")  # fmt: skip
+        ax.plot(
+            g["layer"].to_numpy(),
+            g["r_eff"].to_numpy(),
+            color=colors[i % len(colors)],
+            lw=1.2,
+            marker="o",
+            ms=2.5,
+            label=f"{task} (i* = {target})",
+        )
     heads = int(frame["n_heads"].max())
     ax.axhline(heads, color="grey", ls="--", lw=0.9)
     ax.axhline(1.0, color="grey", ls=":", lw=0.9)

@@ -27,7 +27,9 @@ __all__ = ["figure3", "save"]
 # ============================================================================================ Figure 3
 
 
-def figure3(roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary", band: tuple[float, float] | None = None) -> Figure:
+def figure3(
+    roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary", band: tuple[float, float] | None = None
+) -> Figure:
     """Figure 3 from the ``fig3_roc`` and ``audit_table`` frames; ``band`` is the paper's AUC range of
     the dropped mass for the headline families (claim 35), shaded for comparison."""
     with plt.rc_context({**STYLE["rc"], "legend.fontsize": STYLE["fig3_legend_fontsize"]}):
@@ -44,8 +46,14 @@ def figure3(roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary",
                     continue
                 auc = g["auc"][0]
                 lab = f"{_rule_label(rule)} (AUC {auc:.2f})" if auc is not None else _rule_label(rule)
-                left.plot(g["fpr"].to_numpy(), g["tpr"].to_numpy(), color=_rule_color(rule, order), lw=1.2,
-                          ls="--" if rule == "certificate" else "-", label=lab)  # fmt: skip
+                left.plot(
+                    g["fpr"].to_numpy(),
+                    g["tpr"].to_numpy(),
+                    color=_rule_color(rule, order),
+                    lw=1.2,
+                    ls="--" if rule == "certificate" else "-",
+                    label=lab,
+                )
             left.set_title(f"ROC of dropped mass for each rule's label, s = {budget}\n{models[0]}")
         else:
             left.text(0.5, 0.5, "no ROC data", ha="center", transform=left.transAxes)
@@ -59,7 +67,12 @@ def figure3(roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary",
         t = table.filter(pl.col("population") == population, pl.col("budget").is_null(), pl.col("rule").is_in(order))
         tmodels = sorted(t["model"].unique().to_list())
         if band is not None:
-            right.axvspan(*band, color=STYLE["band_color"], zorder=0, label=f"the paper's AUC of m̄_s, headline families: {band[0]:g}–{band[1]:g}")
+            right.axvspan(
+                *band,
+                color=STYLE["band_color"],
+                zorder=0,
+                label=f"the paper's AUC of m̄_s, headline families: {band[0]:g}–{band[1]:g}",
+            )
         right.axvline(0.5, color="grey", ls="--", lw=0.9, label="chance")
         rows = [(m, r) for m in tmodels for r in order if t.filter(pl.col("model") == m, pl.col("rule") == r).height]
         for y, (m, r) in enumerate(rows):
@@ -70,7 +83,12 @@ def figure3(roc: pl.DataFrame, table: pl.DataFrame, population: str = "primary",
             hi = rec["auc_high"] - rec["auc"] if rec["auc_high"] is not None else 0.0
             right.errorbar(rec["auc"], y, xerr=[[lo], [hi]], fmt="o", color=_rule_color(r, order), ms=4, capsize=2)
         right.set_yticks(np.arange(len(rows)))
-        right.set_yticklabels([f"{_rule_label(r).split(' (')[0]} · {m}" if len(tmodels) > 1 else _rule_label(r).split(" (")[0] for m, r in rows])
+        right.set_yticklabels(
+            [
+                f"{_rule_label(r).split(' (')[0]} · {m}" if len(tmodels) > 1 else _rule_label(r).split(" (")[0]
+                for m, r in rows
+            ]
+        )
         right.invert_yaxis()
         right.set_xlim(0.0, 1.0)
         right.set_xlabel("AUC of dropped mass (pooled over s ≤ 32), 95% doc-cluster CI")

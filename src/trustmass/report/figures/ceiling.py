@@ -59,7 +59,9 @@ def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
                 labels.append(f"s={r['budget']}")
             centers.append((xs.mean(), model))
             x0 = xs[-1] + 1.8
-        lows = [as_float(v) for v in frame["median_remainder_low"].to_list() + frame["median_bal_residual_low"].to_list()]
+        lows = [
+            as_float(v) for v in frame["median_remainder_low"].to_list() + frame["median_bal_residual_low"].to_list()
+        ]
         lows = [v for v in lows if not math.isnan(v)] or [0.9]
         bottom = min(lows)
         bottom -= STYLE["zoom_margin"] * (1.0 - bottom) + 1e-3
@@ -71,13 +73,36 @@ def figure1(summary: pl.DataFrame, population: str = "primary") -> Figure:
         full.set_ylabel("residual error\n(top-mass = 1, dense = 0)")
         zoom.set_ylabel("residual error (zoom)")
         for center, model in centers:
-            zoom.annotate(model, (center, 0), xycoords=("data", "axes fraction"), xytext=(0, -24),
-                          textcoords="offset points", ha="center", va="top", fontweight="bold")  # fmt: skip
+            zoom.annotate(
+                model,
+                (center, 0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, -24),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontweight="bold",
+            )
         handles = [
             Patch(color=STYLE["remainder_color"], label="median remainder ES_pool / es(A*_s)"),
             Patch(color=STYLE["cap_color"], label="median closable share ĉ (lower bound on c)"),
-            Line2D([], [], color=STYLE["balancing_color"], marker="D", ls="", label="median balancing residual es(A_bal) / es(A*_s)"),
-            Line2D([], [], color=STYLE["whisker_color"], marker="|", ls="", markersize=9, label="95% document-cluster bootstrap interval"),
+            Line2D(
+                [],
+                [],
+                color=STYLE["balancing_color"],
+                marker="D",
+                ls="",
+                label="median balancing residual es(A_bal) / es(A*_s)",
+            ),
+            Line2D(
+                [],
+                [],
+                color=STYLE["whisker_color"],
+                marker="|",
+                ls="",
+                markersize=9,
+                label="95% document-cluster bootstrap interval",
+            ),
         ]
         fig.suptitle(f"Figure 1 — closable ceiling by budget\n{population_label(population, frame)}", fontsize=10)
         fig.tight_layout(rect=(0, STYLE["fig1_legend_space"], 1, 1))
@@ -92,17 +117,36 @@ def _draw_bar(ax, x: float, r: Mapping, annotate: bool) -> None:
     ax.bar(x, 1.0 - rem, width, bottom=rem, color=STYLE["cap_color"], zorder=1)
     lo, hi = as_float(r["median_remainder_low"]), as_float(r["median_remainder_high"])
     if not (math.isnan(lo) or math.isnan(hi)):
-        ax.errorbar(x - width / 5, rem, yerr=[[rem - lo], [hi - rem]], fmt="none", ecolor=STYLE["whisker_color"],
-                    elinewidth=0.9, capsize=2.5, zorder=3)  # fmt: skip
+        ax.errorbar(
+            x - width / 5,
+            rem,
+            yerr=[[rem - lo], [hi - rem]],
+            fmt="none",
+            ecolor=STYLE["whisker_color"],
+            elinewidth=0.9,
+            capsize=2.5,
+            zorder=3,
+        )
     bal = as_float(r["median_bal_residual"])
     blo, bhi = as_float(r["median_bal_residual_low"]), as_float(r["median_bal_residual_high"])
     if not math.isnan(bal):
         yerr = None if math.isnan(blo) else [[bal - blo], [bhi - bal]]
-        ax.errorbar(x + width / 5, bal, yerr=yerr, fmt="D", color=STYLE["balancing_color"], markersize=3.5,
-                    elinewidth=0.9, capsize=2.5, zorder=4)  # fmt: skip
+        ax.errorbar(
+            x + width / 5,
+            bal,
+            yerr=yerr,
+            fmt="D",
+            color=STYLE["balancing_color"],
+            markersize=3.5,
+            elinewidth=0.9,
+            capsize=2.5,
+            zorder=4,
+        )
     if annotate:
         c = as_float(r["median_c_hat"])
-        ax.annotate(f"ĉ={c:.3f}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7)
+        ax.annotate(
+            f"ĉ={c:.3f}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7
+        )
 
 
 # ============================================================================================ Figure 2
@@ -127,16 +171,40 @@ def figure2(summary: pl.DataFrame, population: str = "primary") -> Figure:
             g, rows = grids[model], frame.filter(pl.col("model") == model)
             first = rows.row(0, named=True)
             budget = first["budget"]
-            _heatmap(fig, left, g, "mass", Normalize(0.0, 1.0), STYLE["mass_cmap"],
-                     f"median dropped mass m̄ at s = {budget}", "flat", STYLE["flat_marker"])  # fmt: skip
-            _heatmap(fig, right, g, "kappa", Normalize(lo, hi), STYLE["kappa_cmap"],
-                     f"median κ̂ at s = {budget} (≥ {hi:g} saturates)", "label", STYLE["label_marker"])  # fmt: skip
+            _heatmap(
+                fig,
+                left,
+                g,
+                "mass",
+                Normalize(0.0, 1.0),
+                STYLE["mass_cmap"],
+                f"median dropped mass m̄ at s = {budget}",
+                "flat",
+                STYLE["flat_marker"],
+            )
+            _heatmap(
+                fig,
+                right,
+                g,
+                "kappa",
+                Normalize(lo, hi),
+                STYLE["kappa_cmap"],
+                f"median κ̂ at s = {budget} (≥ {hi:g} saturates)",
+                "label",
+                STYLE["label_marker"],
+            )
             auc = first["cell_auc"]
             auc_text = "n/a" if auc is None else f"{auc:.3f}"
-            left.set_title(f"{model}: median dropped mass\n{first['n_flat']} flat cells (m̄ > {first['flat_mass']:g}, □)"
-                           f"\n{first['n_cells']} cells, median {rows['n'].median():g} instances per cell", loc="left")  # fmt: skip
-            right.set_title(f"{model}: median κ̂\n{first['n_labelled_cells']} cells with median κ̂ ≥ {first['kappa_threshold']:g} (●)"
-                            f"\ncell-level AUC(m̄ → label) = {auc_text}", loc="left")  # fmt: skip
+            left.set_title(
+                f"{model}: median dropped mass\n{first['n_flat']} flat cells (m̄ > {first['flat_mass']:g}, □)"
+                f"\n{first['n_cells']} cells, median {rows['n'].median():g} instances per cell",
+                loc="left",
+            )
+            right.set_title(
+                f"{model}: median κ̂\n{first['n_labelled_cells']} cells with median κ̂ ≥ {first['kappa_threshold']:g} (●)"
+                f"\ncell-level AUC(m̄ → label) = {auc_text}",
+                loc="left",
+            )
         fig.suptitle(f"Figure 2 — the map, layer × query head; {population_label(population, frame)}", fontsize=10)
         fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # room for the suptitle
     return fig
@@ -156,7 +224,9 @@ def _grid(rows: pl.DataFrame) -> dict:
     return out
 
 
-def _heatmap(fig: Figure, ax, grid: dict, key: str, norm: Normalize, cmap: str, bar_label: str, mark: str, marker: dict) -> None:
+def _heatmap(
+    fig: Figure, ax, grid: dict, key: str, norm: Normalize, cmap: str, bar_label: str, mark: str, marker: dict
+) -> None:
     data = grid[key]
     image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     ys, xs = np.nonzero(grid[mark])

@@ -60,8 +60,10 @@ def swap_figure(curves: pl.DataFrame, population: str = "all") -> Figure:
                     continue
                 budget = next((b for b in budgets if b in forward_budgets), budgets[0])
                 _swap_panel(ax, part.filter(pl.col("budget") == budget), pairs)
-                ax.set_title(f"{model if len(models) > 1 else ''}{chr(10) if len(models) > 1 else ''}"
-                             f"{STYLE['swap_outcome_labels'][outcome]}, s = {budget}")  # fmt: skip
+                ax.set_title(
+                    f"{model if len(models) > 1 else ''}{chr(10) if len(models) > 1 else ''}"
+                    f"{STYLE['swap_outcome_labels'][outcome]}, s = {budget}"
+                )
             row[0].set_ylabel("error / error of X  (dots: Y's level)")
         for ax in axes[-1]:
             ax.set_xlabel("fraction of the disagreement swapped")

@@ -29,7 +29,9 @@ __all__ = ["figure4", "save"]
 _FIG4_SETS = (("flat_switch", "map (flat cells)"), ("random", "random cells, same count"), ("all_cell", "all cells"))
 
 
-def figure4(table: pl.DataFrame, population: str = "all", paper_map: float | None = None, paper_random: float | None = None) -> Figure:
+def figure4(
+    table: pl.DataFrame, population: str = "all", paper_map: float | None = None, paper_random: float | None = None
+) -> Figure:
     """Figure 4 from the ``loss_table`` frame; ``paper_map`` / ``paper_random`` are the paper's shares
     (percent) on its reference family (claim 125), drawn as reference ticks."""
     t = table.filter(pl.col("accounting") == "per_query")
@@ -37,8 +39,9 @@ def figure4(table: pl.DataFrame, population: str = "all", paper_map: float | Non
     width_in, height_in = STYLE["fig4_size"]
     rows = _ce_rows(t).height  # the right panel: one row per (model, configuration), about 0.2 in each
     with plt.rc_context(STYLE["rc"]):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(width_in, max(height_in, 1.6 + 0.2 * rows)),
-                                          gridspec_kw={"width_ratios": (1, 1.4)})  # fmt: skip
+        fig, (left, right) = plt.subplots(
+            1, 2, figsize=(width_in, max(height_in, 1.6 + 0.2 * rows)), gridspec_kw={"width_ratios": (1, 1.4)}
+        )
         if not models:
             return empty(fig, "Figure 4: no held-out loss results")
         width = 0.8 / len(_FIG4_SETS)
@@ -63,8 +66,13 @@ def figure4(table: pl.DataFrame, population: str = "all", paper_map: float | Non
             shown += dots.tolist()
         for value, key in ((paper_map, "flat_switch"), (paper_random, "random")):
             if value is not None:
-                left.axhline(value / 100.0, color=STYLE["fig4_colors"][key], ls=":", lw=1.0,
-                             label=f"paper, reference family: {key.replace('_', ' ')} {value:g}%")  # fmt: skip
+                left.axhline(
+                    value / 100.0,
+                    color=STYLE["fig4_colors"][key],
+                    ls=":",
+                    lw=1.0,
+                    label=f"paper, reference family: {key.replace('_', ' ')} {value:g}%",
+                )
         left.set_xticks(np.arange(len(models)))
         left.set_xticklabels(models, rotation=15 if len(models) > 1 else 0, ha="right" if len(models) > 1 else "center")
         low, high = min(shown + [0.0]), max(shown + [1.0])  # intervals may reach one such span beyond the estimates
@@ -87,11 +95,20 @@ def _whiskers(ax, intervals: list[tuple[float, float, float, float]]) -> None:
     otherwise flatten every bar)."""
     bottom, top = ax.get_ylim()
     for x, y, lo, hi in intervals:
-        ax.errorbar(x, y, yerr=[[y - max(lo, bottom)], [min(hi, top) - y]], fmt="none", capsize=2, color="black", lw=1.0)
+        ax.errorbar(
+            x, y, yerr=[[y - max(lo, bottom)], [min(hi, top) - y]], fmt="none", capsize=2, color="black", lw=1.0
+        )
         for end, edge, va in ((lo, bottom, "bottom"), (hi, top, "top")):
             if (end < bottom) if va == "bottom" else (end > top):
-                ax.annotate(f"{end:.2g}", (x, edge), xytext=(2, 2 if va == "bottom" else -2), textcoords="offset points",
-                            ha="left", va=va, fontsize=6)  # fmt: skip
+                ax.annotate(
+                    f"{end:.2g}",
+                    (x, edge),
+                    xytext=(2, 2 if va == "bottom" else -2),
+                    textcoords="offset points",
+                    ha="left",
+                    va=va,
+                    fontsize=6,
+                )
 
 
 def _record(t: pl.DataFrame, model: str, config: str) -> dict | None:
@@ -101,8 +118,11 @@ def _record(t: pl.DataFrame, model: str, config: str) -> dict | None:
 
 def _ce_rows(t: pl.DataFrame) -> pl.DataFrame:
     """The restricted configurations the right panel shows (random cells: their pooled row only)."""
-    return t.filter(pl.col("delta_vs_top").is_not_null(), ~pl.col("config").is_in(["top_mass", "keep_all", "dense"]),
-                    ~((pl.col("cells") == "random") & (pl.col("config") != "random"))).sort(["model", "config"])  # fmt: skip
+    return t.filter(
+        pl.col("delta_vs_top").is_not_null(),
+        ~pl.col("config").is_in(["top_mass", "keep_all", "dense"]),
+        ~((pl.col("cells") == "random") & (pl.col("config") != "random")),
+    ).sort(["model", "config"])
 
 
 def _ce_changes(ax, t: pl.DataFrame, models: list[str]) -> None:
@@ -111,8 +131,15 @@ def _ce_changes(ax, t: pl.DataFrame, models: list[str]) -> None:
     for y, rec in enumerate(_ce_rows(t).iter_rows(named=True)):
         lo = rec["delta_vs_top"] - as_float(rec["delta_vs_top_low"]) if rec["delta_vs_top_low"] is not None else 0.0
         hi = as_float(rec["delta_vs_top_high"]) - rec["delta_vs_top"] if rec["delta_vs_top_high"] is not None else 0.0
-        ax.errorbar(rec["delta_vs_top"], y, xerr=[[lo], [hi]], fmt="o", ms=3.5, capsize=2,
-                    color=STYLE["fig4_colors"].get(rec["config"], STYLE["whisker_color"]))  # fmt: skip
+        ax.errorbar(
+            rec["delta_vs_top"],
+            y,
+            xerr=[[lo], [hi]],
+            fmt="o",
+            ms=3.5,
+            capsize=2,
+            color=STYLE["fig4_colors"].get(rec["config"], STYLE["whisker_color"]),
+        )
         labels.append(rec["config"] if len(models) == 1 else f"{rec['config']} · {rec['model']}")
     ax.axvline(0.0, color="grey", ls="--", lw=0.9)
     ax.set_yticks(np.arange(len(labels)))

@@ -55,40 +55,81 @@ TRIANGLE_TOLERANCE = 1e-12
 CELL = ["model", "corpus", "doc", "layer", "head"]
 #: access_law columns with intervals: (frame column, cell column)
 MEDIANS = (
-    ("tv_last_tail", "tv_last_tail"), ("tv_last_all", "tv_last_all"), ("tv_decode_last", "tv_decode_last"),
-    ("tv_decode_tail", "tv_decode_tail"), ("tv_decode_all", "tv_decode_all"), ("tv_decode_debiased", "tv_decode_debiased"),
-    ("mean_position_all", "position_all"), ("mean_position_debiased", "position_debiased"),
+    ("tv_last_tail", "tv_last_tail"),
+    ("tv_last_all", "tv_last_all"),
+    ("tv_decode_last", "tv_decode_last"),
+    ("tv_decode_tail", "tv_decode_tail"),
+    ("tv_decode_all", "tv_decode_all"),
+    ("tv_decode_debiased", "tv_decode_debiased"),
+    ("mean_position_all", "position_all"),
+    ("mean_position_debiased", "position_debiased"),
     ("mean_position_decode", "position_decode"),
-)  # fmt: skip
+)
 ACCESS_LAW_SCHEMA = {
-    "population": pl.Utf8, "model": pl.Utf8, "corpus": pl.Utf8, "tail_rows": pl.Int64, **COUNT_COLUMNS,
-    **interval_columns(*(name for name, _ in MEDIANS)), **interval_columns("triangle_share"),
-    "triangle_slack": pl.Float64, "decode_self_mass": pl.Float64,
-}  # fmt: skip
+    "population": pl.Utf8,
+    "model": pl.Utf8,
+    "corpus": pl.Utf8,
+    "tail_rows": pl.Int64,
+    **COUNT_COLUMNS,
+    **interval_columns(*(name for name, _ in MEDIANS)),
+    **interval_columns("triangle_share"),
+    "triangle_slack": pl.Float64,
+    "decode_self_mass": pl.Float64,
+}
 ACCESS_LAYERS_SCHEMA = {
-    "model": pl.Utf8, "corpus": pl.Utf8, "headline": pl.Boolean, "layer": pl.Int64, "law": pl.Utf8, "tail_rows": pl.Int64,
-    "n": pl.Int64, "tv_decode": pl.Float64, "tv_decode_q25": pl.Float64, "tv_decode_q75": pl.Float64,
-    "tv_last": pl.Float64, "tv_last_q25": pl.Float64, "tv_last_q75": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "corpus": pl.Utf8,
+    "headline": pl.Boolean,
+    "layer": pl.Int64,
+    "law": pl.Utf8,
+    "tail_rows": pl.Int64,
+    "n": pl.Int64,
+    "tv_decode": pl.Float64,
+    "tv_decode_q25": pl.Float64,
+    "tv_decode_q75": pl.Float64,
+    "tv_last": pl.Float64,
+    "tv_last_q25": pl.Float64,
+    "tv_last_q75": pl.Float64,
+}
 ACCESS_DILUTION_SCHEMA = {
-    "model": pl.Utf8, "corpus": pl.Utf8, "doc": pl.Utf8, "task": pl.Utf8, "target": pl.Utf8, "layer": pl.Int64,
-    "dilution_rows": pl.Int64, "n_heads": pl.Int64, "r_eff": pl.Float64, "target_mass": pl.Float64, "top_head_share": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "corpus": pl.Utf8,
+    "doc": pl.Utf8,
+    "task": pl.Utf8,
+    "target": pl.Utf8,
+    "layer": pl.Int64,
+    "dilution_rows": pl.Int64,
+    "n_heads": pl.Int64,
+    "r_eff": pl.Float64,
+    "target_mass": pl.Float64,
+    "top_head_share": pl.Float64,
+}
 
 
 def cells(records: pl.DataFrame, tail_rows: Sequence[int]) -> pl.DataFrame:
     """One row per (cell, K): the TVs of the K-independent laws beside those of the tail-K mean."""
+
     def law(name: str, columns: dict[str, str]) -> pl.DataFrame:
         return records.filter(pl.col("law") == name).select(*CELL, *(pl.col(c).alias(a) for c, a in columns.items()))
 
-    base = (law("last", {"tv_decode": "tv_decode_last", "mean_position": "position_last", "decode_self_mass": "decode_self_mass"})
-            .join(law("all", {"tv_last": "tv_last_all", "tv_decode": "tv_decode_all", "mean_position": "position_all"}), on=CELL)
-            .join(law("debiased", {"tv_decode": "tv_decode_debiased", "mean_position": "position_debiased"}), on=CELL)
-            .join(law("decode", {"mean_position": "position_decode"}), on=CELL, how="left"))  # fmt: skip
+    base = (
+        law(
+            "last",
+            {"tv_decode": "tv_decode_last", "mean_position": "position_last", "decode_self_mass": "decode_self_mass"},
+        )
+        .join(
+            law("all", {"tv_last": "tv_last_all", "tv_decode": "tv_decode_all", "mean_position": "position_all"}),
+            on=CELL,
+        )
+        .join(law("debiased", {"tv_decode": "tv_decode_debiased", "mean_position": "position_debiased"}), on=CELL)
+        .join(law("decode", {"mean_position": "position_decode"}), on=CELL, how="left")
+    )
     tails = records.filter((pl.col("law") == "tail") & pl.col("tail_rows").is_in(list(tail_rows))).select(
-        *CELL, "tail_rows", pl.col("tv_last").alias("tv_last_tail"), pl.col("tv_decode").alias("tv_decode_tail"))
+        *CELL, "tail_rows", pl.col("tv_last").alias("tv_last_tail"), pl.col("tv_decode").alias("tv_decode_tail")
+    )
     out = tails.join(base, on=CELL).with_columns(
-        triangle_slack=pl.col("tv_decode_last") + pl.col("tv_last_tail") - pl.col("tv_decode_tail"))
+        triangle_slack=pl.col("tv_decode_last") + pl.col("tv_last_tail") - pl.col("tv_decode_tail")
+    )
     return out.with_columns(triangle=pl.col("triangle_slack") >= -TRIANGLE_TOLERANCE, degenerate=pl.lit(False))
 
 
@@ -97,8 +138,12 @@ def access_law(frame: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFram
     st = GroupStatistics(settings)
 
     def summary(g: pl.DataFrame) -> dict:
-        out = {**st.counts(g), **st.share(g, "triangle", "triangle_share"), "triangle_slack": st.value(g, "triangle_slack"),
-               "decode_self_mass": st.value(g, "decode_self_mass")}  # fmt: skip
+        out = {
+            **st.counts(g),
+            **st.share(g, "triangle", "triangle_share"),
+            "triangle_slack": st.value(g, "triangle_slack"),
+            "decode_self_mass": st.value(g, "decode_self_mass"),
+        }
         for name, column in MEDIANS:
             out.update(st.median(g, column, name))
         return out
@@ -112,9 +157,12 @@ def access_layers(records: pl.DataFrame, tail_rows: Sequence[int], population: H
     keys = ["model", "corpus", "layer", "law", "tail_rows"]
     out = keep.group_by(keys).agg(
         n=pl.len(),
-        **{f"{c}{suffix}": pl.col(c).quantile(q, interpolation="linear")
-           for c in ("tv_decode", "tv_last") for suffix, q in (("", 0.5), ("_q25", 0.25), ("_q75", 0.75))},
-    )  # fmt: skip
+        **{
+            f"{c}{suffix}": pl.col(c).quantile(q, interpolation="linear")
+            for c in ("tv_decode", "tv_last")
+            for suffix, q in (("", 0.5), ("_q25", 0.25), ("_q75", 0.75))
+        },
+    )
     headline = [population.contains(m, c) for m, c in zip(out["model"].to_list(), out["corpus"].to_list())]
     out = out.with_columns(headline=pl.Series(headline, dtype=pl.Boolean))
     return out.sort(keys, nulls_last=False).select(list(ACCESS_LAYERS_SCHEMA)).cast(ACCESS_LAYERS_SCHEMA)
@@ -122,21 +170,33 @@ def access_layers(records: pl.DataFrame, tail_rows: Sequence[int], population: H
 
 def access_dilution(records: pl.DataFrame, dilution_rows: int) -> pl.DataFrame:
     """The ``access_dilution`` frame: per (task context, layer), r_eff of m_h over the query heads."""
-    tail = records.filter((pl.col("law") == "tail") & (pl.col("tail_rows") == dilution_rows) & pl.col("target_mass").is_not_null())
+    tail = records.filter(
+        (pl.col("law") == "tail") & (pl.col("tail_rows") == dilution_rows) & pl.col("target_mass").is_not_null()
+    )
     rows = []
     for key, g in sorted(tail.group_by(["model", "corpus", "doc", "task", "target", "layer"]), key=lambda kg: kg[0]):
-        mass = (g.sort("head")["target_mass"].to_numpy() * dilution_rows)  # m_h: the K rows' summed mass on i*
+        mass = g.sort("head")["target_mass"].to_numpy() * dilution_rows  # m_h: the K rows' summed mass on i*
         total = float(mass.sum())
-        rows.append({
-            **dict(zip(["model", "corpus", "doc", "task", "target", "layer"], key)), "dilution_rows": dilution_rows,
-            "n_heads": int(mass.size), "r_eff": participation_ratio(mass), "target_mass": total,
-            "top_head_share": float(mass.max()) / total if total > 0 else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                **dict(zip(["model", "corpus", "doc", "task", "target", "layer"], key)),
+                "dilution_rows": dilution_rows,
+                "n_heads": int(mass.size),
+                "r_eff": participation_ratio(mass),
+                "target_mass": total,
+                "top_head_share": float(mass.max()) / total if total > 0 else None,
+            }
+        )
     return frame_from_rows(rows, ACCESS_DILUTION_SCHEMA)
 
 
-def summarize(records: pl.DataFrame, settings: StatisticsSettings, population: HeadlinePopulation,
-              tail_rows: Sequence[int], dilution_rows: int) -> dict[str, pl.DataFrame]:  # fmt: skip
+def summarize(
+    records: pl.DataFrame,
+    settings: StatisticsSettings,
+    population: HeadlinePopulation,
+    tail_rows: Sequence[int],
+    dilution_rows: int,
+) -> dict[str, pl.DataFrame]:
     """``access_law``, ``access_layers`` and ``access_dilution``."""
     frame = with_document_columns(cells(records, tail_rows), settings.primary_docs)
     return {
@@ -153,5 +213,11 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     files = list(inputs["access"])
     records = read_parquets(files)
     frames = summarize(records, settings, population, access["tail_rows"], access["dilution_rows"])
-    return Frames(frames, summary={"access_records": records.height, "documents": len(files)}, seeds=bootstrap_seeds(settings),
-                  notes=[f"{records.height} access records from {len(files)} documents; {settings}; headline {population.describe()}"])
+    return Frames(
+        frames,
+        summary={"access_records": records.height, "documents": len(files)},
+        seeds=bootstrap_seeds(settings),
+        notes=[
+            f"{records.height} access records from {len(files)} documents; {settings}; headline {population.describe()}"
+        ],
+    )

@@ -67,10 +67,34 @@ COVERAGE = (1.5, 2.0)
 
 #: the record columns the statistics read (the contract of trustmass.ceiling.records.COLUMNS)
 REQUIRED = (
-    "model", "corpus", "doc", "layer", "head", "group_size", "query_pos", "budget", "dropped_mass", "D",
-    "phi", "es_top", "es_pool", "es_bal", "n_swaps", "kappa_hat", "c_hat", "kappa_hat_bal", "pi_hat",
-    "es_geo", "es_lev", "es_vote", "bound_2dm", "bound_var", "enumerated", "es_geo_pool", "es_lev_pool",
-)  # fmt: skip
+    "model",
+    "corpus",
+    "doc",
+    "layer",
+    "head",
+    "group_size",
+    "query_pos",
+    "budget",
+    "dropped_mass",
+    "D",
+    "phi",
+    "es_top",
+    "es_pool",
+    "es_bal",
+    "n_swaps",
+    "kappa_hat",
+    "c_hat",
+    "kappa_hat_bal",
+    "pi_hat",
+    "es_geo",
+    "es_lev",
+    "es_vote",
+    "bound_2dm",
+    "bound_var",
+    "enumerated",
+    "es_geo_pool",
+    "es_lev_pool",
+)
 ROW = ("model", "corpus", "doc", "layer", "head", "query_pos")
 
 
@@ -103,14 +127,19 @@ def prepare(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSett
     floats = [c for c, t in records.schema.items() if t in (pl.Float32, pl.Float64)]
     f = records.with_columns(
         [pl.col(c).cast(pl.Float64).fill_nan(None) for c in floats]
-        + [pl.col("doc").cast(pl.Utf8), pl.col("corpus").cast(pl.Utf8), pl.col("model").cast(pl.Utf8),
-           pl.col("enumerated").cast(pl.Boolean)]
-    )  # fmt: skip
+        + [
+            pl.col("doc").cast(pl.Utf8),
+            pl.col("corpus").cast(pl.Utf8),
+            pl.col("model").cast(pl.Utf8),
+            pl.col("enumerated").cast(pl.Boolean),
+        ]
+    )
     thr, tol = settings.kappa_threshold, REL_TOL
     es_top, es_pool, es_bal, es_vote = (pl.col(c) for c in ("es_top", "es_pool", "es_bal", "es_vote"))
     enumerated = pl.col("enumerated")
     f = with_document_columns(f, settings.primary_docs).with_columns(
-        degenerate=(es_top.abs() <= tol * pl.col("D").abs()) | (enumerated & pl.col("kappa_hat").is_infinite()).fill_null(False),
+        degenerate=(es_top.abs() <= tol * pl.col("D").abs())
+        | (enumerated & pl.col("kappa_hat").is_infinite()).fill_null(False),
     )
     f = f.with_columns(
         label=pl.when(enumerated).then(pl.col("kappa_hat") > thr),
@@ -142,16 +171,23 @@ def prepare(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSett
     return f
 
 
-
 # ================================================================================== Figure 1
 
 
 FIG1_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, **COUNT_COLUMNS,
-    **interval_columns("median_c_hat"), "median_remainder": pl.Float64, "median_remainder_low": pl.Float64,
-    "median_remainder_high": pl.Float64, **interval_columns("median_bal_residual", "median_r_bal"),
-    "n_labelled": pl.Int64, **interval_columns("median_c_hat_labelled"), "median_kappa_hat": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "budget": pl.Int64,
+    **COUNT_COLUMNS,
+    **interval_columns("median_c_hat"),
+    "median_remainder": pl.Float64,
+    "median_remainder_low": pl.Float64,
+    "median_remainder_high": pl.Float64,
+    **interval_columns("median_bal_residual", "median_r_bal"),
+    "n_labelled": pl.Int64,
+    **interval_columns("median_c_hat_labelled"),
+    "median_kappa_hat": pl.Float64,
+}
 
 
 def fig1(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
@@ -184,11 +220,23 @@ def fig1(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetting
 
 
 FIG2_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, "layer": pl.Int64, "head": pl.Int64, **COUNT_COLUMNS,
-    "median_dropped_mass": pl.Float64, "median_kappa_hat": pl.Float64, "flat": pl.Boolean, "label": pl.Boolean,
-    "cell_auc": pl.Float64, "n_cells": pl.Int64, "n_flat": pl.Int64, "n_labelled_cells": pl.Int64,
-    "flat_mass": pl.Float64, "kappa_threshold": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "budget": pl.Int64,
+    "layer": pl.Int64,
+    "head": pl.Int64,
+    **COUNT_COLUMNS,
+    "median_dropped_mass": pl.Float64,
+    "median_kappa_hat": pl.Float64,
+    "flat": pl.Boolean,
+    "label": pl.Boolean,
+    "cell_auc": pl.Float64,
+    "n_cells": pl.Int64,
+    "n_flat": pl.Int64,
+    "n_labelled_cells": pl.Int64,
+    "flat_mass": pl.Float64,
+    "kappa_threshold": pl.Float64,
+}
 
 
 def fig2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
@@ -205,12 +253,19 @@ def fig2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetting
             for cell, c in groups(g, ["layer", "head"]):
                 dm = st.median(c, "dropped_mass", "m", ci=False)["m"]
                 kh = st.median(c, "kappa_hat", "k", ci=False)["k"]
-                cells.append({
-                    "population": population, **key, "budget": settings.map_budget, **cell, **st.counts(c),
-                    "median_dropped_mass": dm, "median_kappa_hat": kh,
-                    "flat": None if dm is None else dm > settings.flat_mass,
-                    "label": None if kh is None else kh >= settings.kappa_threshold,
-                })  # fmt: skip
+                cells.append(
+                    {
+                        "population": population,
+                        **key,
+                        "budget": settings.map_budget,
+                        **cell,
+                        **st.counts(c),
+                        "median_dropped_mass": dm,
+                        "median_kappa_hat": kh,
+                        "flat": None if dm is None else dm > settings.flat_mass,
+                        "label": None if kh is None else kh >= settings.kappa_threshold,
+                    }
+                )
             scored = [r for r in cells if r["median_dropped_mass"] is not None and r["label"] is not None]
             value = math.nan
             if scored:
@@ -218,10 +273,13 @@ def fig2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetting
                 value = auc_from_codes(codes, [r["label"] for r in scored])
             for r in cells:
                 r.update(
-                    cell_auc=None if math.isnan(value) else value, n_cells=len(cells),
-                    flat_mass=settings.flat_mass, kappa_threshold=settings.kappa_threshold,
-                    n_flat=sum(bool(x["flat"]) for x in cells), n_labelled_cells=sum(bool(x["label"]) for x in cells),
-                )  # fmt: skip
+                    cell_auc=None if math.isnan(value) else value,
+                    n_cells=len(cells),
+                    flat_mass=settings.flat_mass,
+                    kappa_threshold=settings.kappa_threshold,
+                    n_flat=sum(bool(x["flat"]) for x in cells),
+                    n_labelled_cells=sum(bool(x["label"]) for x in cells),
+                )
             rows.extend(cells)
     return frame_from_rows(rows, FIG2_SCHEMA)
 
@@ -230,10 +288,17 @@ def fig2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetting
 
 
 TABLE1_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, "enumerated": pl.Boolean, "models": pl.Utf8, **COUNT_COLUMNS,
-    **interval_columns("median_balancing_share"), "balancing_beats_10pct_share": pl.Float64,
-    "n_mass_share": pl.Int64, "median_mass_share_of_map": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "budget": pl.Int64,
+    "enumerated": pl.Boolean,
+    "models": pl.Utf8,
+    **COUNT_COLUMNS,
+    **interval_columns("median_balancing_share"),
+    "balancing_beats_10pct_share": pl.Float64,
+    "n_mass_share": pl.Int64,
+    "median_mass_share_of_map": pl.Float64,
+}
 
 
 def table1(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
@@ -247,11 +312,14 @@ def table1(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetti
     def one(g: pl.DataFrame) -> dict:
         share = st.median(g, "mass_share_of_map", "median_mass_share_of_map", ci=False)
         return {
-            "enumerated": bool(g["enumerated"].all()), "models": models_of(g), **st.counts(g),
+            "enumerated": bool(g["enumerated"].all()),
+            "models": models_of(g),
+            **st.counts(g),
             **st.median(g, "bal_share", "median_balancing_share"),
             "balancing_beats_10pct_share": st.share(g, "bal_beats", "x", ci=False)["x"],
-            "n_mass_share": st.clean(g, "mass_share_of_map").height, **share,
-        }  # fmt: skip
+            "n_mass_share": st.clean(g, "mass_share_of_map").height,
+            **share,
+        }
 
     return frame_from_rows(per_group(frame, ["model", "budget"], one, pooled_model=True), TABLE1_SCHEMA)
 
@@ -260,10 +328,17 @@ def table1(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetti
 
 
 TABLE2_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "corpus": pl.Utf8, "budget": pl.Int64, **COUNT_COLUMNS,
-    **interval_columns("label_share"), "share90": pl.Float64, **interval_columns("auc"), "auc_n_pos": pl.Int64,
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "corpus": pl.Utf8,
+    "budget": pl.Int64,
+    **COUNT_COLUMNS,
+    **interval_columns("label_share"),
+    "share90": pl.Float64,
+    **interval_columns("auc"),
+    "auc_n_pos": pl.Int64,
     **interval_columns("median_kappa_hat"),
-}  # fmt: skip
+}
 
 
 def table2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
@@ -275,25 +350,41 @@ def table2(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetti
 
     def one(g: pl.DataFrame) -> dict:
         return {
-            **st.counts(g), **st.share(g, "label", "label_share"), "share90": st.share(g, "share90", "x", ci=False)["x"],
-            **st.auc(g, "dropped_mass", "label", "auc"), **st.median(g, "kappa_hat", "median_kappa_hat"),
-        }  # fmt: skip
+            **st.counts(g),
+            **st.share(g, "label", "label_share"),
+            "share90": st.share(g, "share90", "x", ci=False)["x"],
+            **st.auc(g, "dropped_mass", "label", "auc"),
+            **st.median(g, "kappa_hat", "median_kappa_hat"),
+        }
 
     rows = per_group(frame, ["model", "corpus"], lambda g: {"budget": None, **one(g)})
     rows += per_group(frame, ["model", "corpus", "budget"], one)
     out = frame_from_rows(rows, TABLE2_SCHEMA)
-    return out.sort(["population", "model", "corpus", pl.col("budget").fill_null(0)], descending=[True, False, False, False])
+    return out.sort(
+        ["population", "model", "corpus", pl.col("budget").fill_null(0)], descending=[True, False, False, False]
+    )
 
 
 # ================================================================================== Table 6
 
 
 TABLE6_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, "group_size": pl.Int64, "n_layers": pl.Int64, **COUNT_COLUMNS,
-    **interval_columns("auc"), "auc_n_pos": pl.Int64, "edge_rate": pl.Float64, "interior_rate": pl.Float64,
-    **interval_columns("edge_int_ratio"), "rho_depth": pl.Float64, "rho_phi_es_pool": pl.Float64,
-    "n_pooled": pl.Int64, **interval_columns("median_kappa_hat_bal"),
-}  # fmt: skip
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "budget": pl.Int64,
+    "group_size": pl.Int64,
+    "n_layers": pl.Int64,
+    **COUNT_COLUMNS,
+    **interval_columns("auc"),
+    "auc_n_pos": pl.Int64,
+    "edge_rate": pl.Float64,
+    "interior_rate": pl.Float64,
+    **interval_columns("edge_int_ratio"),
+    "rho_depth": pl.Float64,
+    "rho_phi_es_pool": pl.Float64,
+    "n_pooled": pl.Int64,
+    **interval_columns("median_kappa_hat_bal"),
+}
 
 
 def table6(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings()) -> pl.DataFrame:
@@ -321,8 +412,14 @@ def table6(records: pl.DataFrame, settings: StatisticsSettings = StatisticsSetti
 
 
 def _edge_interior(g: pl.DataFrame, settings: StatisticsSettings) -> dict:
-    out = {"n_layers": None, "edge_rate": None, "interior_rate": None, "edge_int_ratio": None,
-           "edge_int_ratio_low": None, "edge_int_ratio_high": None}  # fmt: skip
+    out = {
+        "n_layers": None,
+        "edge_rate": None,
+        "interior_rate": None,
+        "edge_int_ratio": None,
+        "edge_int_ratio_low": None,
+        "edge_int_ratio_high": None,
+    }
     if g.height == 0:
         return out
     layers = sorted(g["layer"].unique().to_list())
@@ -346,8 +443,15 @@ def _edge_interior(g: pl.DataFrame, settings: StatisticsSettings) -> dict:
     out["edge_int_ratio"] = None if math.isnan(value) else value
     if settings.bootstrap > 0 and out["edge_int_ratio"] is not None:
         cells = (g["layer"].cast(pl.Utf8) + "/" + g["head"].cast(pl.Utf8)).to_numpy()
-        iv = cluster_bootstrap({"edge": edge, "y": y}, ratio, cluster=cells, B=settings.bootstrap, seed=settings.seed,
-                               level=settings.level, nan_policy="omit")  # fmt: skip
+        iv = cluster_bootstrap(
+            {"edge": edge, "y": y},
+            ratio,
+            cluster=cells,
+            B=settings.bootstrap,
+            seed=settings.seed,
+            level=settings.level,
+            nan_policy="omit",
+        )
         out.update(edge_int_ratio_low=iv.low, edge_int_ratio_high=iv.high)
     return out
 
@@ -355,7 +459,9 @@ def _edge_interior(g: pl.DataFrame, settings: StatisticsSettings) -> dict:
 def _rho_depth(g: pl.DataFrame) -> dict:
     if g.height == 0:
         return {"rho_depth": None}
-    per_layer = g.group_by("layer").agg(pl.col("dropped_mass").median().alias("m"), pl.col("label").cast(pl.Float64).mean().alias("r"))
+    per_layer = g.group_by("layer").agg(
+        pl.col("dropped_mass").median().alias("m"), pl.col("label").cast(pl.Float64).mean().alias("r")
+    )
     if per_layer.height < 2:
         return {"rho_depth": None}
     value = spearman(per_layer["m"].to_numpy(), per_layer["r"].to_numpy())
@@ -366,15 +472,30 @@ def _rho_depth(g: pl.DataFrame) -> dict:
 
 
 TABLE8_SCHEMA = {
-    "model": pl.Utf8, "population": pl.Utf8, "budget": pl.Int64, "group_size": pl.Int64, **COUNT_COLUMNS,
-    "median_kappa_hat": pl.Float64, "share90": pl.Float64, "label_share": pl.Float64,
-    "median_pi_hat": pl.Float64, "p99_pi_hat": pl.Float64, "rho_phi_es_pool": pl.Float64,
-    "median_geo_ratio": pl.Float64, "median_lev_ratio": pl.Float64,
-    "median_geo_pool_ratio": pl.Float64, "median_lev_pool_ratio": pl.Float64,
-    "top_attains_share": pl.Float64, "coverage_1_5": pl.Float64, "coverage_2": pl.Float64,
-    "median_n_swaps": pl.Float64, "median_vote_over_top": pl.Float64, "median_vote_over_pool": pl.Float64,
-    "vote_degraded_share": pl.Float64, "vote_improved_share": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "population": pl.Utf8,
+    "budget": pl.Int64,
+    "group_size": pl.Int64,
+    **COUNT_COLUMNS,
+    "median_kappa_hat": pl.Float64,
+    "share90": pl.Float64,
+    "label_share": pl.Float64,
+    "median_pi_hat": pl.Float64,
+    "p99_pi_hat": pl.Float64,
+    "rho_phi_es_pool": pl.Float64,
+    "median_geo_ratio": pl.Float64,
+    "median_lev_ratio": pl.Float64,
+    "median_geo_pool_ratio": pl.Float64,
+    "median_lev_pool_ratio": pl.Float64,
+    "top_attains_share": pl.Float64,
+    "coverage_1_5": pl.Float64,
+    "coverage_2": pl.Float64,
+    "median_n_swaps": pl.Float64,
+    "median_vote_over_top": pl.Float64,
+    "median_vote_over_pool": pl.Float64,
+    "vote_degraded_share": pl.Float64,
+    "vote_improved_share": pl.Float64,
+}
 
 
 def profile(st: GroupStatistics, g: pl.DataFrame) -> dict:
@@ -431,7 +552,9 @@ def summarize(
     families over every corpus, the others on the headline population."""
     frame = prepare(records, settings)
     headline = population.select(frame)
-    out = {name: fn(headline, settings) for name, fn in (("fig1", fig1), ("fig2", fig2), ("table1", table1),
-                                                         ("table6", table6), ("table8", table8))}  # fmt: skip
+    out = {
+        name: fn(headline, settings)
+        for name, fn in (("fig1", fig1), ("fig2", fig2), ("table1", table1), ("table6", table6), ("table8", table8))
+    }
     out["table2"] = table2(population.families(frame), settings)
     return {name: out[name] for name in ("fig1", "fig2", "table1", "table2", "table6", "table8")}

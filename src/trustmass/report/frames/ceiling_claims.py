@@ -55,17 +55,65 @@ PI_BINS = 10
 
 #: claim value -> statistic
 HEADLINE: tuple[HeadlineValue, ...] = (
-    HeadlineValue(1, "n_instances", "panel_counts", "n_records_enumerated", (), note="every study model on the headline corpus"),
+    HeadlineValue(
+        1, "n_instances", "panel_counts", "n_records_enumerated", (), note="every study model on the headline corpus"
+    ),
     HeadlineValue(1, "n_models", "panel_counts", "n_models", ()),
     HeadlineValue(2, "median_c_hat", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True),
     HeadlineValue(8, "median_r_bal", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(11, "median_vote_cost_over_top_mass", "group_vote", "median_vote_over_top", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
-    HeadlineValue(12, "median_vote_cost_over_es_pool", "group_vote", "median_vote_over_pool", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
-    HeadlineValue(13, "vote_degraded_share", "group_vote", "vote_degraded_share", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
-    HeadlineValue(13, "vote_improved_share", "group_vote", "vote_improved_share", ("group_size",), {"group_size": "shared"}, at=_AT_MAP),
-    HeadlineValue(14, "vote_over_top_mass", "group_vote", "worst_vote_over_top", ("group_size",), {"group_size": (1,)},
-                  note="the ratio farthest from 1 over every group-size-1 row (all budgets); 1 exactly when the vote is top-mass"),
-    HeadlineValue(15, "n_instances", "counts", "n_records_enumerated", (), note="records at the enumerated budgets, headline families"),
+    HeadlineValue(
+        11,
+        "median_vote_cost_over_top_mass",
+        "group_vote",
+        "median_vote_over_top",
+        ("group_size",),
+        {"group_size": "shared"},
+        at=_AT_MAP,
+    ),
+    HeadlineValue(
+        12,
+        "median_vote_cost_over_es_pool",
+        "group_vote",
+        "median_vote_over_pool",
+        ("group_size",),
+        {"group_size": "shared"},
+        at=_AT_MAP,
+    ),
+    HeadlineValue(
+        13,
+        "vote_degraded_share",
+        "group_vote",
+        "vote_degraded_share",
+        ("group_size",),
+        {"group_size": "shared"},
+        at=_AT_MAP,
+    ),
+    HeadlineValue(
+        13,
+        "vote_improved_share",
+        "group_vote",
+        "vote_improved_share",
+        ("group_size",),
+        {"group_size": "shared"},
+        at=_AT_MAP,
+    ),
+    HeadlineValue(
+        14,
+        "vote_over_top_mass",
+        "group_vote",
+        "worst_vote_over_top",
+        ("group_size",),
+        {"group_size": (1,)},
+        note="the ratio farthest from 1 over every group-size-1 row (all budgets); 1 exactly when the vote is top-mass",
+    ),
+    HeadlineValue(
+        15,
+        "n_instances",
+        "counts",
+        "n_records_enumerated",
+        (),
+        note="records at the enumerated budgets, headline families",
+    ),
     HeadlineValue(17, "n_models", "study_counts", "n_models", (), note="the panel: every study model (Table 6's rows)"),
     HeadlineValue(15, "n_families", "counts", "n_models", ()),
     HeadlineValue(15, "rows_per_head_per_doc", "counts", "rows_per_head_per_doc", ()),
@@ -75,9 +123,18 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(23, "median_geometric_ratio", "table8", "median_geo_ratio", _MODEL_BUDGET),
     HeadlineValue(24, "median_c_hat", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True),
     HeadlineValue(24, "n_families", "counts", "n_models", ()),
-    HeadlineValue(24, "median_c_hat_ci95", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True,
-                  note="estimate = the median; low/high = its interval, which the claim bounds"),
-    HeadlineValue(25, "median_c_hat_labelled", "fig1", "median_c_hat_labelled", _MODEL_BUDGET, ci=True, n_column="n_labelled"),
+    HeadlineValue(
+        24,
+        "median_c_hat_ci95",
+        "fig1",
+        "median_c_hat",
+        _MODEL_BUDGET,
+        ci=True,
+        note="estimate = the median; low/high = its interval, which the claim bounds",
+    ),
+    HeadlineValue(
+        25, "median_c_hat_labelled", "fig1", "median_c_hat_labelled", _MODEL_BUDGET, ci=True, n_column="n_labelled"
+    ),
     HeadlineValue(26, "coverage_kappa_hat_le_1_5", "pooled", "coverage_1_5", ("budget",), {"budget": (4, 8)}),
     HeadlineValue(26, "coverage_kappa_hat_le_2", "pooled", "coverage_2", ("budget",), {"budget": (4, 8)}),
     HeadlineValue(27, "top_mass_attains_pool_share", "pooled", "top_attains_share", ("budget",)),
@@ -85,10 +142,24 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(28, "median_r_bal_ci95", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
     HeadlineValue(29, "coverage_kappa_hat_le_1_5", "table8", "coverage_1_5", _MODEL_BUDGET, {"budget": (4,)}),
     HeadlineValue(29, "coverage_kappa_hat_le_2", "table8", "coverage_2", _MODEL_BUDGET, {"budget": (4,)}),
-    HeadlineValue(30, "median_kappa_hat_covered", "covered", "median_kappa_hat", ("model",),
-                  note="[R] covered = kappa_hat <= 1.5, pooled over the enumerated budgets"),
+    HeadlineValue(
+        30,
+        "median_kappa_hat_covered",
+        "covered",
+        "median_kappa_hat",
+        ("model",),
+        note="[R] covered = kappa_hat <= 1.5, pooled over the enumerated budgets",
+    ),
     HeadlineValue(30, "p90_kappa_hat_covered", "covered", "p90_kappa_hat", ("model",)),
-    HeadlineValue(31, "mass_cap_share_of_s8", "table1", "median_mass_share_of_map", _MODEL_BUDGET, _NATIVE, n_column="n_mass_share"),
+    HeadlineValue(
+        31,
+        "mass_cap_share_of_s8",
+        "table1",
+        "median_mass_share_of_map",
+        _MODEL_BUDGET,
+        _NATIVE,
+        n_column="n_mass_share",
+    ),
     HeadlineValue(32, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
     HeadlineValue(33, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET),
     HeadlineValue(34, "cell_auc", "fig2_models", "cell_auc", ("model",), n_column="n_cells"),
@@ -96,9 +167,32 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(37, "spearman_bound_es_top", "bounds", "rho_es_top", ("model", "bound")),
     HeadlineValue(37, "spearman_bound_kappa_hat", "bounds", "rho_kappa_hat", ("model", "bound")),
     HeadlineValue(38, "spearman_phi_es_pool_reference", "table8", "rho_phi_es_pool", _MODEL_BUDGET),
-    HeadlineValue(38, "spearman_phi_es_pool_per_family", "table6", "rho_phi_es_pool", ("model",), n_column="n_pooled", at=_POOLED_BUDGETS),
-    HeadlineValue(41, "n_instances", "content_counts", "n_records_enumerated", ("model",), note="Table 2's instances: every corpus"),
-    HeadlineValue(41, "median_kappa_hat_code", "content_budgets", "median_kappa_hat", ("model", "content", "budget"), {"content": ("code",)}, ci=True),
+    HeadlineValue(
+        38,
+        "spearman_phi_es_pool_per_family",
+        "table6",
+        "rho_phi_es_pool",
+        ("model",),
+        n_column="n_pooled",
+        at=_POOLED_BUDGETS,
+    ),
+    HeadlineValue(
+        41,
+        "n_instances",
+        "content_counts",
+        "n_records_enumerated",
+        ("model",),
+        note="Table 2's instances: every corpus",
+    ),
+    HeadlineValue(
+        41,
+        "median_kappa_hat_code",
+        "content_budgets",
+        "median_kappa_hat",
+        ("model", "content", "budget"),
+        {"content": ("code",)},
+        ci=True,
+    ),
     HeadlineValue(41, "auc_ci_half_width", "content", "auc_half_width", ("model", "corpus")),
     HeadlineValue(41, "share_ci_half_width", "content", "label_share_half_width", ("model", "corpus")),
     HeadlineValue(83, "auc_ci_half_width", "table6", "auc_half_width", ("model",)),
@@ -106,15 +200,28 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(86, "spearman_label_dropped_mass", "bounds_model", "rho_label_dropped_mass", ("model",)),
     HeadlineValue(87, "D", "deep_layers", "median_D", ("model", "layer")),
     HeadlineValue(87, "dropped_mass", "deep_layers", "median_dropped_mass", ("model", "layer")),
-    HeadlineValue(88, "median_geometric_ratio_reference", "table8", "median_geo_ratio", ("model",), {"budget": "largest"}),
-    HeadlineValue(88, "median_leverage_ratio_reference", "table8", "median_lev_ratio", ("model",), {"budget": "largest"}),
+    HeadlineValue(
+        88, "median_geometric_ratio_reference", "table8", "median_geo_ratio", ("model",), {"budget": "largest"}
+    ),
+    HeadlineValue(
+        88, "median_leverage_ratio_reference", "table8", "median_lev_ratio", ("model",), {"budget": "largest"}
+    ),
     HeadlineValue(88, "median_geometric_ratio_s32", "table8", "median_geo_ratio", _MODEL_BUDGET, {"budget": (32,)}),
     HeadlineValue(88, "median_leverage_ratio_s32", "table8", "median_lev_ratio", _MODEL_BUDGET, {"budget": (32,)}),
     HeadlineValue(89, "median_n_swaps", "table8", "median_n_swaps", _MODEL_BUDGET),
     HeadlineValue(96, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
-    HeadlineValue(96, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET, _NATIVE),
-    HeadlineValue(96, "dropped_mass_fall", "table1", "dropped_mass_fall", ("model",), {"budget": "largest_native"},
-                  note="1 / the median over rows of m_s / m_8 at the largest native budget"),
+    HeadlineValue(
+        96, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET, _NATIVE
+    ),
+    HeadlineValue(
+        96,
+        "dropped_mass_fall",
+        "table1",
+        "dropped_mass_fall",
+        ("model",),
+        {"budget": "largest_native"},
+        note="1 / the median over rows of m_s / m_8 at the largest native budget",
+    ),
     HeadlineValue(98, "auc_bound_2dm", "bound_auc", "auc_bound_2dm", ("model",), ci=True),
     HeadlineValue(98, "auc_bound_var", "bound_auc", "auc_bound_var", ("model",), ci=True),
     HeadlineValue(98, "auc_dropped_mass", "bound_auc", "auc_dropped_mass", ("model",), ci=True),
@@ -123,16 +230,23 @@ HEADLINE: tuple[HeadlineValue, ...] = (
     HeadlineValue(99, "spearman_bound_2dm_kappa_hat", "bounds_model", "rho_bound_2dm_kappa_hat", ("model",)),
     HeadlineValue(99, "spearman_bound_var_kappa_hat", "bounds_model", "rho_bound_var_kappa_hat", ("model",)),
     HeadlineValue(99, "spearman_dropped_mass_kappa_hat", "bounds_model", "rho_dropped_mass_kappa_hat", ("model",)),
-    HeadlineValue(100, "kendall_tau_family_order", "family_order", "min_kendall_tau", ("budget",), n_column="n_families"),
-)  # fmt: skip
+    HeadlineValue(
+        100, "kendall_tau_family_order", "family_order", "min_kendall_tau", ("budget",), n_column="n_families"
+    ),
+)
 
 
 def _half_widths(frame: pl.DataFrame, *names: str) -> pl.DataFrame:
-    return frame.with_columns([((pl.col(f"{n}_high") - pl.col(f"{n}_low")) / 2).alias(f"{n}_half_width") for n in names])
+    return frame.with_columns(
+        [((pl.col(f"{n}_high") - pl.col(f"{n}_low")) / 2).alias(f"{n}_half_width") for n in names]
+    )
 
 
 def _claim_frames(
-    records: pl.DataFrame, population: HeadlinePopulation, settings: StatisticsSettings, frames: Mapping[str, pl.DataFrame],
+    records: pl.DataFrame,
+    population: HeadlinePopulation,
+    settings: StatisticsSettings,
+    frames: Mapping[str, pl.DataFrame],
     content: Mapping[str, str],
 ) -> dict[str, pl.DataFrame]:
     """Every frame :data:`HEADLINE` reads, from the prepared records of the whole study: the headline
@@ -148,29 +262,47 @@ def _claim_frames(
     out["table1"] = table1.with_columns(
         dropped_mass_fall=pl.when(pl.col("median_mass_share_of_map") > 0).then(1.0 / pl.col("median_mass_share_of_map"))
     )
-    out["fig2_models"] = out["fig2"].group_by(["population", "model"]).agg(
-        pl.col("cell_auc").first(), pl.col("n_cells").first(), pl.col("n_docs").max(), pl.col("n_degenerate").sum()
+    out["fig2_models"] = (
+        out["fig2"]
+        .group_by(["population", "model"])
+        .agg(
+            pl.col("cell_auc").first(), pl.col("n_cells").first(), pl.col("n_docs").max(), pl.col("n_degenerate").sum()
+        )
     )
     kind = pl.col("corpus").replace_strict(dict(content), default=None, return_dtype=pl.Utf8)
-    out["content"] = _half_widths(out["table2"].filter(pl.col("budget").is_null()), "auc", "label_share").with_columns(content=kind)
+    out["content"] = _half_widths(out["table2"].filter(pl.col("budget").is_null()), "auc", "label_share").with_columns(
+        content=kind
+    )
     out["content_budgets"] = out["table2"].filter(pl.col("budget").is_not_null()).with_columns(content=kind)
     out["table6"] = _half_widths(out["table6"], "auc")
 
     def pooled(g: pl.DataFrame) -> dict:
         return {"models": models_of(g), **profile(st, g)}
 
-    pooled_schema = {"population": pl.Utf8, "budget": pl.Int64, "models": pl.Utf8,
-                     **{k: v for k, v in TABLE8_SCHEMA.items() if k not in ("model", "population", "budget", "group_size")}}  # fmt: skip
+    pooled_schema = {
+        "population": pl.Utf8,
+        "budget": pl.Int64,
+        "models": pl.Utf8,
+        **{k: v for k, v in TABLE8_SCHEMA.items() if k not in ("model", "population", "budget", "group_size")},
+    }
     out["pooled"] = frame_from_rows(per_group(enum, ["budget"], pooled), pooled_schema)
-    out["group_vote"] = pl.DataFrame(per_group(headline, ["group_size"], lambda g: _vote(st, g)), infer_schema_length=None)
+    out["group_vote"] = pl.DataFrame(
+        per_group(headline, ["group_size"], lambda g: _vote(st, g)), infer_schema_length=None
+    )
 
     def covered(g: pl.DataFrame) -> dict:
         kept = g.filter(pl.col("kappa_hat") <= COVERAGE[0])
-        return {**st.counts(kept), "median_kappa_hat": st.value(kept, "kappa_hat"), "p90_kappa_hat": st.value(kept, "kappa_hat", 0.9)}
+        return {
+            **st.counts(kept),
+            "median_kappa_hat": st.value(kept, "kappa_hat"),
+            "p90_kappa_hat": st.value(kept, "kappa_hat", 0.9),
+        }
 
     out["covered"] = pl.DataFrame(per_group(enum, ["model"], covered), infer_schema_length=None)
     out["bounds"] = _bounds(st, enum)
-    out["bounds_model"] = pl.DataFrame(per_group(enum, ["model"], lambda g: _bounds_model(st, g)), infer_schema_length=None)
+    out["bounds_model"] = pl.DataFrame(
+        per_group(enum, ["model"], lambda g: _bounds_model(st, g)), infer_schema_length=None
+    )
     at_map = enum.filter(pl.col("is_map_budget"))
     out["bound_auc"] = pl.DataFrame(per_group(at_map, ["model"], lambda g: _bound_auc(st, g)), infer_schema_length=None)
     out["counts"] = pl.DataFrame(per_group(headline, [], _counts), infer_schema_length=None)
@@ -189,11 +321,14 @@ def _vote(st: GroupStatistics, g: pl.DataFrame) -> dict:
     worst = float(ratio[np.argmax(np.abs(ratio - 1.0))]) if ratio.size else None
     at_map = g.filter(pl.col("is_map_budget"))
     return {
-        "models": models_of(g), **st.counts(at_map),
-        "median_vote_over_top": st.value(at_map, "vote_over_top"), "median_vote_over_pool": st.value(at_map, "vote_over_pool"),
-        "vote_degraded_share": st.fraction(at_map, "vote_degraded"), "vote_improved_share": st.fraction(at_map, "vote_improved"),
+        "models": models_of(g),
+        **st.counts(at_map),
+        "median_vote_over_top": st.value(at_map, "vote_over_top"),
+        "median_vote_over_pool": st.value(at_map, "vote_over_pool"),
+        "vote_degraded_share": st.fraction(at_map, "vote_degraded"),
+        "vote_improved_share": st.fraction(at_map, "vote_improved"),
         "worst_vote_over_top": worst,
-    }  # fmt: skip
+    }
 
 
 def _bounds(st: GroupStatistics, enum: pl.DataFrame) -> pl.DataFrame:
@@ -201,9 +336,16 @@ def _bounds(st: GroupStatistics, enum: pl.DataFrame) -> pl.DataFrame:
     for population, pop in populations(enum):
         for key, g in groups(pop, ["model"]):
             for bound in ("bound_2dm", "bound_var"):
-                rows.append({"population": population, **key, "bound": bound, **st.counts(g),
-                             "rho_es_top": st.rank_correlation(g, bound, "es_top"),
-                             "rho_kappa_hat": st.rank_correlation(g, bound, "kappa_hat")})  # fmt: skip
+                rows.append(
+                    {
+                        "population": population,
+                        **key,
+                        "bound": bound,
+                        **st.counts(g),
+                        "rho_es_top": st.rank_correlation(g, bound, "es_top"),
+                        "rho_kappa_hat": st.rank_correlation(g, bound, "kappa_hat"),
+                    }
+                )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
@@ -213,7 +355,9 @@ def _bounds_model(st: GroupStatistics, g: pl.DataFrame) -> dict:
         row[f"rho_{bound}_es_top"] = st.rank_correlation(g, bound, "es_top")
         row[f"rho_{bound}_kappa_hat"] = st.rank_correlation(g, bound, "kappa_hat")
     row["rho_dropped_mass_kappa_hat"] = st.rank_correlation(g, "dropped_mass", "kappa_hat")
-    row["rho_label_dropped_mass"] = st.rank_correlation(g.with_columns(pl.col("label").cast(pl.Float64)), "label", "dropped_mass")
+    row["rho_label_dropped_mass"] = st.rank_correlation(
+        g.with_columns(pl.col("label").cast(pl.Float64)), "label", "dropped_mass"
+    )
     return row
 
 
@@ -230,11 +374,15 @@ def _counts(g: pl.DataFrame) -> dict:
     per_cell = e.group_by(["model", "corpus", "doc", "layer", "head"]).agg(pl.col("query_pos").n_unique().alias("r"))
     docs = g.group_by(["model", "corpus"]).agg(pl.col("doc").n_unique().alias("d"))
     return {
-        "n": e.height, "n_docs": int(g["cluster"].n_unique()), "n_degenerate": int(e["degenerate"].sum()),
-        "models": models_of(g), "n_models": g["model"].n_unique(), "n_records_enumerated": e.height,
+        "n": e.height,
+        "n_docs": int(g["cluster"].n_unique()),
+        "n_degenerate": int(e["degenerate"].sum()),
+        "models": models_of(g),
+        "n_models": g["model"].n_unique(),
+        "n_records_enumerated": e.height,
         "rows_per_head_per_doc": median(per_cell["r"].to_numpy()) if per_cell.height else None,
         "docs_per_corpus": median(docs["d"].to_numpy()) if docs.height else None,
-    }  # fmt: skip
+    }
 
 
 def _deep_layers(st: GroupStatistics, at_map: pl.DataFrame) -> pl.DataFrame:
@@ -248,8 +396,16 @@ def _deep_layers(st: GroupStatistics, at_map: pl.DataFrame) -> pl.DataFrame:
             if not per_layer:
                 continue
             layer, d, lg = max(per_layer, key=lambda x: (x[1], -x[0]))
-            rows.append({"population": population, **key, "layer": int(layer), **st.counts(lg), "median_D": d,
-                         "median_dropped_mass": st.value(lg, "dropped_mass")})  # fmt: skip
+            rows.append(
+                {
+                    "population": population,
+                    **key,
+                    "layer": int(layer),
+                    **st.counts(lg),
+                    "median_D": d,
+                    "median_dropped_mass": st.value(lg, "dropped_mass"),
+                }
+            )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
@@ -281,15 +437,29 @@ def _family_order(st: GroupStatistics, at_map: pl.DataFrame, budget: int) -> pl.
         models = sorted(clean["model"].unique().to_list())
         if len(models) < 2:
             continue
-        rates = {t: [float((clean.filter(pl.col("model") == m)["kappa_hat"] > t).mean()) for m in models] for t in THRESHOLD_SWEEP}
+        rates = {
+            t: [float((clean.filter(pl.col("model") == m)["kappa_hat"] > t).mean()) for m in models]
+            for t in THRESHOLD_SWEEP
+        }
         base = [float(clean.filter(pl.col("model") == m)["label"].mean()) for m in models]
         taus = [kendall_tau_b(base, r) for r in rates.values()]
-        rows.append({"population": population, "budget": budget, "n_families": len(models), "models": ",".join(models),
-                     "n": clean.height, "n_docs": int(clean["cluster"].n_unique()), "min_kendall_tau": float(np.nanmin(taus))})  # fmt: skip
+        rows.append(
+            {
+                "population": population,
+                "budget": budget,
+                "n_families": len(models),
+                "models": ",".join(models),
+                "n": clean.height,
+                "n_docs": int(clean["cluster"].n_unique()),
+                "min_kendall_tau": float(np.nanmin(taus)),
+            }
+        )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _resolve_where(where: Mapping[str, Any], settings: StatisticsSettings, budgets: Mapping[str, tuple[int, ...]]) -> dict:
+def _resolve_where(
+    where: Mapping[str, Any], settings: StatisticsSettings, budgets: Mapping[str, tuple[int, ...]]
+) -> dict:
     out = {}
     for col, allowed in where.items():
         if allowed == "map":
@@ -355,6 +525,12 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     frames = summarize(records, settings, population)
     frames["headline_ceiling"] = headline(records, settings, population, frames, config["content"])
     values = frames["headline_ceiling"].select("claim_id", "value_name").n_unique()
-    return Frames(frames, summary={"records": records.height, "headline_values": values}, seeds=bootstrap_seeds(settings),
-                  population=population.describe(),
-                  notes=[f"{records.height} records from {len(files)} files; headline population: {population.describe()}; {settings}"])
+    return Frames(
+        frames,
+        summary={"records": records.height, "headline_values": values},
+        seeds=bootstrap_seeds(settings),
+        population=population.describe(),
+        notes=[
+            f"{records.height} records from {len(files)} files; headline population: {population.describe()}; {settings}"
+        ],
+    )

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, UNDECIDED, UNSOLVED, WITHIN_1PCT
 from trustmass.certification.manifest import IDENTITY
+from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, UNDECIDED, UNSOLVED, WITHIN_1PCT
 from trustmass.core import operator as op
 from trustmass.core import stats
 from trustmass.core.operator import REL_TOL
@@ -58,7 +58,9 @@ def substitute(man: pl.DataFrame, certified: pl.DataFrame) -> pl.DataFrame:
     """
     f = man.join(certified.drop("es_pool"), on="instance", how="left")
     after_es, c_after, kb_after = [], [], []
-    for r in f.select("status", "es_pool", "es_cert", "es_top", "es_bal", "D", "c_hat", "kappa_hat_bal").iter_rows(named=True):
+    for r in f.select("status", "es_pool", "es_cert", "es_top", "es_bal", "D", "c_hat", "kappa_hat_bal").iter_rows(
+        named=True
+    ):
         if r["status"] == IMPROVED and r["es_cert"] is not None:
             es_opt = r["es_cert"]
             c_after.append(op.closable_share(r["es_top"], es_opt, r["D"]))
@@ -88,17 +90,36 @@ def _is_one(x: pl.Expr) -> pl.Expr:
 
 
 TABLE7_SCHEMA = {
-    "budget": pl.Int64, "n_manifest": pl.Int64, "n_solved": pl.Int64, "n_unsolved": pl.Int64, "n_undecided": pl.Int64,
-    "n_confirmed": pl.Int64, "n_within_1pct": pl.Int64, "improved": pl.Int64, "f_hi": pl.Float64,
-    "n_records": pl.Int64, "n_docs": pl.Int64, "median_c_hat": pl.Float64, "cap_f_hi": pl.Float64,
-    "f_hi_unsolved": pl.Float64, "cap_unsolved": pl.Float64,
-    "manifest_median_c_hat_before": pl.Float64, "manifest_median_c_hat_after": pl.Float64,
-    "manifest_median_kappa_hat_bal_before": pl.Float64, "manifest_median_kappa_hat_bal_after": pl.Float64,
-    "beats_bal_before": pl.Float64, "beats_bal_after": pl.Float64,
-    "median_improvement": pl.Float64, "max_improvement": pl.Float64,
-    "kappa_hat_bal_eq_1": pl.Float64, "worst_cell_margin": pl.Float64, "median_kappa_hat_bal_cap": pl.Float64,
-    "median_seconds": pl.Float64, "max_seconds": pl.Float64, "certifier": pl.Utf8,
-}  # fmt: skip
+    "budget": pl.Int64,
+    "n_manifest": pl.Int64,
+    "n_solved": pl.Int64,
+    "n_unsolved": pl.Int64,
+    "n_undecided": pl.Int64,
+    "n_confirmed": pl.Int64,
+    "n_within_1pct": pl.Int64,
+    "improved": pl.Int64,
+    "f_hi": pl.Float64,
+    "n_records": pl.Int64,
+    "n_docs": pl.Int64,
+    "median_c_hat": pl.Float64,
+    "cap_f_hi": pl.Float64,
+    "f_hi_unsolved": pl.Float64,
+    "cap_unsolved": pl.Float64,
+    "manifest_median_c_hat_before": pl.Float64,
+    "manifest_median_c_hat_after": pl.Float64,
+    "manifest_median_kappa_hat_bal_before": pl.Float64,
+    "manifest_median_kappa_hat_bal_after": pl.Float64,
+    "beats_bal_before": pl.Float64,
+    "beats_bal_after": pl.Float64,
+    "median_improvement": pl.Float64,
+    "max_improvement": pl.Float64,
+    "kappa_hat_bal_eq_1": pl.Float64,
+    "worst_cell_margin": pl.Float64,
+    "median_kappa_hat_bal_cap": pl.Float64,
+    "median_seconds": pl.Float64,
+    "max_seconds": pl.Float64,
+    "certifier": pl.Utf8,
+}
 #: how Table 7 names each certifier (certification.certifier)
 CERTIFIER_NAMES = {"paper": "SCIP bisection (paper)", "bnb": "branch-and-bound"}
 
@@ -128,38 +149,60 @@ def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) ->
         kb = full.filter(pl.col("kappa_hat_bal").is_not_null() & pl.col("kappa_hat_bal").is_not_nan())
         cells = kb.group_by("model").agg(_is_one(pl.col("kappa_hat_bal")).mean().alias("frac"))
         imp = g.filter(pl.col("status") == IMPROVED)["improvement"].to_numpy()
-        rows.append({
-            "budget": s, "n_manifest": g.height, "n_solved": n_solved, "n_unsolved": n_unsolved,
-            "n_undecided": sum(st == UNDECIDED for st in status), "n_confirmed": sum(st == CONFIRMED_OPTIMAL for st in status),
-            "n_within_1pct": sum(st == WITHIN_1PCT for st in status), "improved": k, "f_hi": f_hi,
-            "n_records": full.height, "n_docs": full.select("corpus", "doc").n_unique(),
-            "median_c_hat": stats.median(c) if c.size else math.nan,
-            "cap_f_hi": stats.median_cap(c, f_hi) if c.size and not math.isnan(f_hi) else math.nan,
-            "f_hi_unsolved": f_hi_u,
-            "cap_unsolved": stats.median_cap(c, f_hi_u) if c.size and not math.isnan(f_hi_u) else math.nan,
-            "manifest_median_c_hat_before": _med(g["c_hat"].to_list()),
-            "manifest_median_c_hat_after": _med(g["c_hat_after"].to_list()),
-            "manifest_median_kappa_hat_bal_before": _med(g["kappa_hat_bal"].to_list()),
-            "manifest_median_kappa_hat_bal_after": _med(g["kappa_hat_bal_after"].to_list()),
-            "beats_bal_before": float(g["beats_bal_before"].mean()) if g.height else math.nan,
-            "beats_bal_after": float(g["beats_bal_after"].mean()) if g.height else math.nan,
-            "median_improvement": stats.median(imp) if imp.size else math.nan,
-            "max_improvement": float(imp.max()) if imp.size else math.nan,
-            "kappa_hat_bal_eq_1": float(kb.select(_is_one(pl.col("kappa_hat_bal")).mean()).item()) if kb.height else math.nan,
-            "worst_cell_margin": float((cells["frac"] - 0.5 - f_hi).min()) if cells.height and not math.isnan(f_hi) else math.nan,
-            "median_kappa_hat_bal_cap": stats.median_cap(kb["kappa_hat_bal"].to_numpy(), f_hi) if kb.height and not math.isnan(f_hi) else math.nan,
-            "median_seconds": _med(g["seconds"].to_list()), "max_seconds": float(g["seconds"].max() or math.nan),
-            "certifier": _certifiers(g),
-        })  # fmt: skip
+        rows.append(
+            {
+                "budget": s,
+                "n_manifest": g.height,
+                "n_solved": n_solved,
+                "n_unsolved": n_unsolved,
+                "n_undecided": sum(st == UNDECIDED for st in status),
+                "n_confirmed": sum(st == CONFIRMED_OPTIMAL for st in status),
+                "n_within_1pct": sum(st == WITHIN_1PCT for st in status),
+                "improved": k,
+                "f_hi": f_hi,
+                "n_records": full.height,
+                "n_docs": full.select("corpus", "doc").n_unique(),
+                "median_c_hat": stats.median(c) if c.size else math.nan,
+                "cap_f_hi": stats.median_cap(c, f_hi) if c.size and not math.isnan(f_hi) else math.nan,
+                "f_hi_unsolved": f_hi_u,
+                "cap_unsolved": stats.median_cap(c, f_hi_u) if c.size and not math.isnan(f_hi_u) else math.nan,
+                "manifest_median_c_hat_before": _med(g["c_hat"].to_list()),
+                "manifest_median_c_hat_after": _med(g["c_hat_after"].to_list()),
+                "manifest_median_kappa_hat_bal_before": _med(g["kappa_hat_bal"].to_list()),
+                "manifest_median_kappa_hat_bal_after": _med(g["kappa_hat_bal_after"].to_list()),
+                "beats_bal_before": float(g["beats_bal_before"].mean()) if g.height else math.nan,
+                "beats_bal_after": float(g["beats_bal_after"].mean()) if g.height else math.nan,
+                "median_improvement": stats.median(imp) if imp.size else math.nan,
+                "max_improvement": float(imp.max()) if imp.size else math.nan,
+                "kappa_hat_bal_eq_1": float(kb.select(_is_one(pl.col("kappa_hat_bal")).mean()).item())
+                if kb.height
+                else math.nan,
+                "worst_cell_margin": float((cells["frac"] - 0.5 - f_hi).min())
+                if cells.height and not math.isnan(f_hi)
+                else math.nan,
+                "median_kappa_hat_bal_cap": stats.median_cap(kb["kappa_hat_bal"].to_numpy(), f_hi)
+                if kb.height and not math.isnan(f_hi)
+                else math.nan,
+                "median_seconds": _med(g["seconds"].to_list()),
+                "max_seconds": float(g["seconds"].max() or math.nan),
+                "certifier": _certifiers(g),
+            }
+        )
     return pl.DataFrame(rows, schema=TABLE7_SCHEMA)
 
 
-
 SWEEP_SCHEMA = {
-    "budget": pl.Int64, "extra": pl.Int64, "subsets": pl.Int64, "n": pl.Int64, "label_rate": pl.Float64, "median_c_hat": pl.Float64,
-    "median_gap_shift": pl.Float64, "median_gap_shift_rel": pl.Float64, "improved_over_base": pl.Float64,
+    "budget": pl.Int64,
+    "extra": pl.Int64,
+    "subsets": pl.Int64,
+    "n": pl.Int64,
+    "label_rate": pl.Float64,
+    "median_c_hat": pl.Float64,
+    "median_gap_shift": pl.Float64,
+    "median_gap_shift_rel": pl.Float64,
+    "improved_over_base": pl.Float64,
     "median_seconds": pl.Float64,
-}  # fmt: skip
+}
 
 
 def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int = 32) -> pl.DataFrame:
@@ -172,13 +215,20 @@ def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int =
     for e in extras:
         g = rows.filter(pl.col("extra") == e).join(base, on=IDENTITY, how="left")
         med = _med(g["c_hat"].to_list())
-        out.append({
-            "budget": budget, "extra": e, "subsets": math.comb(budget + e, budget), "n": g.height,
-            "label_rate": float((g["kappa_hat"] > kappa_threshold).mean()), "median_c_hat": med,
-            "median_gap_shift": med - base_med, "median_gap_shift_rel": (med - base_med) / base_med if base_med else math.nan,
-            "improved_over_base": float((g["es_pool"] < (1 - 1e-12) * g["_base"]).mean()),
-            "median_seconds": _med(g["seconds"].to_list()),
-        })  # fmt: skip
+        out.append(
+            {
+                "budget": budget,
+                "extra": e,
+                "subsets": math.comb(budget + e, budget),
+                "n": g.height,
+                "label_rate": float((g["kappa_hat"] > kappa_threshold).mean()),
+                "median_c_hat": med,
+                "median_gap_shift": med - base_med,
+                "median_gap_shift_rel": (med - base_med) / base_med if base_med else math.nan,
+                "improved_over_base": float((g["es_pool"] < (1 - 1e-12) * g["_base"]).mean()),
+                "median_seconds": _med(g["seconds"].to_list()),
+            }
+        )
     return pl.DataFrame(out, schema=SWEEP_SCHEMA)
 
 
@@ -195,16 +245,29 @@ def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettin
     optimum (kappa_hat after substitution > threshold), over the manifest."""
     f = certified_manifest.filter(pl.col("status") != UNSOLVED)
     kappa_after = [op.ratio_kappa(t, e, d) for t, e, d in zip(f["es_top"], f["es_opt_after"], f["D"])]
-    f = with_document_columns(f, settings.primary_docs).with_columns(
-        kappa_after=pl.Series(kappa_after, dtype=pl.Float64), degenerate=pl.lit(False)
-    ).with_columns(label_after=pl.col("kappa_after") > settings.kappa_threshold)
+    f = (
+        with_document_columns(f, settings.primary_docs)
+        .with_columns(kappa_after=pl.Series(kappa_after, dtype=pl.Float64), degenerate=pl.lit(False))
+        .with_columns(label_after=pl.col("kappa_after") > settings.kappa_threshold)
+    )
     st = GroupStatistics(settings)
     out = []
     for (model,), g in sorted(f.group_by(["model"]), key=lambda kg: kg[0]):
         auc = st.auc(g, "dropped_mass", "label_after", "auc", ci=False)
         if auc["auc"] is not None:
-            out.append(row(101, "auc_certified_label", auc["auc"], "primary", by={"model": model}, n_instances=g.height,
-                           n_docs=g["cluster"].n_unique(), models=model, source="certified manifest: relabelled AUC"))  # fmt: skip
+            out.append(
+                row(
+                    101,
+                    "auc_certified_label",
+                    auc["auc"],
+                    "primary",
+                    by={"model": model},
+                    n_instances=g.height,
+                    n_docs=g["cluster"].n_unique(),
+                    models=model,
+                    source="certified manifest: relabelled AUC",
+                )
+            )
     return out
 
 
@@ -213,8 +276,10 @@ def _infinite_cap(r: Mapping, cap: float | None) -> str | None:
     infinite when too few instances were solved for a Wilson bound below one half (None: finite)."""
     if cap is None or not math.isinf(cap):
         return None
-    return (f"the Wilson cap is infinite: {r['improved']} improved of n = {r['n_solved']} solved instances per budget "
-            f"give f_hi = {r['f_hi']:.2f}, so half the records or more may be raised")
+    return (
+        f"the Wilson cap is infinite: {r['improved']} improved of n = {r['n_solved']} solved instances per budget "
+        f"give f_hi = {r['f_hi']:.2f}, so half the records or more may be raised"
+    )
 
 
 def headline(
@@ -227,10 +292,31 @@ def headline(
     """Claims-report rows for claims 18-21, 84, 90-95, 101 (estimates as fractions; percent scaling is the report's)."""
     out: list[dict] = []
 
-    def add(cid, name, est, n=None, by: Mapping | None = None, population="manifest", n_docs=None, source="table7",
-            uninformative=None):  # fmt: skip
-        out.append(row(cid, name, est, _POPULATION[population], by=by, n_instances=n, n_docs=n_docs, models=models,
-                       source=f"{source}:{population}", uninformative=uninformative))  # fmt: skip
+    def add(
+        cid,
+        name,
+        est,
+        n=None,
+        by: Mapping | None = None,
+        population="manifest",
+        n_docs=None,
+        source="table7",
+        uninformative=None,
+    ):
+        out.append(
+            row(
+                cid,
+                name,
+                est,
+                _POPULATION[population],
+                by=by,
+                n_instances=n,
+                n_docs=n_docs,
+                models=models,
+                source=f"{source}:{population}",
+                uninformative=uninformative,
+            )
+        )
 
     for r in t7.iter_rows(named=True):
         s = r["budget"]
@@ -238,9 +324,20 @@ def headline(
         full = dict(n=r["n_records"], by=at, population="all_docs", n_docs=r["n_docs"])  # the full records' statistics
         add(18, "median_c_hat_certified", r["manifest_median_c_hat_after"], r["n_manifest"], at)
         add(18, "median_c_hat_certified_cap", r["cap_f_hi"], **full, uninformative=_infinite_cap(r, r["cap_f_hi"]))
-        add(90, "median_c_hat_shift", r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"], r["n_manifest"], at)
-        add(90, "median_kappa_hat_bal_shift", r["manifest_median_kappa_hat_bal_after"] - r["manifest_median_kappa_hat_bal_before"],
-            r["n_manifest"], at)  # fmt: skip
+        add(
+            90,
+            "median_c_hat_shift",
+            r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"],
+            r["n_manifest"],
+            at,
+        )
+        add(
+            90,
+            "median_kappa_hat_bal_shift",
+            r["manifest_median_kappa_hat_bal_after"] - r["manifest_median_kappa_hat_bal_before"],
+            r["n_manifest"],
+            at,
+        )
         add(91, "n_improvements", r["improved"], r["n_solved"], at)
         if s == 32:
             for when in ("before", "after"):
@@ -251,8 +348,13 @@ def headline(
         else:
             add(92, "optimum_beats_balancing_share_elsewhere", r["beats_bal_after"], r["n_manifest"], at)
         add(94, "kappa_hat_bal_eq_1_share", r["kappa_hat_bal_eq_1"], **full)
-        add(94, "median_kappa_hat_bal_cap", r["median_kappa_hat_bal_cap"], **full,
-            uninformative=_infinite_cap(r, r["median_kappa_hat_bal_cap"]))
+        add(
+            94,
+            "median_kappa_hat_bal_cap",
+            r["median_kappa_hat_bal_cap"],
+            **full,
+            uninformative=_infinite_cap(r, r["median_kappa_hat_bal_cap"]),
+        )
         add(95, "n_instances_per_budget", r["n_records"], **full)
     if t7.height:
         add(94, "worst_cell_margin", t7["worst_cell_margin"].min(), int(t7["n_records"].sum()), population="all_docs")
@@ -272,7 +374,9 @@ def headline(
     if sweep is not None and sweep.height:
         sweep_kw = dict(population="depth_subset", source="sweep")
         for r in sweep.iter_rows(named=True):
-            add(20, "label_rate", r["label_rate"], r["n"], {"budget": r["budget"], "pool_extra": r["extra"]}, **sweep_kw)
+            add(
+                20, "label_rate", r["label_rate"], r["n"], {"budget": r["budget"], "pool_extra": r["extra"]}, **sweep_kw
+            )
         last = sweep.row(-1, named=True)  # the widest pool against the narrowest
         at = {"budget": last["budget"]}
         add(19, "median_gap_change", abs(last["median_gap_shift_rel"]), last["n"], at, **sweep_kw)
@@ -290,16 +394,21 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     certified = read_parquets(inputs["certified"])
     missing = set(man["instance"].to_list()) - set(certified["instance"].to_list())
     if missing:
-        raise CleanError(f"certification rows missing for instances {sorted(missing)[:10]}...: the manifest and the "
-                         "certify_shard outputs disagree; fix: snakemake --forcerun certify_manifest")
+        raise CleanError(
+            f"certification rows missing for instances {sorted(missing)[:10]}...: the manifest and the "
+            "certify_shard outputs disagree; fix: snakemake --forcerun certify_manifest"
+        )
     columns = ["model", "corpus", "doc", "budget", "c_hat", "kappa_hat_bal"]
     records = read_parquets(inputs["records"], columns)
     records = population.select(records).filter(pl.col("budget").is_in(config["budgets"]["enumerated"]))
     joined = substitute(man, certified)
     t7 = table7(records, man, certified)
     head = headline(t7, joined, None, ",".join(population.models), StatisticsSettings.from_config(config))
-    return Frames({"joined": joined, "table7": t7, "headline_certification": head},
-                  summary={"instances": man.height, "records": records.height}, population=population.describe())
+    return Frames(
+        {"joined": joined, "table7": t7, "headline_certification": head},
+        summary={"instances": man.height, "records": records.height},
+        population=population.describe(),
+    )
 
 
 def sweep_statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:

@@ -22,14 +22,22 @@ The claim values read from these tables are :mod:`trustmass.report.frames.deploy
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from trustmass.deploy import wtl as wtl_mod
 from trustmass.deploy.bytes_table import bytes_summary
 from trustmass.report.engine import StatisticsSettings
 
-__all__ = ["bytes_rows", "by_setting", "decomposition_table", "main_rows", "retrieval_rows", "table3", "table4", "timing_table"]
+__all__ = [
+    "bytes_rows",
+    "by_setting",
+    "decomposition_table",
+    "main_rows",
+    "retrieval_rows",
+    "table3",
+    "table4",
+    "timing_table",
+]
 
 POPULATION = "all"
 ENFORCED = "contourkv_enforced"
@@ -62,8 +70,9 @@ def main_rows(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _wtl(frame: pl.DataFrame, variant: str, opponents, settings: StatisticsSettings, **kw) -> pl.DataFrame:
-    return wtl_mod.wtl(frame, variant, opponents, B=max(settings.bootstrap, 1), seed=settings.seed,
-                       level=settings.level, **kw)
+    return wtl_mod.wtl(
+        frame, variant, opponents, B=max(settings.bootstrap, 1), seed=settings.seed, level=settings.level, **kw
+    )
 
 
 def _valid(frame: pl.DataFrame) -> pl.DataFrame:
@@ -83,8 +92,11 @@ def by_setting(rows: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
     """(setting, its rows), benchmark first: retrieval and benchmark conditions are never pooled (spec §7.5)."""
     if "setting" not in rows.columns:  # rows written before the benchmark setting existed: the synthetic tasks
         rows = rows.with_columns(setting=pl.lit("retrieval"))
-    return [(name, rows.filter(pl.col("setting") == name)) for name in ("benchmark", "retrieval")
-            if name in set(rows["setting"].to_list())]
+    return [
+        (name, rows.filter(pl.col("setting") == name))
+        for name in ("benchmark", "retrieval")
+        if name in set(rows["setting"].to_list())
+    ]
 
 
 def retrieval_rows(rows: pl.DataFrame) -> pl.DataFrame:
@@ -101,10 +113,18 @@ def table3(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings
             if {variant, opponent} <= methods:
                 got = _wtl(part, variant, [opponent], settings).row(0, named=True)
                 share = part.filter(pl.col("method") == variant)["frac_full"]
-                out.append({"setting": setting, "comparison": label, **got,
-                            "variant_hit": _hit(part, variant), "opponent_hit": _hit(part, opponent),
-                            "variant_frac_min": float(share.min()), "variant_frac_max": float(share.max()),
-                            "n_excluded_items": _excluded(part)})
+                out.append(
+                    {
+                        "setting": setting,
+                        "comparison": label,
+                        **got,
+                        "variant_hit": _hit(part, variant),
+                        "opponent_hit": _hit(part, opponent),
+                        "variant_frac_min": float(share.min()),
+                        "variant_frac_max": float(share.max()),
+                        "n_excluded_items": _excluded(part),
+                    }
+                )
     return pl.DataFrame(out) if out else pl.DataFrame()
 
 
@@ -120,8 +140,16 @@ def table4(rows: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings
         for got in _wtl(part, ENFORCED, opponents, settings).iter_rows(named=True):
             opp = got["opponent"]
             ratio = _bytes_ratio(part, ENFORCED, opp)
-            out.append({"setting": wtl_mod.setting_of(part), "budget": "all" if budget is None else str(budget), **got,
-                        "variant_hit": _hit(part, ENFORCED), "opponent_hit": _hit(part, opp), "bytes_ratio": ratio})
+            out.append(
+                {
+                    "setting": wtl_mod.setting_of(part),
+                    "budget": "all" if budget is None else str(budget),
+                    **got,
+                    "variant_hit": _hit(part, ENFORCED),
+                    "opponent_hit": _hit(part, opp),
+                    "bytes_ratio": ratio,
+                }
+            )
     return pl.DataFrame(out)
 
 
@@ -149,7 +177,9 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
         return pl.DataFrame()
     methods = rows.filter(pl.col("variant") == "doc_rows")["method"].unique(maintain_order=True).to_list()
     cells = _cells(rows)
-    frame = rows.filter(pl.col("method").is_in(methods)).with_columns(rows_at_answer=pl.col("kept_entries") / cells + pl.col("block_tokens"))
+    frame = rows.filter(pl.col("method").is_in(methods)).with_columns(
+        rows_at_answer=pl.col("kept_entries") / cells + pl.col("block_tokens")
+    )
     out = []
     for (model, method), group in frame.group_by(["model", "method"], maintain_order=True):
         for budget in _budget_levels(group):
@@ -162,15 +192,23 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
                 if variant != "unmodified":
                     got = _wtl(part, variant, ["unmodified"], settings, method_col="variant").row(0, named=True)
                     change = {k: got[k] for k in change}
-                out.append({
-                    "model": model, "method": method, "budget": "all" if budget is None else str(budget),
-                    "variant": variant, "n_items": mine.height, "hit_rate": _mean(mine["score"] / 100.0),
-                    "hit_change_points": change["mean_delta"], "hit_change_lo": change["delta_lo"],
-                    "hit_change_hi": change["delta_hi"], "n_conditions": change["n_conditions"],
-                    "memory_vs_doc_boundary": _mean(mine["rows_at_answer"] / memory_ref),
-                    "question_rows": _mean(mine["question_in_cache"]),
-                    "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
-                })  # fmt: skip
+                out.append(
+                    {
+                        "model": model,
+                        "method": method,
+                        "budget": "all" if budget is None else str(budget),
+                        "variant": variant,
+                        "n_items": mine.height,
+                        "hit_rate": _mean(mine["score"] / 100.0),
+                        "hit_change_points": change["mean_delta"],
+                        "hit_change_lo": change["delta_lo"],
+                        "hit_change_hi": change["delta_hi"],
+                        "n_conditions": change["n_conditions"],
+                        "memory_vs_doc_boundary": _mean(mine["rows_at_answer"] / memory_ref),
+                        "question_rows": _mean(mine["question_in_cache"]),
+                        "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
+                    }
+                )
             out += _allocation_swapped(rows, model, method, budget, settings)
     return pl.DataFrame(out)
 
@@ -190,12 +228,23 @@ def _allocation_swapped(rows, model, method, budget, settings) -> list[dict]:
         return []
     got = _wtl(main, twin, [method], settings).row(0, named=True)
     mine = _valid(main).filter(pl.col("method") == twin)
-    return [{"model": model, "method": method, "budget": "all" if budget is None else str(budget),
-             "variant": "allocation_swapped", "n_items": mine.height, "hit_rate": _mean(mine["score"] / 100.0),
-             "hit_change_points": got["mean_delta"], "hit_change_lo": got["delta_lo"], "hit_change_hi": got["delta_hi"],
-             "n_conditions": got["n_conditions"], "memory_vs_doc_boundary": None,
-             "question_rows": _mean(mine["question_in_cache"]),
-             "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"])}]
+    return [
+        {
+            "model": model,
+            "method": method,
+            "budget": "all" if budget is None else str(budget),
+            "variant": "allocation_swapped",
+            "n_items": mine.height,
+            "hit_rate": _mean(mine["score"] / 100.0),
+            "hit_change_points": got["mean_delta"],
+            "hit_change_lo": got["delta_lo"],
+            "hit_change_hi": got["delta_hi"],
+            "n_conditions": got["n_conditions"],
+            "memory_vs_doc_boundary": None,
+            "question_rows": _mean(mine["question_in_cache"]),
+            "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
+        }
+    ]
 
 
 def _mean(values: pl.Series) -> float | None:
@@ -217,9 +266,12 @@ def bytes_rows(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
     """The bytes table: the runs' ragged bytes and layer-padded counterfactual, and the replay's as-shipped bytes."""
     main = main_rows(rows)
     common = ["model", "item_id", "length", "budget", "method", "bytes_full", "kept_min_head", "kept_max_head"]
-    ledger = [main.select([*common, pl.lit("ragged").alias("storage"), pl.col("bytes_ragged").alias("bytes_measured")]),
-              main.select([*common, pl.lit("layer_padded").alias("storage"),
-                           pl.col("bytes_layer_padded").alias("bytes_measured")])]
+    ledger = [
+        main.select([*common, pl.lit("ragged").alias("storage"), pl.col("bytes_ragged").alias("bytes_measured")]),
+        main.select(
+            [*common, pl.lit("layer_padded").alias("storage"), pl.col("bytes_layer_padded").alias("bytes_measured")]
+        ),
+    ]
     if replay.height:
         shipped = replay.filter(pl.col("method") != "dense")
         ledger.append(shipped.select([*common, "storage", "bytes_measured"]))
@@ -227,10 +279,16 @@ def bytes_rows(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
     kinds = rows.select("method", "kind").unique("method")
     table = table.join(kinds, on="method", how="left")
     if replay.height:  # K/V rows the shipped cache holds per head, over the positions (1 for a masked full cache)
-        share = replay.filter(pl.col("method") != "dense").group_by(["model", "length", "budget", "method"]).agg(
-            kv_rows_share_median=(pl.col("cache_rows") / pl.col("n_cached")).median())
-        return table.join(share.with_columns(storage=pl.lit("as_shipped")), on=["model", "length", "budget", "method", "storage"],
-                          how="left")
+        share = (
+            replay.filter(pl.col("method") != "dense")
+            .group_by(["model", "length", "budget", "method"])
+            .agg(kv_rows_share_median=(pl.col("cache_rows") / pl.col("n_cached")).median())
+        )
+        return table.join(
+            share.with_columns(storage=pl.lit("as_shipped")),
+            on=["model", "length", "budget", "method", "storage"],
+            how="left",
+        )
     return table.with_columns(kv_rows_share_median=pl.lit(None, dtype=pl.Float64))
 
 
@@ -239,10 +297,14 @@ def timing_table(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
     prefill over the plain prefill (median over items)."""
     main = main_rows(rows)
     out = main.group_by(["model", "length", "method"], maintain_order=True).agg(
-        n=pl.len(), prefill_s=pl.col("prefill_s").mean(), score_s=pl.col("score_s").mean(),
-        decode_s=pl.col("decode_s").mean())
+        n=pl.len(),
+        prefill_s=pl.col("prefill_s").mean(),
+        score_s=pl.col("score_s").mean(),
+        decode_s=pl.col("decode_s").mean(),
+    )
     if replay.height:
         cost = replay.group_by(["model", "length", "method"]).agg(
-            replay_prefill_s=pl.col("prefill_s").median(), replay_cost_over_dense=pl.col("cost_over_dense").median())
+            replay_prefill_s=pl.col("prefill_s").median(), replay_cost_over_dense=pl.col("cost_over_dense").median()
+        )
         out = out.join(cost, on=["model", "length", "method"], how="full", coalesce=True)
     return out.sort(["model", "length", "method"])

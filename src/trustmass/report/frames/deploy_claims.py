@@ -29,10 +29,24 @@ from trustmass.plumbing.errors import CleanError
 from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames.deploy import (
-    EFFECT_RECON, EFFECT_WINDOW, ENFORCED, PER_HEAD_KINDS, POPULATION, REALLOCATION, UNIFORM_KINDS, VS_COMPACTOR,
-    VS_KVZIP_ENFORCED, VS_KVZIP_UNENFORCED, by_setting, bytes_rows, decomposition_table, main_rows, table3, table4,
+    EFFECT_RECON,
+    EFFECT_WINDOW,
+    ENFORCED,
+    PER_HEAD_KINDS,
+    POPULATION,
+    REALLOCATION,
+    UNIFORM_KINDS,
+    VS_COMPACTOR,
+    VS_KVZIP_ENFORCED,
+    VS_KVZIP_UNENFORCED,
+    by_setting,
+    bytes_rows,
+    decomposition_table,
+    main_rows,
+    table3,
+    table4,
     timing_table,
-)  # fmt: skip
+)
 from trustmass.report.headline import headline_frame, row
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
@@ -48,12 +62,16 @@ UNENFORCED_HELD = "layer_padded"
 NOT_LIBRARY = ("h2o", "snapkv_w32")
 #: Table 3's counts: comparison -> (claim, value, column); the enforcement effect's W is enforcement raising the score
 TABLE3_COUNTS = {
-    VS_KVZIP_ENFORCED: ((6, "wins_vs_kvzip_enforced", "wins"), (6, "losses_vs_kvzip_enforced", "losses"),
-                        (66, "wins", "wins"), (66, "losses", "losses")),
+    VS_KVZIP_ENFORCED: (
+        (6, "wins_vs_kvzip_enforced", "wins"),
+        (6, "losses_vs_kvzip_enforced", "losses"),
+        (66, "wins", "wins"),
+        (66, "losses", "losses"),
+    ),
     VS_KVZIP_UNENFORCED: ((64, "wins", "wins"), (64, "losses", "losses")),
     EFFECT_RECON: ((65, "conditions_lowered", "losses"), (65, "conditions_raised", "wins")),
     REALLOCATION: ((71, "n_conditions", "n_conditions"),),
-}  # fmt: skip
+}
 #: Table 3's W/T/L stated per outcome: comparison -> (claim, value)
 TABLE3_OUTCOMES = {VS_COMPACTOR: (70, "wtl_vs_compactor"), REALLOCATION: (71, "wtl_vs_snapkv")}
 OUTCOMES = (("win", "wins"), ("tie", "ties"), ("loss", "losses"))
@@ -94,8 +112,11 @@ def _degenerate(rates: Sequence[tuple[str, float | None, int | None]], zero: str
 def _pair_reason(rec: dict) -> str | None:
     """A Table 3/4 row whose two methods' hit rates are both 0 or both 100: its W/T/L are ties and its margin is 0
     by construction."""
-    return _degenerate([(rec["variant"], rec["variant_hit"], None), (rec["opponent"], rec["opponent_hit"], None)],
-                       "neither method finds the answer on any item", "both methods find it on every item")
+    return _degenerate(
+        [(rec["variant"], rec["variant_hit"], None), (rec["opponent"], rec["opponent_hit"], None)],
+        "neither method finds the answer on any item",
+        "both methods find it on every item",
+    )
 
 
 def _table3_setting(t3: pl.DataFrame) -> str:
@@ -105,8 +126,19 @@ def _table3_setting(t3: pl.DataFrame) -> str:
 
 def _per_outcome(claim: int, value: str, rec: dict, by: dict, source: str, reason: str | None) -> list[dict]:
     """One count per outcome of a W/T/L row (``by`` gains ``outcome``)."""
-    return [row(claim, value, rec[column], POPULATION, by={**by, "outcome": outcome}, n_instances=rec["n_conditions"],
-                source=f"{source}.{column}", uninformative=reason) for outcome, column in OUTCOMES]
+    return [
+        row(
+            claim,
+            value,
+            rec[column],
+            POPULATION,
+            by={**by, "outcome": outcome},
+            n_instances=rec["n_conditions"],
+            source=f"{source}.{column}",
+            uninformative=reason,
+        )
+        for outcome, column in OUTCOMES
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- bytes
@@ -117,9 +149,18 @@ def _bytes_claims(table: pl.DataFrame) -> list[dict]:
     out = []
 
     def emit(claim, value, rec, column="frac_full_median", **by):
-        out.append(row(claim, value, rec[column], POPULATION, by={"model": rec["model"], "length": rec["length"],
-                       "budget": rec["budget"], **by}, n_instances=rec["n_items"], models=rec["model"],
-                       source=f"deploy_bytes[{rec['method']}, {rec['storage']}].{column}"))
+        out.append(
+            row(
+                claim,
+                value,
+                rec[column],
+                POPULATION,
+                by={"model": rec["model"], "length": rec["length"], "budget": rec["budget"], **by},
+                n_instances=rec["n_items"],
+                models=rec["model"],
+                source=f"deploy_bytes[{rec['method']}, {rec['storage']}].{column}",
+            )
+        )
 
     for rec in table.iter_rows(named=True):
         m, storage, kind = rec["method"], rec["storage"], rec.get("kind")
@@ -145,10 +186,18 @@ def _bytes_claims(table: pl.DataFrame) -> list[dict]:
             if m == "contourkv_recon_unenforced":
                 emit(64, "contourkv_cache_share", rec)
         if storage == "ragged" and m in UNENFORCED:
-            out.append(row(114, "overkeep_over_nominal", rec["kept_max_head"] / rec["budget"], POPULATION,
-                           by={"model": rec["model"], "length": rec["length"], "budget": rec["budget"], "method": m},
-                           n_instances=rec["n_items"], models=rec["model"],
-                           source=f"deploy_bytes[{m}]: widest cell / s"))
+            out.append(
+                row(
+                    114,
+                    "overkeep_over_nominal",
+                    rec["kept_max_head"] / rec["budget"],
+                    POPULATION,
+                    by={"model": rec["model"], "length": rec["length"], "budget": rec["budget"], "method": m},
+                    n_instances=rec["n_items"],
+                    models=rec["model"],
+                    source=f"deploy_bytes[{m}]: widest cell / s",
+                )
+            )
     return out + _bytes_over_enforcing(table)
 
 
@@ -161,14 +210,27 @@ def _bytes_over_enforcing(table: pl.DataFrame) -> list[dict]:
     keys = ["model", "length", "budget"]
     held = table.filter(pl.col("storage") == UNENFORCED_HELD)
     enforcing = held.filter(pl.col("kind").is_in(UNIFORM_KINDS)).select(
-        *keys, opponent=pl.col("method"), opponent_ratio=pl.col("ratio_to_snapkv_median"))
+        *keys, opponent=pl.col("method"), opponent_ratio=pl.col("ratio_to_snapkv_median")
+    )
     pairs = held.filter(pl.col("method").is_in(UNENFORCED)).join(enforcing, on=keys).sort([*keys, "method", "opponent"])
-    return [row(114, "bytes_over_enforcing_methods", rec["ratio_to_snapkv_median"] / rec["opponent_ratio"], POPULATION,
-                by={**{k: rec[k] for k in keys}, "method": rec["method"], "opponent": rec["opponent"],
-                    "storage": UNENFORCED_HELD},
-                n_instances=rec["n_items"], models=rec["model"],
-                source=f"deploy_bytes[{rec['method']} over {rec['opponent']}, {UNENFORCED_HELD}].ratio_to_snapkv_median")
-            for rec in pairs.iter_rows(named=True)]  # fmt: skip
+    return [
+        row(
+            114,
+            "bytes_over_enforcing_methods",
+            rec["ratio_to_snapkv_median"] / rec["opponent_ratio"],
+            POPULATION,
+            by={
+                **{k: rec[k] for k in keys},
+                "method": rec["method"],
+                "opponent": rec["opponent"],
+                "storage": UNENFORCED_HELD,
+            },
+            n_instances=rec["n_items"],
+            models=rec["model"],
+            source=f"deploy_bytes[{rec['method']} over {rec['opponent']}, {UNENFORCED_HELD}].ratio_to_snapkv_median",
+        )
+        for rec in pairs.iter_rows(named=True)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- W/T/L
@@ -184,14 +246,44 @@ def _table3_claims(t3: pl.DataFrame) -> list[dict]:
         source = f"table3[{rec['setting']}, {label}]"
         margin = dict(n_instances=rec["n_conditions"], source=f"{source}.mean_delta", uninformative=reason)
         if label in (EFFECT_RECON, EFFECT_WINDOW):
-            out.append(row(4, "enforcement_cost", _neg(rec["mean_delta"]), POPULATION, by={**by, "variant": rec["variant"]},
-                           low=_neg(rec["delta_hi"]), high=_neg(rec["delta_lo"]), **margin))
+            out.append(
+                row(
+                    4,
+                    "enforcement_cost",
+                    _neg(rec["mean_delta"]),
+                    POPULATION,
+                    by={**by, "variant": rec["variant"]},
+                    low=_neg(rec["delta_hi"]),
+                    high=_neg(rec["delta_lo"]),
+                    **margin,
+                )
+            )
         if label == REALLOCATION:
-            out.append(row(71, "mean_margin_vs_snapkv", rec["mean_delta"], POPULATION, by=by,
-                           low=rec["delta_lo"], high=rec["delta_hi"], **margin))
+            out.append(
+                row(
+                    71,
+                    "mean_margin_vs_snapkv",
+                    rec["mean_delta"],
+                    POPULATION,
+                    by=by,
+                    low=rec["delta_lo"],
+                    high=rec["delta_hi"],
+                    **margin,
+                )
+            )
         for claim, value, column in TABLE3_COUNTS.get(label, ()):
-            out.append(row(claim, value, rec[column], POPULATION, by=by, n_instances=rec["n_conditions"],
-                           source=f"{source}.{column}", uninformative=None if column == "n_conditions" else reason))
+            out.append(
+                row(
+                    claim,
+                    value,
+                    rec[column],
+                    POPULATION,
+                    by=by,
+                    n_instances=rec["n_conditions"],
+                    source=f"{source}.{column}",
+                    uninformative=None if column == "n_conditions" else reason,
+                )
+            )
         if label in TABLE3_OUTCOMES:
             out += _per_outcome(*TABLE3_OUTCOMES[label], rec, by, source, reason)
     return out
@@ -207,13 +299,33 @@ def _table4_claims(t4: pl.DataFrame) -> list[dict]:
         by, reason = {"setting": rec["setting"], "budget": int(rec["budget"])}, _pair_reason(rec)
         source = f"table4[{rec['setting']}, snapkv, s={rec['budget']}]"
         common = dict(n_instances=rec["n_conditions"], source=source)
-        out.append(row(67, "advantage_vs_snapkv", rec["mean_delta"], POPULATION, by=by, low=rec["delta_lo"],
-                       high=rec["delta_hi"], uninformative=reason, **common))
+        out.append(
+            row(
+                67,
+                "advantage_vs_snapkv",
+                rec["mean_delta"],
+                POPULATION,
+                by=by,
+                low=rec["delta_lo"],
+                high=rec["delta_hi"],
+                uninformative=reason,
+                **common,
+            )
+        )
         out.append(row(73, "contourkv_hit_rate", rec["variant_hit"], POPULATION, by=by, uninformative=reason, **common))
         out.append(row(73, "snapkv_hit_rate", rec["opponent_hit"], POPULATION, by=by, uninformative=reason, **common))
         out.append(row(75, "bytes_over_snapkv", rec["bytes_ratio"], POPULATION, by=by, **common))
-        out.append(row(75, "n_conditions", rec["n_conditions"], POPULATION, by=by, n_instances=rec["n_conditions"],
-                       source=f"{source}.n_conditions"))
+        out.append(
+            row(
+                75,
+                "n_conditions",
+                rec["n_conditions"],
+                POPULATION,
+                by=by,
+                n_instances=rec["n_conditions"],
+                source=f"{source}.n_conditions",
+            )
+        )
         out += _per_outcome(75, "wtl_vs_snapkv", rec, by, source, reason)
         if by["budget"] == 64:
             out += _per_outcome(120, "wtl_vs_snapkv", rec, by, source, reason)
@@ -244,8 +356,17 @@ def _significant_losses(t3: pl.DataFrame, t4: pl.DataFrame) -> list[dict]:
         parts.append(f"table4[{setting}, s={extra['budget'][0]}]: {', '.join(extra['opponent'].to_list())}")
     n = sum(int(f["losses_sig"].sum()) for f in (mine, extra) if f.height)
     conditions = sum(int(f["n_conditions"].sum()) for f in (mine, extra) if f.height)
-    return [row(117, "n_significant_losses", n, POPULATION, by={"setting": setting}, n_instances=conditions,
-                source=" + ".join(parts) + " (losses_sig)")]
+    return [
+        row(
+            117,
+            "n_significant_losses",
+            n,
+            POPULATION,
+            by={"setting": setting},
+            n_instances=conditions,
+            source=" + ".join(parts) + " (losses_sig)",
+        )
+    ]
 
 
 def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dict]:
@@ -254,9 +375,17 @@ def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dic
     main = main_rows(rows) if rows.height else rows
     if not main.height or not {"contourkv_recon_enforced", "kvzip"} <= set(main["method"].unique().to_list()):
         return []
-    per = [wtl_mod.conditions(part, "contourkv_recon_enforced", "kvzip", B=max(settings.bootstrap, 1),
-                              seed=settings.seed, level=settings.level).with_columns(setting=pl.lit(setting))
-           for setting, part in by_setting(main)]
+    per = [
+        wtl_mod.conditions(
+            part,
+            "contourkv_recon_enforced",
+            "kvzip",
+            B=max(settings.bootstrap, 1),
+            seed=settings.seed,
+            level=settings.level,
+        ).with_columns(setting=pl.lit(setting))
+        for setting, part in by_setting(main)
+    ]
     per = [p for p in per if p.height]
     if not per:
         return []
@@ -265,14 +394,37 @@ def _kvzip_margins(rows: pl.DataFrame, settings: StatisticsSettings) -> list[dic
     for rec in per.iter_rows(named=True):
         by = {k: rec[k] for k in ("setting", "model", "task", "length", "budget")}
         common = dict(n_instances=rec["n_items"], models=rec["model"], source="conditions[recon_enforced vs kvzip]")
-        out.append(row(116, "margin_vs_kvzip", rec["delta"], POPULATION, by=by, low=rec["delta_lo"], high=rec["delta_hi"], **common))
+        out.append(
+            row(
+                116,
+                "margin_vs_kvzip",
+                rec["delta"],
+                POPULATION,
+                by=by,
+                low=rec["delta_lo"],
+                high=rec["delta_hi"],
+                **common,
+            )
+        )
         out.append(row(116, "ci_low", rec["delta_lo"], POPULATION, by=by, **common))
-    cells = per.group_by(["setting", "budget"]).agg(n_cells=pl.struct("model", "length").n_unique(), n=pl.len(),
-                                                    models=pl.col("model").unique().sort().str.join(","))
+    cells = per.group_by(["setting", "budget"]).agg(
+        n_cells=pl.struct("model", "length").n_unique(),
+        n=pl.len(),
+        models=pl.col("model").unique().sort().str.join(","),
+    )
     for rec in cells.sort(["setting", "budget"]).iter_rows(named=True):
-        out.append(row(116, "n_cells", rec["n_cells"], POPULATION, by={"setting": rec["setting"], "budget": rec["budget"]},
-                       n_instances=rec["n"], models=rec["models"],
-                       source="conditions[recon_enforced vs kvzip]: distinct (model, length)"))
+        out.append(
+            row(
+                116,
+                "n_cells",
+                rec["n_cells"],
+                POPULATION,
+                by={"setting": rec["setting"], "budget": rec["budget"]},
+                n_instances=rec["n"],
+                models=rec["models"],
+                source="conditions[recon_enforced vs kvzip]: distinct (model, length)",
+            )
+        )
     return out
 
 
@@ -306,28 +458,80 @@ def _decomposition_rows(model: str, pooled: dict, source: str) -> list[dict]:
     by, common = {"model": model}, dict(n_instances=doc_rows["n_items"], models=model)
     whole = _degenerate(_hits(pooled, DECOMPOSED), NOTHING_TO_DECOMPOSE, NOTHING_TO_DECOMPOSE)
     out = []
-    for name, variant in (("doc_rows_ranking", "doc_rows"), ("doc_boundary_eviction", "doc_boundary"),
-                          ("allocation_swapped", "allocation_swapped")):
+    for name, variant in (
+        ("doc_rows_ranking", "doc_rows"),
+        ("doc_boundary_eviction", "doc_boundary"),
+        ("allocation_swapped", "allocation_swapped"),
+    ):
         if variant not in pooled:
             continue
         rec = pooled[variant]
         reason = _degenerate(_hits(pooled, ("unmodified", variant)), "no change can show", "no change can show")
-        out.append(row(76, "hit_rate_change", rec["hit_change_points"], POPULATION, by={**by, "variant": name},
-                       low=rec["hit_change_lo"], high=rec["hit_change_hi"], source=f"{source}[{variant}].hit_change_points",
-                       uninformative=reason, **common))
+        out.append(
+            row(
+                76,
+                "hit_rate_change",
+                rec["hit_change_points"],
+                POPULATION,
+                by={**by, "variant": name},
+                low=rec["hit_change_lo"],
+                high=rec["hit_change_hi"],
+                source=f"{source}[{variant}].hit_change_points",
+                uninformative=reason,
+                **common,
+            )
+        )
     changes = (doc_rows["hit_change_points"], boundary["hit_change_points"])
     difference = None if None in changes else abs(changes[0] - changes[1])
-    out.append(row(76, "main_costs_difference", difference, POPULATION, by=by,
-                   source=f"{source}: |doc_rows - doc_boundary| hit_change_points",
-                   uninformative=whole or _both_zero(changes), **common))
-    out.append(row(5, "retrieval_margin_question_visible", _neg(boundary["hit_change_points"]), POPULATION, by=by,
-                   low=_neg(boundary["hit_change_hi"]), high=_neg(boundary["hit_change_lo"]),
-                   source=f"{source}[doc_boundary].hit_change_points, negated",
-                   uninformative=whole or _nothing_found(unmodified), **{**common, "n_instances": boundary["n_items"]}))
-    out.append(row(78, "question_rows_evicted", doc_rows["question_rows_evicted"], POPULATION, by=by,
-                   source=f"{source}[doc_rows].question_rows_evicted", uninformative=whole, **common))
-    out.append(row(78, "question_rows", doc_rows["question_rows"], POPULATION, by=by,
-                   source=f"{source}[doc_rows].question_rows", **common))
+    out.append(
+        row(
+            76,
+            "main_costs_difference",
+            difference,
+            POPULATION,
+            by=by,
+            source=f"{source}: |doc_rows - doc_boundary| hit_change_points",
+            uninformative=whole or _both_zero(changes),
+            **common,
+        )
+    )
+    out.append(
+        row(
+            5,
+            "retrieval_margin_question_visible",
+            _neg(boundary["hit_change_points"]),
+            POPULATION,
+            by=by,
+            low=_neg(boundary["hit_change_hi"]),
+            high=_neg(boundary["hit_change_lo"]),
+            source=f"{source}[doc_boundary].hit_change_points, negated",
+            uninformative=whole or _nothing_found(unmodified),
+            **{**common, "n_instances": boundary["n_items"]},
+        )
+    )
+    out.append(
+        row(
+            78,
+            "question_rows_evicted",
+            doc_rows["question_rows_evicted"],
+            POPULATION,
+            by=by,
+            source=f"{source}[doc_rows].question_rows_evicted",
+            uninformative=whole,
+            **common,
+        )
+    )
+    out.append(
+        row(
+            78,
+            "question_rows",
+            doc_rows["question_rows"],
+            POPULATION,
+            by=by,
+            source=f"{source}[doc_rows].question_rows",
+            **common,
+        )
+    )
     return out
 
 
@@ -341,7 +545,9 @@ def _both_zero(changes: Sequence[float | None]) -> str | None:
 def _nothing_found(unmodified: dict) -> str | None:
     """Claim 5's margin says nothing when the unmodified run finds nothing: no hit can be lost."""
     if unmodified["hit_rate"] == 0:
-        return f"the unmodified hit rate is 0 ({_rate('unmodified', 0.0, unmodified['n_items'])}): {NOTHING_TO_DECOMPOSE}"
+        return (
+            f"the unmodified hit rate is 0 ({_rate('unmodified', 0.0, unmodified['n_items'])}): {NOTHING_TO_DECOMPOSE}"
+        )
     return None
 
 
@@ -359,14 +565,18 @@ def _roster_claims(rows: pl.DataFrame) -> list[dict]:
     library = [m for m in uniform if m not in NOT_LIBRARY]
 
     def count(claim, value, methods, what):
-        return row(claim, value, len(methods), POPULATION, source=f"deploy rows, {what}: {', '.join(methods) or 'none'}")
+        return row(
+            claim, value, len(methods), POPULATION, source=f"deploy rows, {what}: {', '.join(methods) or 'none'}"
+        )
 
     uniform_kinds, per_head_kinds = f"kind {'/'.join(UNIFORM_KINDS)}", f"kind {'/'.join(PER_HEAD_KINDS)}"
-    return [count(59, "n_uniform_methods", uniform, uniform_kinds),
-            count(59, "n_per_head_methods", per_head, per_head_kinds),
-            count(62, "n_uniform", library, f"{uniform_kinds} but {', '.join(NOT_LIBRARY)}"),
-            count(62, "n_per_head", per_head, per_head_kinds),
-            count(62, "n_library_baselines", library + per_head, "the two")]  # fmt: skip
+    return [
+        count(59, "n_uniform_methods", uniform, uniform_kinds),
+        count(59, "n_per_head_methods", per_head, per_head_kinds),
+        count(62, "n_uniform", library, f"{uniform_kinds} but {', '.join(NOT_LIBRARY)}"),
+        count(62, "n_per_head", per_head, per_head_kinds),
+        count(62, "n_library_baselines", library + per_head, "the two"),
+    ]
 
 
 def _replay_claims(replay: pl.DataFrame | None) -> list[dict]:
@@ -375,12 +585,31 @@ def _replay_claims(replay: pl.DataFrame | None) -> list[dict]:
     if replay is None or not replay.height:
         return []
     pressed = replay.filter(pl.col("method") != "dense")
-    out = [row(61, "replay_measurements_per_model", rec["n"], POPULATION, by={"model": rec["model"]}, n_instances=rec["n"],
-               models=rec["model"], source="deploy_replay: rows of a press (not the plain prefill)")
-           for rec in pressed.group_by("model").agg(n=pl.len()).sort("model").iter_rows(named=True)]
+    out = [
+        row(
+            61,
+            "replay_measurements_per_model",
+            rec["n"],
+            POPULATION,
+            by={"model": rec["model"]},
+            n_instances=rec["n"],
+            models=rec["model"],
+            source="deploy_replay: rows of a press (not the plain prefill)",
+        )
+        for rec in pressed.group_by("model").agg(n=pl.len()).sort("model").iter_rows(named=True)
+    ]
     keys = [k for k in wtl_mod.CONDITION if k in pressed.columns]
-    out.append(row(61, "n_conditions", pressed.select(keys).unique().height, POPULATION, n_instances=pressed.height,
-                   models=_models(pressed), source=f"deploy_replay: distinct ({', '.join(keys)})"))
+    out.append(
+        row(
+            61,
+            "n_conditions",
+            pressed.select(keys).unique().height,
+            POPULATION,
+            n_instances=pressed.height,
+            models=_models(pressed),
+            source=f"deploy_replay: distinct ({', '.join(keys)})",
+        )
+    )
     return out
 
 
@@ -393,16 +622,43 @@ def _timing_claims(timing: pl.DataFrame) -> list[dict]:
         by, m = {"model": rec["model"], "length": rec["length"]}, rec["method"]
         common = dict(models=rec["model"], source=f"deploy_timing[{m}].replay_cost_over_dense")
         if m == "kvzip":
-            out.append(row(69, "reconstruction_score_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
-            out.append(row(115, "reconstruction_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
+            out.append(
+                row(
+                    69,
+                    "reconstruction_score_cost_over_prefill",
+                    rec["replay_cost_over_dense"],
+                    POPULATION,
+                    by=by,
+                    **common,
+                )
+            )
+            out.append(
+                row(115, "reconstruction_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common)
+            )
         if m == "snapkv":
-            out.append(row(115, "snapkv_compresskv_cost_over_prefill", rec["replay_cost_over_dense"], POPULATION, by=by, **common))
+            out.append(
+                row(
+                    115,
+                    "snapkv_compresskv_cost_over_prefill",
+                    rec["replay_cost_over_dense"],
+                    POPULATION,
+                    by=by,
+                    **common,
+                )
+            )
     return out
 
 
-def headline(rows: pl.DataFrame, t3: pl.DataFrame, t4: pl.DataFrame, t5: pl.DataFrame, table: pl.DataFrame,
-             timing: pl.DataFrame, settings: StatisticsSettings = StatisticsSettings(),
-             replay: pl.DataFrame | None = None) -> pl.DataFrame:
+def headline(
+    rows: pl.DataFrame,
+    t3: pl.DataFrame,
+    t4: pl.DataFrame,
+    t5: pl.DataFrame,
+    table: pl.DataFrame,
+    timing: pl.DataFrame,
+    settings: StatisticsSettings = StatisticsSettings(),
+    replay: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Every deployment claim value this run measures (``replay``: the byte replay's rows, for claim 61's counts).
     Counts the run's configuration sets (conditions, methods, W/T/L) are shown beside what the configuration
     implies, not judged."""
@@ -422,9 +678,25 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
         raise CleanError("deploy_statistics: no deployment rows: deploy.enabled is false; fix: set it true")
     rows = read_parquets(files, how="diagonal_relaxed")
     replay = read_parquets(replays, how="diagonal_relaxed") if replays else pl.DataFrame()
-    frames = {"table3": table3(rows, settings), "table4": table4(rows, settings), "table5": decomposition_table(rows, settings),
-              "deploy_bytes": bytes_rows(rows, replay), "deploy_timing": timing_table(rows, replay)}
-    frames["headline_deploy"] = headline(rows, frames["table3"], frames["table4"], frames["table5"], frames["deploy_bytes"],
-                                         frames["deploy_timing"], settings, replay=replay)
-    return Frames(frames, seeds=bootstrap_seeds(settings),
-                  notes=[f"{rows.height} rows from {len(files)} conditions, {replay.height} replay measurements; {settings}"])
+    frames = {
+        "table3": table3(rows, settings),
+        "table4": table4(rows, settings),
+        "table5": decomposition_table(rows, settings),
+        "deploy_bytes": bytes_rows(rows, replay),
+        "deploy_timing": timing_table(rows, replay),
+    }
+    frames["headline_deploy"] = headline(
+        rows,
+        frames["table3"],
+        frames["table4"],
+        frames["table5"],
+        frames["deploy_bytes"],
+        frames["deploy_timing"],
+        settings,
+        replay=replay,
+    )
+    return Frames(
+        frames,
+        seeds=bootstrap_seeds(settings),
+        notes=[f"{rows.height} rows from {len(files)} conditions, {replay.height} replay measurements; {settings}"],
+    )

@@ -52,43 +52,113 @@ from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import GroupStatistics, StatisticsSettings, frame_from_rows, interval_columns
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["margin_cells", "margin_split", "pooled", "projection_frame", "statistics", "summarize", "swap_boundaries",
-           "swap_curves", "swap_units"]  # fmt: skip
+__all__ = [
+    "margin_cells",
+    "margin_split",
+    "pooled",
+    "projection_frame",
+    "statistics",
+    "summarize",
+    "swap_boundaries",
+    "swap_curves",
+    "swap_units",
+]
 
 BOUNDARY = "boundary"
 #: relative margin below which two errors are equal (a swap that changes nothing does not "improve")
 REL_TOL = 1e-12
 
 SWAP_CURVES_SCHEMA = {
-    "model": pl.Utf8, "outcome": pl.Utf8, "pair": pl.Utf8, "budget": pl.Int64, "kind": pl.Utf8, "fraction": pl.Float64,
-    "n": pl.Int64, "n_docs": pl.Int64, "n_seeds": pl.Int64, "err_x": pl.Float64, "err_y": pl.Float64, "err": pl.Float64,
+    "model": pl.Utf8,
+    "outcome": pl.Utf8,
+    "pair": pl.Utf8,
+    "budget": pl.Int64,
+    "kind": pl.Utf8,
+    "fraction": pl.Float64,
+    "n": pl.Int64,
+    "n_docs": pl.Int64,
+    "n_seeds": pl.Int64,
+    "err_x": pl.Float64,
+    "err_y": pl.Float64,
+    "err": pl.Float64,
     **interval_columns("gap_recovered", "err_ratio"),
-}  # fmt: skip
+}
 SWAP_BOUNDARIES_SCHEMA = {
-    "model": pl.Utf8, "outcome": pl.Utf8, "pair": pl.Utf8, "budget": pl.Int64, "n": pl.Int64, "n_docs": pl.Int64,
-    "err_x": pl.Float64, "err_y": pl.Float64, **interval_columns("improving_full", "improving_first"), "contracts": pl.Utf8,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "outcome": pl.Utf8,
+    "pair": pl.Utf8,
+    "budget": pl.Int64,
+    "n": pl.Int64,
+    "n_docs": pl.Int64,
+    "err_x": pl.Float64,
+    "err_y": pl.Float64,
+    **interval_columns("improving_full", "improving_first"),
+    "contracts": pl.Utf8,
+}
 PROJECTION_SCHEMA = {
-    "model": pl.Utf8, "outcome": pl.Utf8, "rule": pl.Utf8, "budget": pl.Int64, "block": pl.Int64, "n": pl.Int64,
-    "n_docs": pl.Int64, "slack_strict": pl.Float64, "slack_fill": pl.Float64, "err_strict": pl.Float64,
-    "err_fill": pl.Float64, "err_fit": pl.Float64, **interval_columns("fill_ratio"), "slack_gain_r": pl.Float64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "outcome": pl.Utf8,
+    "rule": pl.Utf8,
+    "budget": pl.Int64,
+    "block": pl.Int64,
+    "n": pl.Int64,
+    "n_docs": pl.Int64,
+    "slack_strict": pl.Float64,
+    "slack_fill": pl.Float64,
+    "err_strict": pl.Float64,
+    "err_fill": pl.Float64,
+    "err_fit": pl.Float64,
+    **interval_columns("fill_ratio"),
+    "slack_gain_r": pl.Float64,
+}
 MARGIN_CELLS_SCHEMA = {
-    "model": pl.Utf8, "corpus": pl.Utf8, "content": pl.Utf8, "budget": pl.Int64, "host": pl.Utf8, "rule": pl.Utf8,
-    "n_docs": pl.Int64, "ce_dense": pl.Float64, "ce_host": pl.Float64, "ce_rule": pl.Float64, "margin": pl.Float64,
-    "delta": pl.Float64, "bucket": pl.Utf8, "shift": pl.Utf8, "contracts": pl.Utf8,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "corpus": pl.Utf8,
+    "content": pl.Utf8,
+    "budget": pl.Int64,
+    "host": pl.Utf8,
+    "rule": pl.Utf8,
+    "n_docs": pl.Int64,
+    "ce_dense": pl.Float64,
+    "ce_host": pl.Float64,
+    "ce_rule": pl.Float64,
+    "margin": pl.Float64,
+    "delta": pl.Float64,
+    "bucket": pl.Utf8,
+    "shift": pl.Utf8,
+    "contracts": pl.Utf8,
+}
 MARGIN_SPLIT_SCHEMA = {
-    "rule": pl.Utf8, "host": pl.Utf8, "models": pl.Utf8, "n_cells": pl.Int64,
-    "n_positive_bucket": pl.Int64, "n_nonpositive_bucket": pl.Int64,
-    "rate_positive_bucket": pl.Float64, "rate_nonpositive_bucket": pl.Float64,
-    "ties_positive_bucket": pl.Int64, "ties_nonpositive_bucket": pl.Int64,
-    "mean_delta_positive_bucket": pl.Float64, "mean_delta_nonpositive_bucket": pl.Float64,
-    "rate_gap": pl.Float64, "direction_match": pl.Float64, "n_not_tied": pl.Int64, "pearson_r": pl.Float64,
-    "null_gap_mean": pl.Float64, "null_gap_low": pl.Float64, "null_gap_high": pl.Float64, "p_gap": pl.Float64,
-    "null_match_mean": pl.Float64, "null_match_low": pl.Float64, "null_match_high": pl.Float64, "p_match": pl.Float64,
-    "loo_gap_min": pl.Float64, "loo_gap_max": pl.Float64, "tie_nats": pl.Float64, "contracts": pl.Utf8, "degenerate": pl.Utf8,
-}  # fmt: skip
+    "rule": pl.Utf8,
+    "host": pl.Utf8,
+    "models": pl.Utf8,
+    "n_cells": pl.Int64,
+    "n_positive_bucket": pl.Int64,
+    "n_nonpositive_bucket": pl.Int64,
+    "rate_positive_bucket": pl.Float64,
+    "rate_nonpositive_bucket": pl.Float64,
+    "ties_positive_bucket": pl.Int64,
+    "ties_nonpositive_bucket": pl.Int64,
+    "mean_delta_positive_bucket": pl.Float64,
+    "mean_delta_nonpositive_bucket": pl.Float64,
+    "rate_gap": pl.Float64,
+    "direction_match": pl.Float64,
+    "n_not_tied": pl.Int64,
+    "pearson_r": pl.Float64,
+    "null_gap_mean": pl.Float64,
+    "null_gap_low": pl.Float64,
+    "null_gap_high": pl.Float64,
+    "p_gap": pl.Float64,
+    "null_match_mean": pl.Float64,
+    "null_match_low": pl.Float64,
+    "null_match_high": pl.Float64,
+    "p_match": pl.Float64,
+    "loo_gap_min": pl.Float64,
+    "loo_gap_max": pl.Float64,
+    "tie_nats": pl.Float64,
+    "contracts": pl.Utf8,
+    "degenerate": pl.Utf8,
+}
 
 
 # -- boundary swaps --------------------------------------------------------------------------------
@@ -100,15 +170,23 @@ def swap_units(rows: pl.DataFrame, tokens: pl.DataFrame) -> pl.DataFrame:
     parts = []
     if rows.height:
         es = rows.filter((pl.col("n_out") + pl.col("n_in")) > 0).with_columns(
-            outcome=pl.lit("es"), cluster=pl.concat_str("corpus", "doc", separator="/"),
-            unit=pl.concat_str("layer", "head", "query_pos", separator=":"), err_x=pl.col("es_x"), err_y=pl.col("es_y"), err=pl.col("es"),
-        )  # fmt: skip
+            outcome=pl.lit("es"),
+            cluster=pl.concat_str("corpus", "doc", separator="/"),
+            unit=pl.concat_str("layer", "head", "query_pos", separator=":"),
+            err_x=pl.col("es_x"),
+            err_y=pl.col("es_y"),
+            err=pl.col("es"),
+        )
         parts.append(_mean_over_seeds(es))
     swaps = tokens.filter(pl.col("family") == "swap") if tokens.height else tokens
     if swaps.height:
         for outcome, col in (("ce", "nll"), ("kl", "kl")):
-            units = swaps.with_columns(outcome=pl.lit(outcome), cluster=pl.concat_str("corpus", "doc", separator="/"),
-                                       unit=pl.col("position").cast(pl.Utf8), err=pl.col(col))  # fmt: skip
+            units = swaps.with_columns(
+                outcome=pl.lit(outcome),
+                cluster=pl.concat_str("corpus", "doc", separator="/"),
+                unit=pl.col("position").cast(pl.Utf8),
+                err=pl.col(col),
+            )
             ends = units.filter(pl.col("kind") == BOUNDARY)
             keys = ["model", "pair", "budget", "cluster", "unit"]
             x = ends.filter(pl.col("fraction") == 0.0).select(*keys, err_x=pl.col("err"))
@@ -136,7 +214,9 @@ def _cluster_weights(clusters: np.ndarray, settings: StatisticsSettings) -> tupl
     return index.codes, weights
 
 
-def pooled(name: str, columns: Sequence[np.ndarray], clusters: np.ndarray, statistic, settings: StatisticsSettings) -> dict:
+def pooled(
+    name: str, columns: Sequence[np.ndarray], clusters: np.ndarray, statistic, settings: StatisticsSettings
+) -> dict:
     """``statistic`` of the columns' pooled sums (a function of one sum per column, NaN where undefined)
     with its document-cluster percentile interval: ``{name, name_low, name_high}``."""
     codes, weights = _cluster_weights(clusters, settings)
@@ -150,8 +230,9 @@ def pooled(name: str, columns: Sequence[np.ndarray], clusters: np.ndarray, stati
     return {name: None if np.isnan(values[0]) else float(values[0]), f"{name}_low": low, f"{name}_high": high}
 
 
-def gap_recovered(err_x: np.ndarray, err: np.ndarray, err_y: np.ndarray, clusters: np.ndarray,
-                  settings: StatisticsSettings) -> dict:  # fmt: skip
+def gap_recovered(
+    err_x: np.ndarray, err: np.ndarray, err_y: np.ndarray, clusters: np.ndarray, settings: StatisticsSettings
+) -> dict:
     """The pooled gap recovered and the pooled error relative to X's (``err_ratio``: mean err / mean
     err(X), well defined where X and Y err alike), each with its document-cluster interval; the gap is
     null where X and Y err alike."""
@@ -159,8 +240,10 @@ def gap_recovered(err_x: np.ndarray, err: np.ndarray, err_y: np.ndarray, cluster
     def gap(x, e, y):
         return np.where(np.abs(x - y) > REL_TOL * np.abs(x), (x - e) / (x - y), np.nan)
 
-    return {**pooled("gap_recovered", (err_x, err, err_y), clusters, gap, settings),
-            **pooled("err_ratio", (err, err_x), clusters, _ratio, settings)}  # fmt: skip
+    return {
+        **pooled("gap_recovered", (err_x, err, err_y), clusters, gap, settings),
+        **pooled("err_ratio", (err, err_x), clusters, _ratio, settings),
+    }
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -174,11 +257,18 @@ def swap_curves(units: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFra
         keys = ["model", "outcome", "pair", "budget", "kind", "fraction"]
         for key, g in units.sort(keys).group_by(keys, maintain_order=True):
             x, e, y = (g[c].to_numpy().astype(np.float64) for c in ("err_x", "err", "err_y"))
-            rows.append({
-                **dict(zip(keys, key)), "n": g.height, "n_docs": g["cluster"].n_unique(), "n_seeds": int(g["n_seeds"].max()),
-                "err_x": float(x.mean()), "err_y": float(y.mean()), "err": float(e.mean()),
-                **gap_recovered(x, e, y, g["cluster"].to_numpy(), settings),
-            })  # fmt: skip
+            rows.append(
+                {
+                    **dict(zip(keys, key)),
+                    "n": g.height,
+                    "n_docs": g["cluster"].n_unique(),
+                    "n_seeds": int(g["n_seeds"].max()),
+                    "err_x": float(x.mean()),
+                    "err_y": float(y.mean()),
+                    "err": float(e.mean()),
+                    **gap_recovered(x, e, y, g["cluster"].to_numpy(), settings),
+                }
+            )
     return frame_from_rows(rows, SWAP_CURVES_SCHEMA)
 
 
@@ -197,16 +287,23 @@ def swap_boundaries(units: pl.DataFrame, settings: StatisticsSettings) -> pl.Dat
         boundary = units.filter(pl.col("kind") == BOUNDARY)
         for key, g in boundary.sort(keys).group_by(keys, maintain_order=True):
             units_x = g.unique(["cluster", "unit"], keep="first", maintain_order=True)  # err_x, err_y: per unit
-            improving = units_x.with_columns(better=pl.col("err_y") < pl.col("err_x") * (1 - REL_TOL), degenerate=pl.lit(False))
+            improving = units_x.with_columns(
+                better=pl.col("err_y") < pl.col("err_x") * (1 - REL_TOL), degenerate=pl.lit(False)
+            )
             first = g.filter(pl.col("fraction") == g["fraction"].min())
             first = first.with_columns(better=pl.col("err") < pl.col("err_x") * (1 - REL_TOL), degenerate=pl.lit(False))
-            rows.append({
-                **dict(zip(keys, key)), "n": units_x.height, "n_docs": units_x["cluster"].n_unique(),
-                "err_x": float(units_x["err_x"].mean()), "err_y": float(units_x["err_y"].mean()),
-                **_renamed(stats.share(improving, "better", "x"), "improving_full"),
-                **_renamed(stats.share(first, "better", "x"), "improving_first"),
-                "contracts": pair_contracts(key[2], int(key[3])),
-            })  # fmt: skip
+            rows.append(
+                {
+                    **dict(zip(keys, key)),
+                    "n": units_x.height,
+                    "n_docs": units_x["cluster"].n_unique(),
+                    "err_x": float(units_x["err_x"].mean()),
+                    "err_y": float(units_x["err_y"].mean()),
+                    **_renamed(stats.share(improving, "better", "x"), "improving_full"),
+                    **_renamed(stats.share(first, "better", "x"), "improving_first"),
+                    "contracts": pair_contracts(key[2], int(key[3])),
+                }
+            )
     return frame_from_rows(rows, SWAP_BOUNDARIES_SCHEMA)
 
 
@@ -221,57 +318,110 @@ def projection_frame(rows: pl.DataFrame, tokens: pl.DataFrame, settings: Statist
     out = []
     if rows.height:
         es = rows.filter(pl.col("es_strict").is_not_null(), pl.col("es_fill").is_not_null()).with_columns(
-            cluster=pl.concat_str("corpus", "doc", separator="/"))
-        for (model, rule, budget), g in es.sort("model", "rule", "budget").group_by(["model", "rule", "budget"], maintain_order=True):
+            cluster=pl.concat_str("corpus", "doc", separator="/")
+        )
+        for (model, rule, budget), g in es.sort("model", "rule", "budget").group_by(
+            ["model", "rule", "budget"], maintain_order=True
+        ):
             strict, fill = g["es_strict"].to_numpy(), g["es_fill"].to_numpy()
             slack, gain = g["slack_strict"].to_numpy().astype(np.float64), strict - fill
             r = float(np.corrcoef(slack, gain)[0, 1]) if g.height > 2 and slack.std() > 0 and gain.std() > 0 else None
-            out.append({"model": model, "outcome": "es", "rule": rule, "budget": budget, "block": int(g["block"][0]),
-                        "n": g.height, "n_docs": g["cluster"].n_unique(), "slack_strict": float(slack.mean()),
-                        "slack_fill": float(g["slack_fill"].mean()), "err_strict": float(strict.mean()),
-                        "err_fill": float(fill.mean()), "err_fit": float(g["es_fit"].drop_nulls().mean()),
-                        "slack_gain_r": r, **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings)})  # fmt: skip
+            out.append(
+                {
+                    "model": model,
+                    "outcome": "es",
+                    "rule": rule,
+                    "budget": budget,
+                    "block": int(g["block"][0]),
+                    "n": g.height,
+                    "n_docs": g["cluster"].n_unique(),
+                    "slack_strict": float(slack.mean()),
+                    "slack_fill": float(g["slack_fill"].mean()),
+                    "err_strict": float(strict.mean()),
+                    "err_fill": float(fill.mean()),
+                    "err_fit": float(g["es_fit"].drop_nulls().mean()),
+                    "slack_gain_r": r,
+                    **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings),
+                }
+            )
     forward = tokens.filter(pl.col("family") == "projection") if tokens.height else tokens
     for outcome, col in (("ce", "nll"), ("kl", "kl")) if forward.height else ():
         keys = ["model", "rule", "budget", "corpus", "doc", "position"]
-        wide = forward.pivot(on="kind", index=keys, values=col).with_columns(cluster=pl.concat_str("corpus", "doc", separator="/"))
-        for (model, rule, budget), g in wide.sort("model", "rule", "budget").group_by(["model", "rule", "budget"], maintain_order=True):
+        wide = forward.pivot(on="kind", index=keys, values=col).with_columns(
+            cluster=pl.concat_str("corpus", "doc", separator="/")
+        )
+        for (model, rule, budget), g in wide.sort("model", "rule", "budget").group_by(
+            ["model", "rule", "budget"], maintain_order=True
+        ):
             strict, fill = g["strict"].to_numpy(), g["strict_then_fill"].to_numpy()
-            out.append({"model": model, "outcome": outcome, "rule": rule, "budget": budget, "n": g.height,
-                        "n_docs": g["cluster"].n_unique(), "err_strict": float(strict.mean()), "err_fill": float(fill.mean()),
-                        **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings)})  # fmt: skip
+            out.append(
+                {
+                    "model": model,
+                    "outcome": outcome,
+                    "rule": rule,
+                    "budget": budget,
+                    "n": g.height,
+                    "n_docs": g["cluster"].n_unique(),
+                    "err_strict": float(strict.mean()),
+                    "err_fill": float(fill.mean()),
+                    **pooled("fill_ratio", (fill, strict), g["cluster"].to_numpy(), _ratio, settings),
+                }
+            )
     return frame_from_rows(out, PROJECTION_SCHEMA)
 
 
 # -- the margin split -------------------------------------------------------------------------------
 
 
-def margin_cells(tokens: pl.DataFrame, content: Mapping[str, str | None], host: str, rules: Sequence[str],
-                 tie_nats: float) -> pl.DataFrame:  # fmt: skip
+def margin_cells(
+    tokens: pl.DataFrame, content: Mapping[str, str | None], host: str, rules: Sequence[str], tie_nats: float
+) -> pl.DataFrame:
     """One row per (model, corpus, budget, rule): CE of dense, host and rule (means over the corpus's
     held-out documents), the margin, the delta, the bucket and the shift."""
     if not tokens.height:
         return frame_from_rows([], MARGIN_CELLS_SCHEMA)
-    per_doc = tokens.filter(pl.col("family").is_in(["dense", "margin"])).group_by(
-        ["model", "corpus", "doc", "family", "rule", "budget"], maintain_order=True).agg(ce=pl.col("nll").mean())  # fmt: skip
+    per_doc = (
+        tokens.filter(pl.col("family").is_in(["dense", "margin"]))
+        .group_by(["model", "corpus", "doc", "family", "rule", "budget"], maintain_order=True)
+        .agg(ce=pl.col("nll").mean())
+    )
     per_cell = per_doc.group_by(["model", "corpus", "family", "rule", "budget"], maintain_order=True).agg(
-        ce=pl.col("ce").mean(), n_docs=pl.len())
-    dense = {(m, c): ce for m, c, ce in per_cell.filter(pl.col("family") == "dense").select("model", "corpus", "ce").iter_rows()}
+        ce=pl.col("ce").mean(), n_docs=pl.len()
+    )
+    dense = {
+        (m, c): ce
+        for m, c, ce in per_cell.filter(pl.col("family") == "dense").select("model", "corpus", "ce").iter_rows()
+    }
     margin = per_cell.filter(pl.col("family") == "margin")
-    ce = {(m, c, r, b): (v, n) for m, c, r, b, v, n in margin.select("model", "corpus", "rule", "budget", "ce", "n_docs").iter_rows()}
+    ce = {
+        (m, c, r, b): (v, n)
+        for m, c, r, b, v, n in margin.select("model", "corpus", "rule", "budget", "ce", "n_docs").iter_rows()
+    }
     rows = []
     for (model, corpus, rule, budget), (ce_rule, n_docs) in sorted(ce.items()):
         if rule == host or (model, corpus, host, budget) not in ce or rule not in rules:
             continue
         ce_host, ce_dense = ce[(model, corpus, host, budget)][0], dense[(model, corpus)]
         delta = ce_host - ce_rule
-        rows.append({
-            "model": model, "corpus": corpus, "content": content.get(corpus) or corpus, "budget": budget, "host": host,
-            "rule": rule, "n_docs": n_docs, "ce_dense": ce_dense, "ce_host": ce_host, "ce_rule": ce_rule,
-            "margin": ce_host - ce_dense, "delta": delta, "bucket": "positive" if ce_host - ce_dense > 0 else "nonpositive",
-            "shift": "tie" if abs(delta) <= tie_nats else "positive" if delta > 0 else "negative",
-            "contracts": pair_contracts(f"{host}>{rule}", int(budget)),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "corpus": corpus,
+                "content": content.get(corpus) or corpus,
+                "budget": budget,
+                "host": host,
+                "rule": rule,
+                "n_docs": n_docs,
+                "ce_dense": ce_dense,
+                "ce_host": ce_host,
+                "ce_rule": ce_rule,
+                "margin": ce_host - ce_dense,
+                "delta": delta,
+                "bucket": "positive" if ce_host - ce_dense > 0 else "nonpositive",
+                "shift": "tie" if abs(delta) <= tie_nats else "positive" if delta > 0 else "negative",
+                "contracts": pair_contracts(f"{host}>{rule}", int(budget)),
+            }
+        )
     return frame_from_rows(rows, MARGIN_CELLS_SCHEMA)
 
 
@@ -296,12 +446,20 @@ def margin_split(cells: pl.DataFrame, tie_nats: float, permutations: int, seed: 
         shift_up, tied = delta > tie_nats, np.abs(delta) <= tie_nats
         gap, match = _split_statistics(positive, delta, tie_nats)
         out = {
-            "rule": rule, "host": g["host"][0], "models": ",".join(sorted(g["model"].unique().to_list())), "n_cells": g.height,
-            "n_positive_bucket": int(positive.sum()), "n_nonpositive_bucket": int((~positive).sum()),
-            "ties_positive_bucket": int(tied[positive].sum()), "ties_nonpositive_bucket": int(tied[~positive].sum()),
-            "rate_gap": gap, "direction_match": match, "n_not_tied": int((~tied).sum()), "tie_nats": tie_nats,
+            "rule": rule,
+            "host": g["host"][0],
+            "models": ",".join(sorted(g["model"].unique().to_list())),
+            "n_cells": g.height,
+            "n_positive_bucket": int(positive.sum()),
+            "n_nonpositive_bucket": int((~positive).sum()),
+            "ties_positive_bucket": int(tied[positive].sum()),
+            "ties_nonpositive_bucket": int(tied[~positive].sum()),
+            "rate_gap": gap,
+            "direction_match": match,
+            "n_not_tied": int((~tied).sum()),
+            "tie_nats": tie_nats,
             "contracts": ";".join(sorted(g["contracts"].unique().to_list())),
-        }  # fmt: skip
+        }
         for name, mask in (("positive_bucket", positive), ("nonpositive_bucket", ~positive)):
             if mask.any():
                 out[f"rate_{name}"], out[f"mean_delta_{name}"] = float(shift_up[mask].mean()), float(delta[mask].mean())
@@ -311,9 +469,11 @@ def margin_split(cells: pl.DataFrame, tie_nats: float, permutations: int, seed: 
         out.update(_leave_one_content_out(g, tie_nats))
         if gap is None:
             empty = "nonpositive" if positive.all() else "positive"
-            out["degenerate"] = (f"no cell in the {empty} bucket: every host cell is {'worse' if empty == 'nonpositive' else 'no worse'} "
-                                 "than the dense model, so the rate gap, its null and the leave-one-out are undefined "
-                                 "(with es as the outcome the split always degenerates: dense es is 0)")  # fmt: skip
+            out["degenerate"] = (
+                f"no cell in the {empty} bucket: every host cell is {'worse' if empty == 'nonpositive' else 'no worse'} "
+                "than the dense model, so the rate gap, its null and the leave-one-out are undefined "
+                "(with es as the outcome the split always degenerates: dense es is 0)"
+            )
         rows.append(out)
     return frame_from_rows(rows, MARGIN_SPLIT_SCHEMA)
 
@@ -323,7 +483,9 @@ def _permutation_null(positive, delta, tie, permutations, seed, gap, match) -> d
     if gap is None and match is None:
         return {}
     rng = np.random.default_rng(seed)
-    null = np.array([_split_statistics(rng.permutation(positive), delta, tie) for _ in range(permutations)], dtype=np.float64)
+    null = np.array(
+        [_split_statistics(rng.permutation(positive), delta, tie) for _ in range(permutations)], dtype=np.float64
+    )
     out = {}
     for k, (name, observed) in enumerate((("gap", gap), ("match", match))):
         values = null[:, k]
@@ -331,8 +493,12 @@ def _permutation_null(positive, delta, tie, permutations, seed, gap, match) -> d
         if observed is None or not values.size:
             continue
         low, high = np.percentile(values, [2.5, 97.5])
-        out |= {f"null_{name}_mean": float(values.mean()), f"null_{name}_low": float(low), f"null_{name}_high": float(high),
-                f"p_{name}": float((1 + (values >= observed - 1e-12).sum()) / (1 + values.size))}  # fmt: skip
+        out |= {
+            f"null_{name}_mean": float(values.mean()),
+            f"null_{name}_low": float(low),
+            f"null_{name}_high": float(high),
+            f"p_{name}": float((1 + (values >= observed - 1e-12).sum()) / (1 + values.size)),
+        }
     return out
 
 
@@ -347,8 +513,14 @@ def _leave_one_content_out(g: pl.DataFrame, tie: float) -> dict:
     return {"loo_gap_min": min(gaps), "loo_gap_max": max(gaps)} if gaps else {}
 
 
-def summarize(rows: pl.DataFrame, tokens: pl.DataFrame, content: Mapping[str, str | None], diagnostics: Mapping,
-              settings: StatisticsSettings, projection: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:  # fmt: skip
+def summarize(
+    rows: pl.DataFrame,
+    tokens: pl.DataFrame,
+    content: Mapping[str, str | None],
+    diagnostics: Mapping,
+    settings: StatisticsSettings,
+    projection: pl.DataFrame | None = None,
+) -> dict[str, pl.DataFrame]:
     """Every diagnostics frame from the swap rows, the projection rows and the diagnostics forward's tokens."""
     units = swap_units(rows, tokens)
     margin = diagnostics["margin"]
@@ -367,9 +539,19 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     forward (``forward``: CE, KL) -> the swap curves, boundaries, projection and the margin split;
     ``config["content"]``: the corpora's content kinds."""
     settings = StatisticsSettings.from_config(config)
-    row_files, forward_files, projection_files = list(inputs["rows"]), list(inputs["forward"]), list(inputs["projection"])
+    row_files, forward_files, projection_files = (
+        list(inputs["rows"]),
+        list(inputs["forward"]),
+        list(inputs["projection"]),
+    )
     rows, tokens, projection = read_parquets(row_files), read_parquets(forward_files), read_parquets(projection_files)
     frames = summarize(rows, tokens, config["content"], config["diagnostics"], settings, projection)
-    return Frames(frames, summary={name: frame.height for name, frame in frames.items()}, seeds=bootstrap_seeds(settings),
-                  notes=[f"{rows.height} swap rows from {len(row_files)} files, {tokens.height} token outcomes from "
-                         f"{len(forward_files)}; {settings}"])  # fmt: skip
+    return Frames(
+        frames,
+        summary={name: frame.height for name, frame in frames.items()},
+        seeds=bootstrap_seeds(settings),
+        notes=[
+            f"{rows.height} swap rows from {len(row_files)} files, {tokens.height} token outcomes from "
+            f"{len(forward_files)}; {settings}"
+        ],
+    )

@@ -4,7 +4,7 @@
 lent GPU; this module turns its ``claims`` object into headline rows, judged as analogues on the GPU
 the file names (``device.name``: the row's ``models``).  Only a measurement counts: a file written in
 ``cpu`` or ``dry-run`` mode, or a claim section that did not finish, gives no row (its values stay
-"needs a GPU").  Without the file the statistics rule is off (workflow/rules/report_common.smk).
+"needs a GPU").  Without the file the statistics rule is off (trustmass.plan.Study.statistics_enabled).
 """
 
 from __future__ import annotations
@@ -63,7 +63,17 @@ def headline(check: Mapping[str, Any]) -> pl.DataFrame:
         if isinstance(got, list):
             for n, x in zip(_lengths(section, key, len(got)), got):
                 if x is not None:
-                    out.append(row(claim, value, x * scale, POPULATION, by={"length": n} if n else None, models=device, source=source))
+                    out.append(
+                        row(
+                            claim,
+                            value,
+                            x * scale,
+                            POPULATION,
+                            by={"length": n} if n else None,
+                            models=device,
+                            source=source,
+                        )
+                    )
         else:
             length = section.get("dropped_mass_time_per_layer_n_keys") or section.get("n_keys")
             by = {"length": length} if isinstance(length, int) else None
@@ -76,5 +86,8 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     check = json.loads(Path(one(inputs, "check")).read_text(encoding="utf-8"))
     frame = headline(check)
     device = (check.get("device") or {}).get("name")
-    return Frames({"headline_gpu": frame}, summary={"rows": frame.height, "device": device, "mode": check.get("mode")},
-                  notes=[f"{check.get('mode')} check on {device}: {frame.height} claim rows"])
+    return Frames(
+        {"headline_gpu": frame},
+        summary={"rows": frame.height, "device": device, "mode": check.get("mode")},
+        notes=[f"{check.get('mode')} check on {device}: {frame.height} claim rows"],
+    )

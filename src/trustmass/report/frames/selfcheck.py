@@ -46,21 +46,46 @@ def headline(worked: Mapping) -> pl.DataFrame:
             match = _SET.match(quantity)
             if match:
                 points = "{" + " ".join(x.strip() for x in match.group(1).split(",") if x.strip()) + "}"
-                rows.append(row(79, "es_of_set", computed, population, by={"kept_points": points}, n_instances=1,
-                                source=f"{source}: {quantity}"))  # fmt: skip
+                rows.append(
+                    row(
+                        79,
+                        "es_of_set",
+                        computed,
+                        population,
+                        by={"kept_points": points},
+                        n_instances=1,
+                        source=f"{source}: {quantity}",
+                    )
+                )
         for inst in worked["theory"]["free_weight"]:
             context = {k: inst[k] for k in ("N", "d", "s", "sigma", "D")}
-            rows.append(row(80, "ef_bound", inst["ef"], population, n_instances=1, context=context, source=f"{source}: EF(s)"))
+            rows.append(
+                row(80, "ef_bound", inst["ef"], population, n_instances=1, context=context, source=f"{source}: EF(s)")
+            )
             if inst["s"] == inst["d"] + 1:
-                rows.append(row(80, "ef_at_d_plus_1", inst["ef"], population, n_instances=1, source=f"{source}: EF(d+1)"))
+                rows.append(
+                    row(80, "ef_at_d_plus_1", inst["ef"], population, n_instances=1, source=f"{source}: EF(d+1)")
+                )
         for gap in worked["theory"]["reduction_gaps"]:  # instances without a partition: ES(N/2) > 0
             for claim_id, value in ((81, "es_nonzero_minimum"), (10, "additive_inapproximability")):
-                rows.append(row(claim_id, value, gap["es"], population, n_instances=1, context={"N": gap["N"]},
-                                source=f"{source}: ES(N/2) for u={gap['u']}"))  # fmt: skip
+                rows.append(
+                    row(
+                        claim_id,
+                        value,
+                        gap["es"],
+                        population,
+                        n_instances=1,
+                        context={"N": gap["N"]},
+                        source=f"{source}: ES(N/2) for u={gap['u']}",
+                    )
+                )
     return headline_frame(rows)
 
 
 def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     """Rule ``selfcheck_statistics``: the self-check's computed values (``worked``) -> ``headline_selfcheck``."""
     frame = headline(json.loads(Path(one(inputs, "worked")).read_text(encoding="utf-8")))
-    return Frames({"headline_selfcheck": frame}, summary={"rows": frame.height, "claims": sorted(set(frame["claim_id"].to_list()))})
+    return Frames(
+        {"headline_selfcheck": frame},
+        summary={"rows": frame.height, "claims": sorted(set(frame["claim_id"].to_list()))},
+    )

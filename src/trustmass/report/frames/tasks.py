@@ -54,23 +54,42 @@ ROLES = ("all", "retrieval", "background")
 HEADROOM_QUANTILE = 0.9
 
 TASK_CONTEXTS_SCHEMA = {
-    "population": pl.Utf8, "model": pl.Utf8, "budget": pl.Int64, "rows": pl.Utf8, "models": pl.Utf8, **COUNT_COLUMNS,
-    **interval_columns("median_c_hat"), "p90_kappa_hat": pl.Float64, **interval_columns("value_aware_rate"),
-    **interval_columns("auc_dropped_mass"), "auc_dropped_mass_n_pos": pl.Int64, "retrieval_share": pl.Float64,
+    "population": pl.Utf8,
+    "model": pl.Utf8,
+    "budget": pl.Int64,
+    "rows": pl.Utf8,
+    "models": pl.Utf8,
+    **COUNT_COLUMNS,
+    **interval_columns("median_c_hat"),
+    "p90_kappa_hat": pl.Float64,
+    **interval_columns("value_aware_rate"),
+    **interval_columns("auc_dropped_mass"),
+    "auc_dropped_mass_n_pos": pl.Int64,
+    "retrieval_share": pl.Float64,
     **interval_columns("value_aware_bal_rate"),
-}  # fmt: skip
+}
 TASK_MAP_SCHEMA = {
-    "model": pl.Utf8, "budget": pl.Int64, "layer": pl.Int64, "head": pl.Int64, "task_dropped_mass": pl.Float64,
-    "prose_dropped_mass": pl.Float64, "task_flat": pl.Boolean, "prose_flat": pl.Boolean, "n_task": pl.Int64, "n_prose": pl.Int64,
-}  # fmt: skip
+    "model": pl.Utf8,
+    "budget": pl.Int64,
+    "layer": pl.Int64,
+    "head": pl.Int64,
+    "task_dropped_mass": pl.Float64,
+    "prose_dropped_mass": pl.Float64,
+    "task_flat": pl.Boolean,
+    "prose_flat": pl.Boolean,
+    "n_task": pl.Int64,
+    "n_prose": pl.Int64,
+}
 
 
 def role_frame(manifests: Sequence[Mapping]) -> pl.DataFrame:
     """(model, doc, query_pos, task) of every retrieval row the task manifests name."""
     rows = [
         {"model": m["model"], "doc": f"{r['index']:04d}", "query_pos": int(p), "task": r["task"]}
-        for m in manifests for r in m["documents"] for p in r["retrieval_positions"]
-    ]  # fmt: skip
+        for m in manifests
+        for r in m["documents"]
+        for p in r["retrieval_positions"]
+    ]
     schema = {"model": pl.Utf8, "doc": pl.Utf8, "query_pos": pl.Int64, "task": pl.Utf8}
     return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -99,15 +118,22 @@ def task_contexts(frame: pl.DataFrame, settings: StatisticsSettings) -> pl.DataF
             n_retrieval = int((~g["degenerate"] & (g["role"] == "retrieval")).sum())
             for role in ROLES:
                 part = g if role == "all" else g.filter(pl.col("role") == role)
-                rows.append({
-                    "population": POPULATION, "model": model_key, **key, "rows": role, "models": models_of(part), **st.counts(part),
-                    **st.median(part, "c_hat", "median_c_hat"),
-                    "p90_kappa_hat": st.value(part, "kappa_hat", HEADROOM_QUANTILE),
-                    **st.share(part, "label", "value_aware_rate"),
-                    **st.auc(part, "dropped_mass", "label", "auc_dropped_mass"),
-                    "retrieval_share": n_retrieval / n_all if n_all else None,
-                    **st.share(part, "label_bal", "value_aware_bal_rate"),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "population": POPULATION,
+                        "model": model_key,
+                        **key,
+                        "rows": role,
+                        "models": models_of(part),
+                        **st.counts(part),
+                        **st.median(part, "c_hat", "median_c_hat"),
+                        "p90_kappa_hat": st.value(part, "kappa_hat", HEADROOM_QUANTILE),
+                        **st.share(part, "label", "value_aware_rate"),
+                        **st.auc(part, "dropped_mass", "label", "auc_dropped_mass"),
+                        "retrieval_share": n_retrieval / n_all if n_all else None,
+                        **st.share(part, "label_bal", "value_aware_bal_rate"),
+                    }
+                )
     return frame_from_rows(rows, TASK_CONTEXTS_SCHEMA)
 
 
@@ -117,16 +143,22 @@ def task_map(task_records: pl.DataFrame, prose_records: pl.DataFrame, settings: 
 
     def cell_medians(records: pl.DataFrame, prefix: str) -> pl.DataFrame:
         m = fig2(records, settings).filter(pl.col("population") == POPULATION)
-        return m.select(*cells, "budget", pl.col("median_dropped_mass").alias(f"{prefix}_dropped_mass"),
-                        pl.col("flat").alias(f"{prefix}_flat"), pl.col("n").alias(f"n_{prefix}"))  # fmt: skip
+        return m.select(
+            *cells,
+            "budget",
+            pl.col("median_dropped_mass").alias(f"{prefix}_dropped_mass"),
+            pl.col("flat").alias(f"{prefix}_flat"),
+            pl.col("n").alias(f"n_{prefix}"),
+        )
 
     task, prose = cell_medians(task_records, "task"), cell_medians(prose_records, "prose")
     joined = task.join(prose.drop("budget"), on=cells, how="inner").sort(cells)
     return joined.select(list(TASK_MAP_SCHEMA)).cast(TASK_MAP_SCHEMA)
 
 
-def summarize(task_records: pl.DataFrame, prose_records: pl.DataFrame, manifests: Sequence[Mapping],
-              settings: StatisticsSettings) -> dict[str, pl.DataFrame]:  # fmt: skip
+def summarize(
+    task_records: pl.DataFrame, prose_records: pl.DataFrame, manifests: Sequence[Mapping], settings: StatisticsSettings
+) -> dict[str, pl.DataFrame]:
     """``task_contexts``, ``task_map`` and the headline."""
     frame = with_roles(task_records, manifests, settings)
     out = {"task_contexts": task_contexts(frame, settings), "task_map": task_map(task_records, prose_records, settings)}
@@ -146,10 +178,19 @@ def _value_aware_rows(rec: Mapping, threshold: float, common: Mapping) -> list[d
     """Claim 44 on one model's retrieval rows at the map budget, in each reading."""
     by = {"model": rec["model"], "budget": rec["budget"], "rows": "retrieval"}
     return [
-        row(44, value, rec[col], POPULATION, by=by, low=rec[f"{col}_low"], high=rec[f"{col}_high"],
-            source=f"task_contexts[retrieval rows].{col} ({ratio} > {threshold})", **common)
+        row(
+            44,
+            value,
+            rec[col],
+            POPULATION,
+            by=by,
+            low=rec[f"{col}_low"],
+            high=rec[f"{col}_high"],
+            source=f"task_contexts[retrieval rows].{col} ({ratio} > {threshold})",
+            **common,
+        )
         for value, (col, ratio) in VALUE_AWARE_READINGS.items()
-    ]  # fmt: skip
+    ]
 
 
 def headline(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
@@ -160,24 +201,66 @@ def headline(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSetti
         budget, model = rec["budget"], rec["model"]
         if model == POOLED and rec["rows"] == "all":
             for value in ("pooled_c_hat", "pooled_c_hat_ceiling"):
-                rows.append(row(42, value, rec["median_c_hat"], POPULATION, by={"budget": budget}, low=rec["median_c_hat_low"],
-                                high=rec["median_c_hat_high"], source="task_contexts[(pooled), all rows].median_c_hat", **common))  # fmt: skip
+                rows.append(
+                    row(
+                        42,
+                        value,
+                        rec["median_c_hat"],
+                        POPULATION,
+                        by={"budget": budget},
+                        low=rec["median_c_hat_low"],
+                        high=rec["median_c_hat_high"],
+                        source="task_contexts[(pooled), all rows].median_c_hat",
+                        **common,
+                    )
+                )
         if model == POOLED:
             continue
         by = {"model": model, "budget": budget}
         if rec["rows"] == "all":
             for value in ("auc_dropped_mass", "auc_dropped_mass_floor"):
-                rows.append(row(45, value, rec["auc_dropped_mass"], POPULATION, by=by, low=rec["auc_dropped_mass_low"],
-                                high=rec["auc_dropped_mass_high"], source="task_contexts[all rows].auc_dropped_mass", **common))  # fmt: skip
-            rows.append(row(46, "retrieval_row_share", rec["retrieval_share"], POPULATION, by=by,
-                            source="task_contexts[all rows]: retrieval instances / instances", **common))  # fmt: skip
+                rows.append(
+                    row(
+                        45,
+                        value,
+                        rec["auc_dropped_mass"],
+                        POPULATION,
+                        by=by,
+                        low=rec["auc_dropped_mass_low"],
+                        high=rec["auc_dropped_mass_high"],
+                        source="task_contexts[all rows].auc_dropped_mass",
+                        **common,
+                    )
+                )
+            rows.append(
+                row(
+                    46,
+                    "retrieval_row_share",
+                    rec["retrieval_share"],
+                    POPULATION,
+                    by=by,
+                    source="task_contexts[all rows]: retrieval instances / instances",
+                    **common,
+                )
+            )
         if rec["rows"] == "retrieval":
-            background = table.filter((pl.col("model") == model) & (pl.col("budget") == budget) & (pl.col("rows") == "background"))
+            background = table.filter(
+                (pl.col("model") == model) & (pl.col("budget") == budget) & (pl.col("rows") == "background")
+            )
             p90_bg = background["p90_kappa_hat"][0] if background.height else None
             ratio = rec["p90_kappa_hat"] / p90_bg if rec["p90_kappa_hat"] is not None and p90_bg else None
             for value in ("p90_headroom_ratio_retrieval_vs_background", "p90_headroom_ratio_ceiling"):
-                rows.append(row(43, value, ratio, POPULATION, by=by,
-                                source="task_contexts: p90_kappa_hat[retrieval] / p90_kappa_hat[background]", **common))  # fmt: skip
+                rows.append(
+                    row(
+                        43,
+                        value,
+                        ratio,
+                        POPULATION,
+                        by=by,
+                        source="task_contexts: p90_kappa_hat[retrieval] / p90_kappa_hat[background]",
+                        **common,
+                    )
+                )
             if budget == settings.map_budget:
                 rows += _value_aware_rows(rec, settings.kappa_threshold, common)
     for key, g in groups(cells.drop_nulls(["task_flat", "prose_flat"]), ["model"]):
@@ -186,8 +269,16 @@ def headline(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSetti
         agreement = float((g["task_flat"] == g["prose_flat"]).mean()) if g.height else None
         rows.append(row(47, "map_label_agreement", agreement, POPULATION, by=key, **common))
         g = g.with_columns(degenerate=pl.lit(False))
-        rows.append(row(47, "map_order_correlation", st.rank_correlation(g, "task_dropped_mass", "prose_dropped_mass"), POPULATION,
-                        by=key, **common))  # fmt: skip
+        rows.append(
+            row(
+                47,
+                "map_order_correlation",
+                st.rank_correlation(g, "task_dropped_mass", "prose_dropped_mass"),
+                POPULATION,
+                by=key,
+                **common,
+            )
+        )
     return headline_frame(rows)
 
 
@@ -200,5 +291,11 @@ def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
     records, prose = read_parquets(task_files), read_parquets(prose_files)
     frames = summarize(records, prose, manifests, settings)
     values = frames["headline_tasks"].select("claim_id", "value_name").n_unique()
-    return Frames(frames, summary={"task_records": records.height, "headline_values": values}, seeds=bootstrap_seeds(settings),
-                  notes=[f"{records.height} task records from {len(task_files)} files, {prose.height} headline-corpus records; {settings}"])
+    return Frames(
+        frames,
+        summary={"task_records": records.height, "headline_values": values},
+        seeds=bootstrap_seeds(settings),
+        notes=[
+            f"{records.height} task records from {len(task_files)} files, {prose.height} headline-corpus records; {settings}"
+        ],
+    )

@@ -49,8 +49,14 @@ def table1(summary: pl.DataFrame) -> pl.DataFrame:
             wanted = TABLE1_ROWS[2:] if model == POOLED else TABLE1_ROWS
             for label, col in wanted:
                 by_budget = dict(zip(part["budget"].to_list(), part[col].to_list()))
-                rows.append({"population": population, "model": model, "statistic": label,
-                             **{f"s{b}": by_budget.get(b) for b in budgets}})  # fmt: skip
+                rows.append(
+                    {
+                        "population": population,
+                        "model": model,
+                        "statistic": label,
+                        **{f"s{b}": by_budget.get(b) for b in budgets},
+                    }
+                )
     schema = {"population": pl.Utf8, "model": pl.Utf8, "statistic": pl.Utf8, **{f"s{b}": pl.Float64 for b in budgets}}
     return pl.DataFrame(rows, schema=schema, strict=False) if rows else pl.DataFrame(schema=schema)
 
@@ -58,7 +64,10 @@ def table1(summary: pl.DataFrame) -> pl.DataFrame:
 def table1_columns(summary: pl.DataFrame) -> tuple[Column, ...]:
     """One column per budget; native (deployed) budgets marked ‡."""
     native = set(summary.filter(~pl.col("enumerated"))["budget"].to_list())
-    return tuple(Column(f"s = {b}" + (" ‡" if b in native else ""), f"s{b}", 3) for b in sorted(summary["budget"].unique().to_list()))
+    return tuple(
+        Column(f"s = {b}" + (" ‡" if b in native else ""), f"s{b}", 3)
+        for b in sorted(summary["budget"].unique().to_list())
+    )
 
 
 # ============================================================================================ Table 2
@@ -77,8 +86,12 @@ def table2(summary: pl.DataFrame) -> pl.DataFrame:
     """Table 2 from the ``table2`` summary: rows (population, model, corpus, budgets)."""
     cols = value_columns(TABLE2_COLUMNS)
     check_columns(summary, ["population", "model", "corpus", "budget", *cols], "table 2")
-    out = summary.with_columns(budgets=pl.when(pl.col("budget").is_null()).then(pl.lit("pooled")).otherwise(pl.col("budget").cast(pl.Utf8)))
-    return order_rows(out, ["model", "corpus"], pooled_first=True).select(["population", "model", "corpus", "budgets", *cols])
+    out = summary.with_columns(
+        budgets=pl.when(pl.col("budget").is_null()).then(pl.lit("pooled")).otherwise(pl.col("budget").cast(pl.Utf8))
+    )
+    return order_rows(out, ["model", "corpus"], pooled_first=True).select(
+        ["population", "model", "corpus", "budgets", *cols]
+    )
 
 
 # ============================================================================================ Table 6
@@ -135,26 +148,49 @@ def table8(summary: pl.DataFrame) -> pl.DataFrame:
 
 LAYOUTS: dict[str, TableLayout] = {
     "table1": TableLayout(
-        "Table 1 — native budget: balancing's share of the gap through s = 256", table1, ("model", "statistic"),
-        notes=("Balancing's share is a lower bound on the closable share c at every budget (one convention throughout).",
-               "‡ native (deployed) budgets: no enumeration; right of the paper's vertical rule."),
+        "Table 1 — native budget: balancing's share of the gap through s = 256",
+        table1,
+        ("model", "statistic"),
+        notes=(
+            "Balancing's share is a lower bound on the closable share c at every budget (one convention throughout).",
+            "‡ native (deployed) budgets: no enumeration; right of the paper's vertical rule.",
+        ),
         columns_of=table1_columns,
     ),
     "table2": TableLayout(
-        "Table 2 — content diversity: prose, code, French", table2, ("model", "corpus", "budgets"), TABLE2_COLUMNS,
-        ("Label: κ̂ > labels.kappa_threshold. Intervals: 95% document-cluster bootstrap.",
-         "\"pooled\" pools the enumerated budgets (the paper does not say whether Table 2 pools them)."),
+        "Table 2 — content diversity: prose, code, French",
+        table2,
+        ("model", "corpus", "budgets"),
+        TABLE2_COLUMNS,
+        (
+            "Label: κ̂ > labels.kappa_threshold. Intervals: 95% document-cluster bootstrap.",
+            '"pooled" pools the enumerated budgets (the paper does not say whether Table 2 pools them).',
+        ),
     ),
     "table6": TableLayout(
-        "Table 6 — the panel", table6, ("model",), TABLE6_COLUMNS,
-        ("AUC, edge/int and ρ_depth at the map budget (s = 8); ρ(Φ, ES_pool) and κ̂_bal pooled over the enumerated budgets.",
-         ("Edges: the first and last statistics.edge_layers layers; edge/int intervals resample cells (layer, head), "
-          "the others documents.")),
+        "Table 6 — the panel",
+        table6,
+        ("model",),
+        TABLE6_COLUMNS,
+        (
+            "AUC, edge/int and ρ_depth at the map budget (s = 8); ρ(Φ, ES_pool) and κ̂_bal pooled over the enumerated budgets.",
+            (
+                "Edges: the first and last statistics.edge_layers layers; edge/int intervals resample cells (layer, head), "
+                "the others documents."
+            ),
+        ),
     ),
     "table8": TableLayout(
-        "Table 8 — per-budget profile", table8, ("model", "budget"), TABLE8_COLUMNS,
-        (("share: ES_pool ≤ 0.9·es(A*_s). geo/lev: median es(A^geo)/es(A*), es(A^lev)/es(A*) over all keys and "
-          "restricted to the candidate set C_s. vote: the group vote at this budget (median es_vote/es(A*), "
-          "es_vote/ES_pool; fractions degraded and improved)."),),
+        "Table 8 — per-budget profile",
+        table8,
+        ("model", "budget"),
+        TABLE8_COLUMNS,
+        (
+            (
+                "share: ES_pool ≤ 0.9·es(A*_s). geo/lev: median es(A^geo)/es(A*), es(A^lev)/es(A*) over all keys and "
+                "restricted to the candidate set C_s. vote: the group vote at this budget (median es_vote/es(A*), "
+                "es_vote/ES_pool; fractions degraded and improved)."
+            ),
+        ),
     ),
-}  # fmt: skip
+}

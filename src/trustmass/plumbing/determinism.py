@@ -1,0 +1,76 @@
+"""The environment that makes a job's floating point the same on every machine like ours.
+
+Two runs of the same code on the same inputs agree bitwise only if every reduction adds in the same
+order.  Measured on the CPU panel's records (docs/reliability.md, "The reference check"):
+
+* BLAS threads: one per process (a job's ``threads`` are worker processes or torch threads it sets
+  itself; more BLAS threads also oversubscribe the machine: a 2-worker ceiling job took 46 s with
+  default BLAS threads, 21 s with one, on 2 cores).
+* The BLAS kernel: numpy's and scipy's OpenBLAS (and numba's ``@`` and ``lstsq``, through scipy) pick
+  their kernels by CPU at start-up (DYNAMIC_ARCH).  An AVX-512 EPYC takes the SkylakeX kernels, an
+  AVX2 one the Zen kernels; their dot products round differently (1e-16 relative), and the
+  path-following selectors, whose argmins have near-ties, then take other paths: of the panel's
+  102,060 SmolLM2 records recomputed with the Haswell kernels, ``es_geo`` moved beyond 1e-6 on 106
+  (up to 3x), ``ef_fw`` and ``pi_hat`` on 40 (up to 30%), ``es_bal`` on 4, and Table 8's
+  ``median_geo_ratio`` at s = 32 from 3.16254 to 3.16448 (the issue's ``p99_pi_hat`` and claims
+  moved the same way).  ``OPENBLAS_CORETYPE=Haswell`` gives every AVX2 machine the same kernels
+  (on 3,024 records the Zen kernels gave bitwise the Haswell ones' values; so did numpy with its
+  AVX-512 loops disabled and numba compiled for Haswell).
+* torch's kernels (the capture's float32 prefill): ATen dispatches its vectorised loops by CPU, and
+  MKL its own paths; a capture with AVX-512 loops differed from one with AVX2 loops in 207 of 240
+  tensors (1e-7 absolute), and MKL's path moved two more.  ``ATEN_CPU_CAPABILITY=avx2`` and
+  ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility) fix both on every AVX2 machine
+  (oneDNN's ISA cap changed nothing: not pinned).  Capture time: 11.4 s with AVX-512, 11.5-14 s pinned.
+
+Values the user exported are kept (``setdefault``), so a run can opt out; the sidecars record what
+each job ran with (:func:`recorded`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+
+__all__ = ["BLAS_THREAD_VARIABLES", "KERNELS", "KERNEL_VARIABLE", "cpu_flags", "pin", "pinned", "recorded"]
+
+#: the BLAS thread counts pinned to one per process
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: OpenBLAS's kernel override (recorded in every sidecar)
+KERNEL_VARIABLE = "OPENBLAS_CORETYPE"
+#: the kernels every AVX2+FMA x86-64 CPU runs: OpenBLAS's, torch's ATen loops and MKL's paths
+KERNELS = {KERNEL_VARIABLE: "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+_KERNEL_NEEDS = frozenset({"avx2", "fma"})
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's feature flags (empty where /proc/cpuinfo is missing or has none: not Linux x86)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def pinned(flags: frozenset[str] | None = None) -> dict[str, str]:
+    """The variables a job runs with: one BLAS thread, and the AVX2 kernels where the CPU runs them
+    (forcing them on a CPU without AVX2 would stop a job with an illegal instruction; such a machine
+    keeps the libraries' own choice, and its runs may differ from the reference)."""
+    out = {name: "1" for name in BLAS_THREAD_VARIABLES}
+    if _KERNEL_NEEDS <= (cpu_flags() if flags is None else flags):
+        out.update(KERNELS)
+    return out
+
+
+def pin(environ: MutableMapping[str, str] = os.environ, flags: frozenset[str] | None = None) -> dict[str, str]:
+    """Set :func:`pinned` in ``environ`` where not already set (jobs inherit it); returns what holds now."""
+    for name, value in pinned(flags).items():
+        environ.setdefault(name, value)
+    return recorded(environ)
+
+
+def recorded(environ: MutableMapping[str, str] = os.environ) -> dict[str, str | None]:
+    """What the sidecars record: each pinned variable as the job saw it (None: unset)."""
+    return {name: environ.get(name) for name in (*BLAS_THREAD_VARIABLES, *KERNELS)}
