@@ -9,13 +9,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import sys
-
 import psutil
+
 from conftest import REPO, SNAKEFILE, Workflow, snakemake_command
 
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study (tiny_study.py, test_end_to_end.TINY)
@@ -49,13 +49,28 @@ class Run(Workflow):
         return [*snakemake_command(), "--snakefile", str(SNAKEFILE), "--directory", str(self.workdir), *args]
 
     def snakemake(self, *targets: str, configs=(), cores: str = "2", timeout: float = 600):
-        return self.run("--cores", cores, *(targets or TARGETS), "--configfile", str(self.config), *map(str, configs), timeout=timeout)
+        return self.run(
+            "--cores",
+            cores,
+            *(targets or TARGETS),
+            "--configfile",
+            str(self.config),
+            *map(str, configs),
+            timeout=timeout,
+        )
 
     def start(self, *targets: str) -> subprocess.Popen:
         log = open(self.workdir / f"started-{time.time_ns()}.log", "w")  # noqa: SIM115 -- closed with the process
         cmd = self.command("--cores", "2", *(targets or TARGETS), "--configfile", str(self.config))
-        proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd,
+            cwd=self.workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,
+        )
         proc.log_path = Path(log.name)
         return proc
 
@@ -69,8 +84,11 @@ class Run(Workflow):
     def files(self, under: str = "results") -> dict[str, str]:
         """sha256 of every file below ``under`` (relative paths)."""
         root = self.workdir / under
-        return {p.relative_to(self.workdir).as_posix(): self.sha(p.relative_to(self.workdir).as_posix())
-                for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+        return {
+            p.relative_to(self.workdir).as_posix(): self.sha(p.relative_to(self.workdir).as_posix())
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
 
     def temporaries(self) -> list[Path]:
         return [p for root in ("results", "resources") for p in (self.workdir / root).rglob("*") if ".tmp" in p.name]
@@ -244,7 +262,9 @@ def tmpfs(folder: Path, size: str = "16m"):
     aside = folder.with_name(folder.name + ".aside")
     folder.rename(aside)
     folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         folder.rmdir()
         aside.rename(folder)

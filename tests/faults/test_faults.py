@@ -14,10 +14,33 @@ import time
 
 import pytest
 from campaign import (
-    CERTIFIED, HELDOUT, LOSS, LOSS_TOKENS, MANIFEST, PROBE, RECORDS, SHARDS, Run, assert_same_as, change_token,
-    checkout_copy, copy_run, extend_baseline, fill, first_error, fix_named_in, flip_bytes, kill_tree, log_says,
-    make_baseline, remount, remove, tmpfs, wait_for,
-)  # fmt: skip
+    CERTIFIED,
+    HELDOUT,
+    LOSS,
+    LOSS_TOKENS,
+    MANIFEST,
+    PROBE,
+    RECORDS,
+    SHARDS,
+    Run,
+    assert_same_as,
+    change_token,
+    checkout_copy,
+    copy_run,
+    extend_baseline,
+    fill,
+    first_error,
+    fix_named_in,
+    flip_bytes,
+    kill_tree,
+    log_says,
+    make_baseline,
+    remount,
+    remove,
+    tmpfs,
+    wait_for,
+)
+
 from conftest import snakemake_command
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
@@ -73,15 +96,25 @@ def _kill_then_rerun(run, baseline, condition_of, what, targets=()):
 def test_kill_during_capture_then_rerun(run, baseline):
     remove(run, SHARDS[1], SHARDS[1].replace(".safetensors", ".validation.parquet"), "logs/capture/tiny/words/0001.log")
     # the capture job is under way: it has read the documents and the model shapes (its log says so)
-    _kill_then_rerun(run, baseline, lambda r: log_says(r, "logs/capture/tiny/words/0001.log", "shapes:"), "a running capture",
-                     targets=CAPTURED)  # fmt: skip
+    _kill_then_rerun(
+        run,
+        baseline,
+        lambda r: log_says(r, "logs/capture/tiny/words/0001.log", "shapes:"),
+        "a running capture",
+        targets=CAPTURED,
+    )
 
 
 def test_kill_during_enumeration_then_rerun(run, baseline):
     remove(run, *RECORDS, "logs/ceiling/tiny/words/0000.log", "logs/ceiling/tiny/words/0001.log")
     # the ceiling job has printed its settings: the ES_pool enumeration runs
-    _kill_then_rerun(run, baseline, lambda r: log_says(r, "logs/ceiling/tiny/words/0000.log", "CeilingSettings("), "an enumeration",
-                     targets=CAPTURED)  # fmt: skip
+    _kill_then_rerun(
+        run,
+        baseline,
+        lambda r: log_says(r, "logs/ceiling/tiny/words/0000.log", "CeilingSettings("),
+        "an enumeration",
+        targets=CAPTURED,
+    )
 
 
 def test_kill_during_a_scip_solve_then_rerun(run, baseline):
@@ -129,8 +162,11 @@ def test_a_truncated_capture_shard_is_refused(run, baseline):
     shard = run.workdir / SHARDS[1]
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     line = _refused_then_fixed(
-        run, baseline, f"ceiling tiny/words/0001: {SHARDS[1]} has changed since it was written",
-        fix=lambda: remove(run, SHARDS[1]), kept=[SHARDS[0], RECORDS[0], "resources/documents/tiny/words.safetensors"],
+        run,
+        baseline,
+        f"ceiling tiny/words/0001: {SHARDS[1]} has changed since it was written",
+        fix=lambda: remove(run, SHARDS[1]),
+        kept=[SHARDS[0], RECORDS[0], "resources/documents/tiny/words.safetensors"],
     )
     assert f"fix: delete it (rm {SHARDS[1]}*) and rerun" in line and "truncated" in line
 
@@ -139,8 +175,11 @@ def test_a_bit_flipped_capture_shard_is_refused(run, baseline):
     # a flip in the data region: safetensors reads it without complaint, the records would be wrong
     _flip_byte(run.workdir / SHARDS[0])
     line = _refused_then_fixed(
-        run, baseline, f"ceiling tiny/words/0000: {SHARDS[0]} has changed since it was written",
-        fix=lambda: remove(run, SHARDS[0]), kept=[SHARDS[1], RECORDS[1]],
+        run,
+        baseline,
+        f"ceiling tiny/words/0000: {SHARDS[0]} has changed since it was written",
+        fix=lambda: remove(run, SHARDS[0]),
+        kept=[SHARDS[1], RECORDS[1]],
     )
     assert "the capture rule writes it again" in line
 
@@ -153,8 +192,11 @@ def test_a_model_file_whose_sha256_no_longer_matches_is_refused(run, baseline):
     weights.write_bytes(bytes(data))
     remove(run, SHARDS[1])  # a capture to redo
     line = _refused_then_fixed(
-        run, baseline, "capture tiny/words/0001: resources/models/tiny/model.safetensors has changed since it was written",
-        fix=lambda: __import__("shutil").rmtree(run.workdir / "resources/models/tiny"), kept=[SHARDS[0], RECORDS[0]],
+        run,
+        baseline,
+        "capture tiny/words/0001: resources/models/tiny/model.safetensors has changed since it was written",
+        fix=lambda: __import__("shutil").rmtree(run.workdir / "resources/models/tiny"),
+        kept=[SHARDS[0], RECORDS[0]],
     )
     assert "resources/models/tiny/trustmass_source.json (written when the model was prepared) recorded" in line
     assert "fix: prepare the model again: delete the folder (rm -r resources/models/tiny) and rerun" in line
@@ -164,7 +206,10 @@ def test_a_corrupt_document_tokenisation_is_refused(run, baseline):
     documents = run.workdir / "resources/documents/tiny/words.safetensors"
     _flip_byte(documents, at=documents.stat().st_size - 3)  # an id of the last document
     line = _refused_then_fixed(
-        run, baseline, "capture tiny/words/", fix=lambda: remove(run, "resources/documents/tiny/words"),
+        run,
+        baseline,
+        "capture tiny/words/",
+        fix=lambda: remove(run, "resources/documents/tiny/words"),
         kept=["resources/corpora/words/corpus.txt", "resources/models/tiny/trustmass_source.json"],
     )
     assert "resources/documents/tiny/words.safetensors has changed since it was written" in line
@@ -202,9 +247,12 @@ def test_a_changed_heldout_token_is_refused(loss_run, loss_baseline):
     # the loss would be computed on a different text (before the rule boundary: loss_document exited 0)
     change_token(loss_run.workdir / HELDOUT, vocabulary=64)
     line = _refused_at_the_boundary(
-        loss_run, LOSS_TOKENS[:1], "loss_document tiny/words/0002", HELDOUT,
+        loss_run,
+        LOSS_TOKENS[:1],
+        "loss_document tiny/words/0002",
+        HELDOUT,
         kept=[*SHARDS, "results/loss/tiny/map.parquet", *PROBE, "resources/heldout/tiny/words.json"],
-    )  # fmt: skip
+    )
     assert "rule tokenize_heldout writes it again" in line
     _same_files(loss_run, loss_baseline, HELDOUT, *LOSS_TOKENS)
 
@@ -215,8 +263,13 @@ def test_a_flipped_shard_is_refused_by_the_probe(loss_run, loss_baseline):
     # it exited 0 and its sidecar recorded the damaged hash as its input
     flip_bytes(loss_run.workdir / SHARDS[0])
     line = _refused_at_the_boundary(
-        loss_run, PROBE, "probe_train tiny", SHARDS[0], kept=[SHARDS[1], *RECORDS, *LOSS_TOKENS], forcerun=["probe_train"],
-    )  # fmt: skip
+        loss_run,
+        PROBE,
+        "probe_train tiny",
+        SHARDS[0],
+        kept=[SHARDS[1], *RECORDS, *LOSS_TOKENS],
+        forcerun=["probe_train"],
+    )
     assert "rule capture writes it again" in line
     _same_files(loss_run, loss_baseline, SHARDS[0], *PROBE)
     assert_same_as(loss_run, loss_baseline, shards=SHARDS[:1], records=[], certified=False)
@@ -235,8 +288,15 @@ def test_a_truncated_ceiling_record_is_refused(run, baseline):
 def _snakemake_in(checkout, *args):
     """Snakemake run in a checkout, as a user runs it there: its Snakefile, its library first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([*snakemake_command(), *args], cwd=checkout, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        [*snakemake_command(), *args],
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     done.output = done.stdout + done.stderr
     return done
 
@@ -335,7 +395,9 @@ def test_a_missing_corpus_package_names_the_corpus_and_the_fix(run, tmp_path):
     fake.write_text('#!/bin/sh\n[ "$1" = update ] && exit 0\necho "E: Unable to locate package $2" >&2\nexit 100\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     kept = run.files("results")
-    bad = run.write_config("gone.yaml", "corpora:\n  gone: {source: debian, package: r-cran-no-such-package, reader: r-lazyload}\n")
+    bad = run.write_config(
+        "gone.yaml", "corpora:\n  gone: {source: debian, package: r-cran-no-such-package, reader: r-lazyload}\n"
+    )
     env_path = os.environ["PATH"]
     os.environ["PATH"] = f"{tools}{os.pathsep}{env_path}"
     try:
@@ -343,7 +405,9 @@ def test_a_missing_corpus_package_names_the_corpus_and_the_fix(run, tmp_path):
     finally:
         os.environ["PATH"] = env_path
     assert done.returncode != 0
-    line = first_error(done.output, "prepare_corpus gone: corpus 'gone': the Debian archive has no package r-cran-no-such-package")
+    first_error(
+        done.output, "prepare_corpus gone: corpus 'gone': the Debian archive has no package r-cran-no-such-package"
+    )
     assert "Traceback" not in done.output, done.output
     assert "fix: check `package:`/`version:`" in done.output
     assert run.files("results") == kept and not (run.workdir / "resources/corpora/gone/corpus.txt").exists()
