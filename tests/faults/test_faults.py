@@ -168,7 +168,8 @@ def test_a_truncated_capture_shard_is_refused(run, baseline):
         fix=lambda: remove(run, SHARDS[1]),
         kept=[SHARDS[0], RECORDS[0], "resources/documents/tiny/words.safetensors"],
     )
-    assert f"fix: delete it (rm {SHARDS[1]}*) and rerun" in line and "truncated" in line
+    assert "truncated" in line
+    assert f"fix: delete it (rm {SHARDS[1]} {SHARDS[1]}.prov.json) and rerun snakemake: rule capture" in line
 
 
 def test_a_bit_flipped_capture_shard_is_refused(run, baseline):
@@ -181,7 +182,7 @@ def test_a_bit_flipped_capture_shard_is_refused(run, baseline):
         fix=lambda: remove(run, SHARDS[0]),
         kept=[SHARDS[1], RECORDS[1]],
     )
-    assert "the capture rule writes it again" in line
+    assert "rule capture writes it again" in line
 
 
 def test_a_model_file_whose_sha256_no_longer_matches_is_refused(run, baseline):
@@ -195,7 +196,7 @@ def test_a_model_file_whose_sha256_no_longer_matches_is_refused(run, baseline):
         run,
         baseline,
         "capture tiny/words/0001: resources/models/tiny/model.safetensors has changed since it was written",
-        fix=lambda: __import__("shutil").rmtree(run.workdir / "resources/models/tiny"),
+        fix=lambda: shutil.rmtree(run.workdir / "resources/models/tiny"),
         kept=[SHARDS[0], RECORDS[0]],
     )
     assert "resources/models/tiny/trustmass_source.json (written when the model was prepared) recorded" in line
@@ -213,7 +214,8 @@ def test_a_corrupt_document_tokenisation_is_refused(run, baseline):
         kept=["resources/corpora/words/corpus.txt", "resources/models/tiny/trustmass_source.json"],
     )
     assert "resources/documents/tiny/words.safetensors has changed since it was written" in line
-    assert "fix: delete it (rm resources/documents/tiny/words.*) and rerun" in line
+    rel = "resources/documents/tiny/words.safetensors"
+    assert f"fix: delete it (rm {rel} {rel}.prov.json) and rerun snakemake: rule tokenize_documents" in line
 
 
 # ---- the rule boundary: every declared input checked against its sidecar, paths relative ---------
