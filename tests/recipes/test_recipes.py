@@ -70,10 +70,10 @@ def _insert_after(path: Path, anchor: str, text: str) -> None:
 
 
 def _append_to_tuple(path: Path, opening: str, text: str) -> None:
-    """``text`` as the last item of the tuple literal that ``opening`` starts (it closes with ``)  # ``)."""
+    """``text`` as the last item of the tuple literal that ``opening`` starts (it closes with a ``)`` alone on a line)."""
     source = path.read_text(encoding="utf-8")
     assert source.count(opening) == 1, f"{path.name}: the recipe's anchor {opening!r} moved; update this test"
-    end = source.index("\n)  # ", source.index(opening))
+    end = source.index("\n)\n", source.index(opening))
     path.write_text(source[:end] + text + source[end:], encoding="utf-8")
 
 

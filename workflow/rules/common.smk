@@ -90,3 +90,52 @@ def prov(path):
 
 #: a name of a model or corpus (a path component)
 SOURCE_NAME = "[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+# ---- the reporting layer: the catalog, its statistics rules' inputs, params and switches, caption quotes ----
+import importlib.resources
+import os
+
+from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
+from trustmass.report.claims.data import claim as _claim
+
+CLAIMS_FILE = os.path.relpath(str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml")))
+#: stages whose results this workflow produces (the rest are "not produced yet")
+PRODUCED_STAGES = STUDY.produced_stages()
+STATISTICS_RULES = {r.name: r for r in STATISTICS}
+
+
+def paper_quotes(ids):
+    """The paper's claim texts for a caption (RST-escaped)."""
+    escape = str.maketrans({"*": "\\*", "|": "\\|"})
+    return [f"claim {i}: {_claim(i).text.translate(escape)}" for i in ids]
+
+
+def repository_file(path):
+    """A file of this checkout (the claims file, a committed GPU check) as an input relative to the working
+    directory, so that a moved or copied checkout reruns nothing."""
+    return os.path.relpath(os.path.join(workflow.basedir, path))
+
+
+def statistics_inputs(entry):
+    """The input path lists of a statistics rule: each name its catalog entry gives is a target list of the
+    study plan (trustmass.plan.Study), or ``repo:<path>``, a file of this checkout."""
+    unknown = sorted(k for k in entry.inputs.values() if not k.startswith("repo:") and not callable(getattr(STUDY, k, None)))
+    if unknown:
+        raise ValueError(f"{entry.name}: unknown input lists {unknown} in its catalog entry; fix: name a method of "
+                         "trustmass.plan.Study (or add one there)")
+    return {name: repository_file(key.removeprefix("repo:")) if key.startswith("repo:") else getattr(STUDY, key)()
+            for name, key in entry.inputs.items()}
+
+
+def statistics_params(entry):
+    """The workflow values a statistics rule takes besides its config slice (the entry's ``params``)."""
+    values = {"content": STUDY.corpus_contents}
+    return {name: values[name]() for name in entry.params}
+
+
+#: the statistics rules of stages switched off, their frames, and the outputs and claims that remain
+_OFF_RULES = {r.name for r in STATISTICS if not STUDY.statistics_enabled(r, workflow.basedir)}
+_OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
+ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]
+ACTIVE_HEADLINE_FRAMES = [f for f in HEADLINE_FRAMES if f not in _OFF_FRAMES]
