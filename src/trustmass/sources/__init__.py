@@ -2,6 +2,7 @@
 
 * :mod:`trustmass.sources.models` -- a model as a plain Hugging Face folder (packaged GGUF, local, hub);
   :func:`model_shapes` reads the attention geometry from a config, never from a per-model table.
+* :mod:`trustmass.sources.gguf_convert` -- a GGUF's metadata summary and its conversion to that folder.
 * :mod:`trustmass.sources.corpora` -- a corpus as one UTF-8 text with a record of its inputs.
 * :mod:`trustmass.sources.html_text` -- the visible text of an HTML page (the handbook corpus).
 * :mod:`trustmass.sources.documents` -- a corpus tokenized per model and cut into documents.
