@@ -80,3 +80,40 @@ def test_the_installed_libraries_honour_the_pins():
     seen = json.loads(out.strip().splitlines()[-1])
     assert seen["openblas"] and set(seen["openblas"].values()) == {"Haswell"}, seen
     assert seen["aten"] == "AVX2"
+
+
+def _snakemake_job_environment(environ: dict, threads: int) -> dict:
+    """What snakemake.shell hands a job: the workflow's environment with every thread count = threads."""
+    return {**environ, **{name: str(threads) for name in determinism.BLAS_THREAD_VARIABLES}}
+
+
+def test_a_job_gets_back_the_thread_counts_snakemake_replaced():
+    """A 2-thread job's workers would each start 2 OpenBLAS threads: 4 spinning threads on 2 cores."""
+    workflow = {}
+    determinism.pin(workflow, AVX2)
+    job = _snakemake_job_environment(workflow, threads=2)
+    determinism.restore_job_threads(job)
+    assert all(job[name] == "1" for name in determinism.BLAS_THREAD_VARIABLES)
+
+
+def test_a_thread_count_the_user_exported_survives_the_job():
+    workflow = {"OPENBLAS_NUM_THREADS": "4"}
+    determinism.pin(workflow, AVX2)
+    job = _snakemake_job_environment(workflow, threads=2)
+    determinism.restore_job_threads(job)
+    assert job["OPENBLAS_NUM_THREADS"] == "4" and job["OMP_NUM_THREADS"] == "1"
+
+
+def test_outside_the_workflow_restoring_changes_nothing():
+    job = {"OMP_NUM_THREADS": "3"}
+    determinism.restore_job_threads(job)
+    assert job == {"OMP_NUM_THREADS": "3"}
+
+
+def test_run_rule_restores_the_threads_before_numpy_loads():
+    """The counts are read once, when OpenBLAS loads: the entry point of every script must not load it."""
+    probe = "import sys; from trustmass.plumbing.rule_io import run_rule; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    body = (REPO / "src/trustmass/plumbing/rule_io.py").read_text().split("def run_rule", 1)[1]
+    assert body.index("restore_job_threads()") < body.index("start_log(smk)")

@@ -4,8 +4,10 @@ Two runs of the same code on the same inputs agree bitwise only if every reducti
 order.  Measured on the CPU panel's records (docs/reliability.md, "The reference check"):
 
 * BLAS threads: one per process (a job's ``threads`` are worker processes or torch threads it sets
-  itself; more BLAS threads also oversubscribe the machine: a 2-worker ceiling job took 46 s with
-  default BLAS threads, 21 s with one, on 2 cores).
+  itself).  Snakemake exports ``threads`` into every job's OMP/OpenBLAS/MKL/... thread counts, over
+  whatever the workflow set, so the job sets them back (:func:`restore_job_threads`, first thing in
+  ``run_rule``) before numpy loads: each of a 2-worker ceiling job's workers otherwise starts two
+  OpenBLAS threads that spin on 2 cores (the shard's records took 22.5 s instead of 7.9 s).
 * The BLAS kernel: numpy's and scipy's OpenBLAS (and numba's ``@`` and ``lstsq``, through scipy) pick
   their kernels by CPU at start-up (DYNAMIC_ARCH).  An AVX-512 EPYC takes the SkylakeX kernels, an
   AVX2 one the Zen kernels; their dot products round differently (1e-16 relative), and the
@@ -28,13 +30,33 @@ each job ran with (:func:`recorded`).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import MutableMapping
 
-__all__ = ["BLAS_THREAD_VARIABLES", "KERNELS", "KERNEL_VARIABLE", "cpu_flags", "pin", "pinned", "recorded"]
+__all__ = [
+    "BLAS_THREAD_VARIABLES",
+    "KERNELS",
+    "KERNEL_VARIABLE",
+    "PINNED_THREADS_ENV",
+    "cpu_flags",
+    "pin",
+    "pinned",
+    "recorded",
+    "restore_job_threads",
+]
 
-#: the BLAS thread counts pinned to one per process
-BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: the BLAS thread counts pinned to one per process: every one snakemake sets to a job's ``threads``
+BLAS_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+#: where the workflow's process keeps the thread counts it chose, for its jobs to restore
+PINNED_THREADS_ENV = "TRUSTMASS_BLAS_THREADS"
 #: OpenBLAS's kernel override (recorded in every sidecar)
 KERNEL_VARIABLE = "OPENBLAS_CORETYPE"
 #: the kernels every AVX2+FMA x86-64 CPU runs: OpenBLAS's, torch's ATen loops and MKL's paths
@@ -68,7 +90,16 @@ def pin(environ: MutableMapping[str, str] = os.environ, flags: frozenset[str] | 
     """Set :func:`pinned` in ``environ`` where not already set (jobs inherit it); returns what holds now."""
     for name, value in pinned(flags).items():
         environ.setdefault(name, value)
+    environ[PINNED_THREADS_ENV] = json.dumps({name: environ[name] for name in BLAS_THREAD_VARIABLES})
     return recorded(environ)
+
+
+def restore_job_threads(environ: MutableMapping[str, str] = os.environ) -> None:
+    """In a job: put back the thread counts :func:`pin` chose, which snakemake replaced by the job's
+    ``threads``.  Call it before numpy (or torch) loads; outside the workflow it changes nothing."""
+    chosen = environ.get(PINNED_THREADS_ENV)
+    if chosen:
+        environ.update(json.loads(chosen))
 
 
 def recorded(environ: MutableMapping[str, str] = os.environ) -> dict[str, str | None]:
