@@ -31,10 +31,11 @@ def start_log(smk) -> float:
 def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     """The one entry point of every rule script: ``run_rule(snakemake, main)``.
 
-    Puts back the BLAS thread counts the workflow chose (snakemake replaced them by the job's ``threads``:
-    :func:`trustmass.plumbing.determinism.restore_job_threads`), opens the job's log (:func:`start_log`), checks every declared input that has a provenance sidecar
-    against it (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job
-    before it reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
+    Puts back the BLAS thread counts the workflow chose (snakemake replaced them by the job's
+    ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), opens the job's log
+    (:func:`start_log`), checks every declared input that has a provenance sidecar against it
+    (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job before it
+    reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
     :class:`~trustmass.plumbing.errors.CleanError`, the parquet and safetensors inputs are probed and an
     unreadable one is reported in one line naming it and the fix; any other failure keeps its traceback.
     """
