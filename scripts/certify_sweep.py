@@ -7,23 +7,19 @@ from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log
 
 
 def main(snakemake, started):
-    from trustmass.certification.manifest import RECORD_COLUMNS, sweep_heads, sweep_instances
+    from trustmass.certification.manifest import RECORD_COLUMNS, sweep_budget, sweep_heads, sweep_instances
     from trustmass.certification.runner import sweep_rows
     from trustmass.plumbing.rule_io import checked_capture_path, finish, read_parquets, write_parquet
 
     cfg = snakemake.params.config
     sw = cfg["certification"]["sweep"]
-    if int(sw["budget"]) not in cfg["budgets"]["enumerated"]:
-        sys.exit(
-            f"certification.sweep.budget={sw['budget']} is not in budgets.enumerated={cfg['budgets']['enumerated']}: "
-            "the sweep widens the enumerated pool of that budget; add it to budgets.enumerated or change the sweep budget"
-        )
+    budget = sweep_budget(cfg)
     records = read_parquets(snakemake.input.records, RECORD_COLUMNS)
     heads = sweep_heads(records, int(sw["heads_per_layer"]), int(cfg["seed"]))
-    inst = sweep_instances(records, heads, int(sw["budget"]), cfg["statistics"]["primary_docs"])
+    inst = sweep_instances(records, heads, budget, cfg["statistics"]["primary_docs"])
     print(f"sweep: {heads.height} heads, {inst.height} instances, extras {sw['extras']}")
     if inst.height == 0:
-        sys.exit(f"sweep: no records at s = {sw['budget']} for the sampled heads; nothing to widen")
+        sys.exit(f"sweep: no records at s = {budget} for the sampled heads; nothing to widen")
     rows = sweep_rows(inst, sw["extras"], checked_capture_path, workers=snakemake.threads)
     write_parquet(rows, snakemake.output.rows)
     finish(

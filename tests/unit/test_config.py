@@ -163,7 +163,13 @@ def test_config_slice_names_a_missing_key():
 
 def test_capture_windows_must_cover_snapkv_at_every_budget():
     # s = 40 needs SnapKV's window 20; s = 2 needs window 1 (the row itself, never captured)
-    [line] = problems({"budgets": {"enumerated": [2, 4, 8], "native": [40, 64]}, "capture": {"windows": [2, 4, 32]}})
+    [line] = problems(
+        {
+            "budgets": {"enumerated": [2, 4, 8], "native": [40, 64]},
+            "capture": {"windows": [2, 4, 32]},
+            "certification": {"sweep": {"budget": 8}},
+        }
+    )
     assert line.startswith("config.capture.windows:") and "20 (budget 40)" in line
     assert "fix: capture.windows: [2, 4, 20, 32]" in line
     validate_config({"budgets": {"native": [40]}, "capture": {"windows": [2, 4, 8, 16, 20, 32]}}, SCHEMA)
@@ -262,6 +268,7 @@ def test_a_budget_above_the_first_sampled_row_is_refused():
             "budgets": {"enumerated": [4, 40], "native": [32]},
             "statistics": {"map_budget": 4},
             "capture": {"min_position": 32, "windows": [2, 4, 8, 16, 20, 32]},
+            "certification": {"sweep": {"budget": 4}},
         }
     )
     assert line.startswith("config.budgets.enumerated: 40 above capture.min_position 32")

@@ -47,6 +47,7 @@ TWINS: dict[tuple[str, ...], dict] = {
         "enumeration": {"subset_cap": 4},
         "budgets": {"enumerated": [4]},
         "statistics": {"map_budget": 4},
+        "certification": {"sweep": {"budget": 4}},
     },
     ("access_law.tail_rows", "access_law.dilution_rows"): {
         "access_law": {"enabled": True, "tail_rows": [4096], "dilution_rows": 4096}
@@ -62,6 +63,7 @@ TWINS: dict[tuple[str, ...], dict] = {
         "task_contexts": {"enabled": True, "retrieval_rows": 6}
     },
     ("certification.certifier",): {"certification": {"certifier": "scip"}},
+    ("certification.sweep.budget", "budgets.enumerated"): {"certification": {"sweep": {"budget": 64}}},
     ("diagnostics.projection.rules",): {"diagnostics": {"enabled": True, "projection": {"rules": ["snapkv"]}}},
     ("diagnostics.swaps.pairs",): {"diagnostics": {"enabled": True, "swaps": {"pairs": [["nope", "snapkv"]]}}},
     ("statistics",): {"statistics": {"map_budgett": 8}},

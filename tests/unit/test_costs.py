@@ -51,7 +51,13 @@ def small_config(**overrides) -> dict:
         "task_contexts": {"enabled": False},
         "diagnostics": {"enabled": False},
         "deploy": {"enabled": False},
-        "certification": {"certifier": "bnb", "per_stratum": 2, "n_shards": 3, "time_limit_s": 10},
+        "certification": {
+            "certifier": "bnb",
+            "per_stratum": 2,
+            "n_shards": 3,
+            "time_limit_s": 10,
+            "sweep": {"budget": 16},  # the sweep widens an enumerated budget
+        },
         "loss": {
             "models": ["a"],
             "continuation": 64,

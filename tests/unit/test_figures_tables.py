@@ -221,6 +221,8 @@ budgets:
   native: [16]
 statistics:
   bootstrap: 50
+certification:
+  sweep: {budget: 8}
 """
 
 

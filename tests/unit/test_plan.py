@@ -38,6 +38,7 @@ def resolved(**overrides) -> dict:
         "documents": {"doc_tokens": 512, "n_docs": 5},
         "capture": {"rows_per_head": 6},
         "budgets": {"enumerated": [4, 8, 16]},
+        "certification": {"sweep": {"budget": 16}},  # the sweep widens an enumerated budget
         "study": {"models": ["a", "b"], "corpora": ["x", "y"]},
     }
     config.update(overrides)

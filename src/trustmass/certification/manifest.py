@@ -95,6 +95,17 @@ def sweep_heads(records: pl.DataFrame, heads_per_layer: int, seed: int) -> pl.Da
     return pl.DataFrame(rows, schema={"model": pl.Utf8, "layer": pl.Int64, "head": pl.Int64})
 
 
+def sweep_budget(config: dict) -> int:
+    """certification.sweep.budget, which must be enumerated (the sweep widens that budget's pool)."""
+    from trustmass.core.config_conflict import ConfigConflict
+    from trustmass.plumbing.config import sweep_budget_problem
+
+    problem = sweep_budget_problem(config)
+    if problem:
+        raise ConfigConflict(problem, fields=("certification.sweep.budget", "budgets.enumerated"))
+    return int(config["certification"]["sweep"]["budget"])
+
+
 def sweep_instances(
     records: pl.DataFrame, heads: pl.DataFrame, budget: int = 32, primary_docs: int | None = 3
 ) -> pl.DataFrame:

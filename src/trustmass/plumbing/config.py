@@ -298,7 +298,7 @@ def _cross_field_problems(config: dict) -> list[str]:
         )
     cap = int(enumeration.get("subset_cap", 1))
     problems += [p for s in enumerated if int(s) not in normalised and (p := subset_cap_problem(int(s), cap))]
-    problems += [p for p in (_map_budget_problem(config),) if p]
+    problems += [p for p in (_map_budget_problem(config), sweep_budget_problem(config)) if p]
     problems += _snapkv_window_problems(config)
     problems += _capture_budget_problems(config)
     problems += _headline_problems(config)
@@ -322,6 +322,19 @@ def _map_budget_problem(config: Mapping[str, Any]) -> str | None:
     return (
         f"config.statistics.map_budget: {budget} is not in budgets.enumerated {enumerated}, so the map has no "
         f"records; fix: add {budget} to budgets.enumerated or set map_budget to one of them"
+    )
+
+
+def sweep_budget_problem(config: Mapping[str, Any]) -> str | None:
+    """The cap-widening sweep widens the enumerated pool of certification.sweep.budget (None: it is enumerated);
+    read by the certify_sweep job and at start-up."""
+    budget = ((config.get("certification") or {}).get("sweep") or {}).get("budget")
+    enumerated = (config.get("budgets") or {}).get("enumerated") or []
+    if budget is None or int(budget) in enumerated:
+        return None
+    return (
+        f"config.certification.sweep.budget: {budget} is not in budgets.enumerated {enumerated}: the sweep widens "
+        f"the enumerated pool of that budget; fix: add {budget} to budgets.enumerated or set the sweep budget to one of them"
     )
 
 
