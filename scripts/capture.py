@@ -23,14 +23,14 @@ def main(snakemake, started):
     from trustmass.plumbing.integrity import verify_output
     from trustmass.plumbing.rule_io import finish, write_parquet
     from trustmass.sources.documents import load_documents
-    from trustmass.sources.loading import load_prepared_model, resolve_device, source_record
-    from trustmass.sources.shapes import check_declared_shape, model_shapes
+    from trustmass.sources.loading import load_prepared_model, prepared_shapes, resolve_device, source_record
+    from trustmass.sources.shapes import check_declared_shape
 
     model_name, corpus, doc = (snakemake.wildcards.model, snakemake.wildcards.corpus, snakemake.wildcards.doc)
     settings = dict(snakemake.params.capture["capture"])
     model_dir = Path(snakemake.input.model).parent
 
-    shapes = model_shapes(model_dir)
+    shapes = prepared_shapes(model_dir)
     if snakemake.params.declared:
         check_declared_shape(shapes, snakemake.params.declared, name=model_name)
 

@@ -201,6 +201,17 @@ def test_packaged_rejects_a_mismatched_declared_shape(packaged_tiny, tmp_path):
 # ---- loading a prepared folder ------------------------------------------------------------------------
 
 
+def test_a_capture_reads_the_shapes_prepare_model_recorded(packaged_tiny, tmp_path):
+    """The capture reads them back instead of instantiating the architecture again; equal to recomputing."""
+    out, record, _ = packaged_tiny
+    assert L.prepared_shapes(out) == json.loads(json.dumps(M.model_shapes(out))) == record["shapes"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / M.SOURCE_RECORD).write_text(json.dumps({"source": "local", "dtype": "float32"}))
+    with pytest.raises(SourceError, match=r"records no shapes .*\(rm -r .*old\) and rerun"):
+        L.prepared_shapes(old)
+
+
 def test_a_prepared_folder_loads_as_prepared(packaged_tiny):
     import torch
     from transformers import AutoModelForCausalLM

@@ -10,7 +10,7 @@ from pathlib import Path
 from trustmass.sources.common import SourceError, quiet_progress_bars
 from trustmass.sources.models import DTYPES, SOURCE_RECORD
 
-__all__ = ["check_prepared_files", "load_prepared_model", "resolve_device", "source_record"]
+__all__ = ["check_prepared_files", "load_prepared_model", "prepared_shapes", "resolve_device", "source_record"]
 
 
 def source_record(model_dir: str | os.PathLike) -> dict:
@@ -19,6 +19,19 @@ def source_record(model_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise SourceError(f"{model_dir} has no {SOURCE_RECORD}; prepare it with the prepare_model rule")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def prepared_shapes(model_dir: str | os.PathLike) -> dict:
+    """The attention shapes prepare_model read from this folder (:func:`trustmass.sources.shapes.model_shapes`,
+    kept in its source record): read back, not recomputed, since instantiating the architecture on the meta
+    device costs a capture job about 3 s."""
+    shapes = source_record(model_dir).get("shapes")
+    if shapes is None:
+        raise SourceError(
+            f"{Path(model_dir) / SOURCE_RECORD} records no shapes (written by an older trustmass); prepare the model "
+            f"again: delete the folder (rm -r {model_dir}) and rerun, the prepare_model rule rebuilds it"
+        )
+    return shapes
 
 
 def check_prepared_files(model_dir: str | os.PathLike, record: dict | None = None) -> None:
