@@ -245,7 +245,7 @@ def test_roles_and_contents_are_checked():
     ],
 )
 def test_the_first_heldout_chunk_follows_the_capture_text(documents, heldout, first):
-    from trustmass.plumbing.config import heldout_first_doc
+    from trustmass.plumbing.config_checks import heldout_first_doc
 
     config = copy.deepcopy(DEFAULT)
     config["documents"].update(documents)

@@ -197,7 +197,7 @@ def test_every_job_time_config_conflict_has_a_start_up_twin():
     missing = {fields: where for fields, where in found.items() if fields not in TWINS}
     assert not missing, (
         f"job-time config checks without a start-up twin: {missing}; fix: check the same fields at start-up "
-        "(trustmass.plumbing.config, deploy.names, loss.diagnostic_config ...), ideally through one shared "
+        "(trustmass.plumbing.config_checks, deploy.names, loss.diagnostic_config ...), ideally through one shared "
         "function, and add a violating config to TWINS in this test"
     )
     stale = sorted(set(TWINS) - set(found))

@@ -249,12 +249,13 @@ def test_code_version_without_git_is_unknown(tmp_path, monkeypatch):
 def test_library_sources_follow_imports_within_the_package():
     files = library_sources("trustmass.plumbing.config", relative_to=None)
     names = {f.split("src/trustmass/")[-1] for f in files}
-    # config imports two other trustmass modules, the import-free core.windows and core.subset_cap: itself,
+    # config imports its checks, which import the import-free core.windows and core.subset_cap: itself,
     # those modules and the packages on their way (never the selectors, numpy or numba)
     assert names == {
         "__init__.py",
         "plumbing/__init__.py",
         "plumbing/config.py",
+        "plumbing/config_checks.py",
         "core/__init__.py",
         "core/windows.py",
         "core/subset_cap.py",

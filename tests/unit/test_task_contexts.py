@@ -14,7 +14,7 @@ from unit.test_ceiling_frames import frame, rec
 
 from trustmass.capture import prefill as cap
 from trustmass.core.config_conflict import ConfigConflict
-from trustmass.plumbing.config import MIN_RETRIEVAL_SHARE, retrieval_design_problem
+from trustmass.plumbing.config_checks import MIN_RETRIEVAL_SHARE, retrieval_design_problem
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames import tasks as T
 from trustmass.sources.common import SourceError

@@ -98,7 +98,7 @@ def sweep_heads(records: pl.DataFrame, heads_per_layer: int, seed: int) -> pl.Da
 def sweep_budget(config: dict) -> int:
     """certification.sweep.budget, which must be enumerated (the sweep widens that budget's pool)."""
     from trustmass.core.config_conflict import ConfigConflict
-    from trustmass.plumbing.config import sweep_budget_problem
+    from trustmass.plumbing.config_checks import sweep_budget_problem
 
     problem = sweep_budget_problem(config)
     if problem:

@@ -9,7 +9,7 @@ __all__ = ["subset_cap_problem"]
 
 def subset_cap_problem(s: int, subset_cap: int) -> str | None:
     """What is wrong with a subset cap that admits no extra key at budget ``s`` (None: nothing); the job's
-    check and the start-up one (trustmass.plumbing.config) both read it."""
+    check and the start-up one (trustmass.plumbing.config_checks) both read it."""
     if math.comb(s + 1, s) <= subset_cap:
         return None
     return (

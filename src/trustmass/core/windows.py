@@ -2,7 +2,7 @@
 
 The audit's SnapKV (``selectors.deployed.SnapKV``) votes with the window sum of the last
 ``w = max(1, min(32, s/2))`` rows at budget ``s`` (``s/2`` is ``s // 2``; ``w = 1`` is the row
-itself, which capture never stores).  The config check (``plumbing.config``) asks capture to
+itself, which capture never stores).  The config check (``plumbing.config_checks``) asks capture to
 store every such window at the configured budgets, so that the audit cannot fail hours later.
 
 Deliberately free of imports: the workflow reads it at start-up, through the config check.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plan import layout
-from trustmass.plumbing.config import heldout_first_doc, probe_train_docs_problem
+from trustmass.plumbing.config_checks import heldout_first_doc, probe_train_docs_problem
 
 __all__ = ["LossTargets"]
 

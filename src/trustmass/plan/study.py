@@ -19,7 +19,7 @@ from trustmass.plan.deploy import DeployTargets
 from trustmass.plan.headline import Headline
 from trustmass.plan.loss import LossTargets
 from trustmass.plan.report import ReportTargets
-from trustmass.plumbing.config import task_contexts_first_chunk
+from trustmass.plumbing.config_checks import task_contexts_first_chunk
 
 __all__ = ["Document", "PlanError", "Study"]
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from trustmass.core.config_conflict import ConfigConflict
-from trustmass.plumbing.config import gguf_problem
+from trustmass.plumbing.config_checks import gguf_problem
 from trustmass.sources.common import SourceError, check_name, run_tool, sha256_file, tail
 from trustmass.sources.gguf_convert import convert_gguf, gguf_summary
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes

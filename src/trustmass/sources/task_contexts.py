@@ -21,7 +21,7 @@ for an answer of ``a`` tokens starting at ``P``.  Capture draws ``retrieval_rows
 ``rows_per_head`` sampled rows per (layer, KV head) from them and the rest from the other positions
 (:func:`trustmass.capture.prefill.sample_positions`), so retrieval rows make up
 ``retrieval_rows / rows_per_head`` of the instances: claim 46's design constraint (>= 20 %) is
-checked at start-up (:func:`trustmass.plumbing.config.retrieval_design_problem`), here, and again on
+checked at start-up (:func:`trustmass.plumbing.config_checks.retrieval_design_problem`), here, and again on
 the records.
 
 The module is a source: the capture, ceiling, map and audit stages read its output as an ordinary
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from trustmass.core.config_conflict import ConfigConflict
-from trustmass.plumbing.config import retrieval_design_problem
+from trustmass.plumbing.config_checks import retrieval_design_problem
 from trustmass.sources.common import SourceError, sha256_bytes, sha256_file
 from trustmass.sources.needles import plant
 
