@@ -14,7 +14,19 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-__all__ = ["IDENTITY", "MANIFEST_COLUMNS", "N_DECILES", "RECORD_COLUMNS", "manifest", "sweep_heads", "sweep_instances"]
+from trustmass.core.config_conflict import ConfigConflict
+from trustmass.plumbing.config_checks import sweep_budget_problem
+
+__all__ = [
+    "IDENTITY",
+    "MANIFEST_COLUMNS",
+    "N_DECILES",
+    "RECORD_COLUMNS",
+    "manifest",
+    "sweep_budget",
+    "sweep_heads",
+    "sweep_instances",
+]
 
 IDENTITY = ["model", "corpus", "doc", "layer", "head", "kv_head", "query_pos", "budget"]
 MANIFEST_COLUMNS = [
@@ -97,9 +109,6 @@ def sweep_heads(records: pl.DataFrame, heads_per_layer: int, seed: int) -> pl.Da
 
 def sweep_budget(config: dict) -> int:
     """certification.sweep.budget, which must be enumerated (the sweep widens that budget's pool)."""
-    from trustmass.core.config_conflict import ConfigConflict
-    from trustmass.plumbing.config_checks import sweep_budget_problem
-
     problem = sweep_budget_problem(config)
     if problem:
         raise ConfigConflict(problem, fields=("certification.sweep.budget", "budgets.enumerated"))
