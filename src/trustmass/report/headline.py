@@ -20,8 +20,12 @@ group and population:
   alpha = 0, both compared numbers 0), null otherwise.  The claims report shows such a row and
   judges nothing on it.
 
-:class:`HeadlineValue` declares where a value is read from in a statistics frame;
-:func:`rows_from_frame` turns a frame into rows, :func:`row` makes one row by hand.
+:class:`HeadlineValue` declares where a value is read from in a statistics frame -- its frame, column,
+filter, grouping, interval, degenerate-input flag and the values the statistic can take at all -- so adding a
+claim value is one declaration; :func:`declared_rows` reads every declaration of a stage from its frames,
+:func:`rows_from_frame` one declaration from one frame; :func:`row` makes one row by hand (the theory's
+worked examples only).  ``tests/unit/test_can_fail.py`` builds, for every declaration, a frame on which the
+paper's statement is false and checks the answer flips.
 """
 
 from __future__ import annotations
@@ -36,7 +40,15 @@ import polars as pl
 
 from trustmass.report.claims.data import claim as claim_of
 
-__all__ = ["HEADLINE_SCHEMA", "HeadlineValue", "check_value", "headline_frame", "row", "rows_from_frame"]
+__all__ = [
+    "HEADLINE_SCHEMA",
+    "HeadlineValue",
+    "check_value",
+    "declared_rows",
+    "headline_frame",
+    "row",
+    "rows_from_frame",
+]
 
 HEADLINE_SCHEMA = {
     "claim_id": pl.Int64,
@@ -66,7 +78,12 @@ class HeadlineValue:
     the frame first (column -> allowed values; how symbolic values such as "map" resolve is the
     producing module's business); ``at`` names dimensions the whole frame is computed at, with no
     column for them (the map budget, budgets ``"pooled"``), added to every row's group after ``keys``;
-    ``n_column`` counts the records behind the estimate.
+    ``n_column`` counts the records behind the estimate; ``flag`` names the column that says why a row's
+    estimate cannot speak to the claim (a degenerate input: both arms of a comparison at the floor), null where
+    it can; ``context`` the columns a formula bound is evaluated at (``N``, ``s``, ...); ``domain`` the values the
+    statistic can take on any data this configuration allows (a share lies in [0, 1], a count of conditions up to
+    the run's count): a claim whose statement covers the whole domain cannot fail and must say so in the claims
+    file (``by_construction`` or ``configured``).
     """
 
     claim: int
@@ -79,6 +96,9 @@ class HeadlineValue:
     n_column: str = "n"
     at: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    flag: str | None = None
+    context: tuple[str, ...] = ()
+    domain: tuple[float, float] = (-math.inf, math.inf)
 
 
 def check_value(claim: int, value: str) -> None:
@@ -160,9 +180,32 @@ def rows_from_frame(spec: HeadlineValue, frame: pl.DataFrame, source: str | None
                 models=models,
                 n_excluded=rec.get("n_degenerate"),
                 source=source or f"{spec.source}.{spec.column}",
+                context={k: rec[k] for k in spec.context} if spec.context else None,
+                uninformative=rec.get(spec.flag) if spec.flag else None,
             )
         )
     return out
+
+
+def _filtered(spec: HeadlineValue, frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame rows meeting the declaration's literal ``where`` (a column -> one value or a tuple of them)."""
+    for col, allowed in spec.where.items():
+        values = list(allowed) if isinstance(allowed, (tuple, list)) else [allowed]
+        frame = frame.filter(pl.col(col).is_in(values))
+    return frame
+
+
+def declared_rows(specs: Sequence[HeadlineValue], frames: Mapping[str, pl.DataFrame]) -> list[dict]:
+    """The rows of every declaration, each read from its frame (filtered by its literal ``where``); a frame the
+    run did not make (a stage switched off) gives no rows.  Symbolic ``where`` values (the map budget) are
+    resolved by the producing module before it calls this."""
+    rows: list[dict] = []
+    for spec in specs:
+        frame = frames.get(spec.source)
+        if frame is None or frame.height == 0:
+            continue
+        rows += rows_from_frame(spec, _filtered(spec, frame))
+    return rows
 
 
 def headline_frame(rows: Sequence[dict]) -> pl.DataFrame:

@@ -1,35 +1,54 @@
 """The answers a claim value gets (the statuses of an :class:`Axis`), how cells' outcomes become one
 answer (:func:`tally`) and several answers one (:func:`combine`); shared by the size and direction
-comparisons (:mod:`trustmass.report.claims.size`, :mod:`trustmass.report.claims.direction`)."""
+comparisons (:mod:`trustmass.report.claims.size`, :mod:`trustmass.report.claims.direction`), the claims
+and the summary (:mod:`trustmass.report.claims.report`).
+
+One aggregation at every level -- cells into a value's answer, populations into one, values into a claim's:
+
+* **agrees** only when every item is answered and agrees;
+* **contradicted** when any answered item disagrees (is contradicted);
+* **partial** when some items agree and the rest cannot answer;
+* otherwise no answer, the most telling reason first, in one order everywhere (:data:`NO_ANSWER_ORDER`):
+  *uninformative* (the cells exist but none can decide), *not produced* (no cell), *by construction* (the
+  statement cannot fail on any data), *not comparable* (the number is set by the run's configuration).
+
+Items that are *by construction* or *not comparable* cannot be answered by any run of this configuration:
+they are listed beside the answer, never counted among the items to answer (``k of n``).
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trustmass.report.claims.cells import Cell
+from trustmass.report.claims.decision import Outcome, fmt
 
 __all__ = [
     "AGREES",
+    "ANSWERED",
     "AXIS_STATUSES",
     "BY_CONSTRUCTION",
-    "DISAGREES",
-    "JUDGED",
-    "MIXED",
+    "CONTRADICTED",
     "NOT_COMPARABLE",
     "NOT_PRODUCED",
+    "NO_ANSWER_ORDER",
+    "PARTIAL",
+    "UNANSWERABLE",
     "UNINFORMATIVE",
     "Axis",
     "Outcome",
     "combine",
+    "counted",
+    "decisive_of",
     "fmt",
     "interval",
+    "shown",
     "span",
     "tally",
 ]
 
-AGREES, DISAGREES, MIXED = "agrees", "disagrees", "mixed"
+AGREES, CONTRADICTED, PARTIAL = "agrees", "contradicted", "partial"
 UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED = (
     "uninformative",
     "not comparable",
@@ -37,28 +56,26 @@ UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED = (
     "not produced",
 )
 #: the answers that are verdicts
-JUDGED = (AGREES, DISAGREES, MIXED)
-#: every answer an axis can give, most telling first
-AXIS_STATUSES = (AGREES, DISAGREES, MIXED, UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED)
-
-#: a cell's answer: meets it (True), misses it (False), or why it cannot tell (text)
-Outcome = bool | str
+ANSWERED = (AGREES, CONTRADICTED, PARTIAL)
+#: the reasons for no answer, most telling first: the one order of every level
+NO_ANSWER_ORDER = (UNINFORMATIVE, NOT_PRODUCED, BY_CONSTRUCTION, NOT_COMPARABLE)
+#: no run of this configuration can answer these: not counted among the items to answer
+UNANSWERABLE = (BY_CONSTRUCTION, NOT_COMPARABLE)
+#: every answer an axis can give
+AXIS_STATUSES = ANSWERED + NO_ANSWER_ORDER
 
 
 @dataclass(frozen=True)
 class Axis:
-    """One answer (direction or size) for one value: a status of :data:`AXIS_STATUSES`, why, and how it was compared."""
+    """One answer (direction or size) for one value: a status of :data:`AXIS_STATUSES`, why, how it was
+    compared, and how many of its cells answered (``answered`` of ``cells``)."""
 
     status: str
     reason: str
     kind: str = ""
-
-
-def fmt(x: float) -> str:
-    """Four significant digits; counts of a thousand or more in full (48,816, not 4.882e+04)."""
-    if math.isfinite(x) and x == int(x) and abs(x) >= 1000:
-        return f"{int(x):,}"
-    return f"{x:.4g}"
+    answered: int = 0
+    cells: int = 0
+    decisive: tuple[str, ...] = ()  # the cells that decided it: those that disagree, else those that agree
 
 
 def span(cells: Sequence[Cell]) -> str:
@@ -70,31 +87,60 @@ def interval(c: Cell) -> str:
     return f"[{fmt(c.low)}, {fmt(c.high)}]"
 
 
-def tally(kind: str, outcomes: Sequence[Outcome], detail: str) -> Axis:
-    """Every informative cell meeting it: agrees; none: disagrees; some: mixed; no informative cell:
-    uninformative (with the cells' reasons)."""
-    known = [o for o in outcomes if isinstance(o, bool)]
-    unknown = sorted({o for o in outcomes if isinstance(o, str)})
-    if not known:
-        return Axis(UNINFORMATIVE, "; ".join(unknown) or "no cell to judge", kind)
-    n, k = len(known), sum(known)
-    status = AGREES if k == n else DISAGREES if k == 0 else MIXED
-    cells = f"{k} of {n} cells agree; " if n > 1 else ""
-    skipped = f"; {len(outcomes) - n} uninformative ({'; '.join(unknown)})" if unknown else ""
-    return Axis(status, f"{cells}{detail}{skipped}", kind)
+def shown(cell: Cell) -> str:
+    """A cell as the report names it: its group, estimate and 95 % interval."""
+    ci = f" {interval(cell)}" if cell.has_interval and cell.high > cell.low else ""
+    return f"{cell.label()} {fmt(cell.estimate)}{ci}"
+
+
+def tally(kind: str, outcomes: Sequence[Outcome], detail: str, cells: Sequence[Cell] = ()) -> Axis:
+    """Cells' outcomes as one answer (module docstring).  Every cell is counted: one that cannot decide
+    keeps a value from agreeing, and its reason is kept.  ``cells`` (one per outcome) name the decisive ones."""
+    n = len(outcomes)
+    agree = sum(o is True for o in outcomes)
+    disagree = sum(o is False for o in outcomes)
+    unknown = list(dict.fromkeys(o for o in outcomes if isinstance(o, str)))
+    if n == 0:
+        return Axis(UNINFORMATIVE, "no cell to judge", kind)
+    if disagree:
+        status = CONTRADICTED
+    elif agree == n:
+        status = AGREES
+    elif agree:
+        status = PARTIAL
+    else:
+        return Axis(UNINFORMATIVE, "; ".join(unknown), kind, 0, n)
+    counts = f"{agree} of {n} cells agree, {disagree} disagree" if disagree else f"{agree} of {n} cells agree"
+    undecided = f"; {n - agree - disagree} cannot decide: {'; '.join(unknown)}" if unknown else ""
+    decided = [c for c, o in zip(cells, outcomes) if o is (status == AGREES or status == PARTIAL)]
+    return Axis(
+        status, f"{counts}; {detail}{undecided}", kind, agree + disagree, n, tuple(shown(c) for c in decided[:6])
+    )
+
+
+def decisive_of(axes: Sequence[Axis], status: str) -> tuple[str, ...]:
+    """The decisive cells of several answers combined into ``status``: the contradicting ones' when
+    contradicted, else the agreeing ones'."""
+    wanted = (CONTRADICTED,) if status == CONTRADICTED else (AGREES, PARTIAL)
+    return tuple(d for a in axes if a.status in wanted for d in a.decisive)[:6]
+
+
+def counted(statuses: Sequence[str]) -> list[str]:
+    """The statuses of the items a run can answer (those neither by construction nor not comparable)."""
+    return [s for s in statuses if s not in UNANSWERABLE]
 
 
 def combine(statuses: Sequence[str]) -> str:
-    """The answer of several answers: the verdicts all agree / all disagree, else mixed; without a
-    verdict, the most telling non-verdict (uninformative before not comparable before not produced)."""
-    verdicts = [s for s in statuses if s in JUDGED]
-    if verdicts:
-        if all(s == AGREES for s in verdicts):
-            return AGREES
-        if all(s == DISAGREES for s in verdicts):
-            return DISAGREES
-        return MIXED
-    for status in (UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION):
+    """The answer of several answers (module docstring): contradicted if any is; agrees if every item that can
+    be answered agrees; partial if some are answered; else the first reason of :data:`NO_ANSWER_ORDER`."""
+    items = counted(statuses)
+    if CONTRADICTED in items:
+        return CONTRADICTED
+    if items and all(s == AGREES for s in items):
+        return AGREES
+    if any(s in ANSWERED for s in items):
+        return PARTIAL
+    for status in NO_ANSWER_ORDER:
         if status in statuses:
             return status
     return NOT_PRODUCED

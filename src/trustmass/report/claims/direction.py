@@ -1,54 +1,41 @@
 """The direction answer: is the sign, trend or order the paper states reproduced?
 
-positive / negative: each cell on the stated side of 0 (or of ``than``); an interval reaching it leaves
-the cell uninformative.  above / below: each cell against the cell of the ``than`` value in the same
-group.  increasing / decreasing: the first and last cell along ``along`` in each series.  order: every
-pair of groups the paper gives apart numbers (or ranges) comes out in its order.  Overlapping intervals
-leave an order open.  The paper's ``exceptions`` must not show the direction (significantly).
+The same decision rule as the size (:func:`~trustmass.report.claims.decision.decide`), on a half-line:
+positive / negative: each cell against (than, inf) / (-inf, than), ``than`` 0 unless stated.  above /
+below: the difference of the cell and the ``than`` value's cell in the same group, against (0, inf).
+increasing / decreasing: the last cell minus the first along ``along`` in each series.  order: every pair of
+groups the paper gives apart numbers (or ranges).  A difference's interval holds every difference of the two
+intervals (:func:`~trustmass.report.claims.decision.difference`), so overlapping intervals cannot decide.
+The paper's ``exceptions`` must show the opposite: an exception agrees where its cell disagrees with the
+stated direction, and cannot decide where its cell cannot.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trustmass.report.claims.axes import BY_CONSTRUCTION, UNINFORMATIVE, Axis, Outcome, fmt, interval, span, tally
+from trustmass.report.claims.axes import BY_CONSTRUCTION, UNINFORMATIVE, Axis, Outcome, fmt, span, tally
 from trustmass.report.claims.cells import Cell, StudyModels, matches, matches_any
+from trustmass.report.claims.decision import Band, decide, difference
 from trustmass.report.claims.model import Value
 from trustmass.report.claims.size import number
 
 __all__ = ["describe_conditions", "direction"]
 
-
-def _sign_outcome(cell: Cell, threshold: float, positive: bool, strict: bool, exception: bool) -> Outcome:
-    """Is the cell on the stated side of ``threshold``?  An exception must *not* be (significantly) there."""
-    problem = cell.uninformative or (None if math.isfinite(cell.estimate) else f"the estimate is {cell.estimate:g}")
-    if problem:
-        return problem
-    crosses = cell.crosses(threshold)
-    side = (
-        (cell.estimate > threshold or (not strict and cell.estimate == threshold))
-        if positive
-        else (cell.estimate < threshold or (not strict and cell.estimate == threshold))
-    )
-    if exception:
-        return crosses or not side
-    if crosses:
-        return f"{cell.label()}: its 95 % interval {interval(cell)} includes {fmt(threshold)}"
-    return side
+#: a stated order or trend: the difference of the two cells is positive
+_UPWARD = Band.above(0.0, True, "> 0")
 
 
-def _order_outcome(a: Cell, b: Cell) -> Outcome:
-    """Is a above b?  Overlapping intervals leave the order open."""
-    for c in (a, b):
-        if c.uninformative:
-            return c.uninformative
-        if not math.isfinite(c.estimate):
-            return f"the estimate is {c.estimate:g}"
-    if a.overlaps(b):
-        return f"{a.label()}: the intervals {interval(a)} and {interval(b)} overlap"
-    return a.estimate > b.estimate
+def _flip(outcome: Outcome, exception: bool) -> Outcome:
+    """An exception the paper names must not show the direction: its decided outcome turns round."""
+    return (not outcome) if exception and isinstance(outcome, bool) else outcome
+
+
+def _order_outcome(higher: Cell, lower: Cell) -> tuple[Cell, Outcome]:
+    """Is ``higher`` above ``lower``?  The decision rule on their difference (returned with it)."""
+    diff = difference(higher, lower)
+    return diff, decide(diff, _UPWARD)
 
 
 def _rest(cell: Cell, dim: str | None) -> tuple:
@@ -76,22 +63,28 @@ def direction(
     if stated in ("positive", "negative"):
         threshold = float(value.than) if value.than is not None else 0.0
         strict = value.strict or value.direction is not None
-        out = [_sign_outcome(c, threshold, stated == "positive", strict, exception(c)) for c in cells]
-        side = ">" if stated == "positive" else "<"
-        return tally("sign", out, f"regenerated {span(cells)}: {side} {fmt(threshold)} stated{note}")
+        side = (
+            Band.above(threshold, strict, f"> {fmt(threshold)}")
+            if stated == "positive"
+            else Band.below(threshold, strict, f"< {fmt(threshold)}")
+        )
+        out = [_flip(decide(c, side), exception(c)) for c in cells]
+        return tally("sign", out, f"regenerated {span(cells)}: {side.text()} stated{note}", cells)
     if stated in ("above", "below"):
         other = {tuple(sorted(c.group.items())): c for c in others.get(value.than, [])}
         out: list[Outcome] = []
+        compared: list[Cell] = []
         for c in cells:
             twin = other.get(tuple(sorted(c.group.items())))
             if twin is None:
+                compared.append(c)
+                out.append(f"{c.label()}: no {value.than} cell in the same group to compare with")
                 continue
             higher, lower = (c, twin) if stated == "above" else (twin, c)
-            got = _order_outcome(higher, lower)
-            out.append((not got) if exception(c) and isinstance(got, bool) else got)
-        if not out:
-            return Axis(UNINFORMATIVE, f"no cell of {value.than} in the same group to compare with", stated)
-        return tally("order", out, f"{value.name} {stated} {value.than}{note}")
+            diff, got = _order_outcome(higher, lower)
+            compared.append(diff)
+            out.append(_flip(got, exception(c)))
+        return tally("order", out, f"{value.name} {stated} {value.than}{note}", compared)
     if stated in ("increasing", "decreasing"):
         series: dict[tuple, list[Cell]] = {}
         for c in cells:
@@ -100,9 +93,11 @@ def direction(
         runs = [sorted(s, key=lambda c: number(c.group[value.along])) for s in series.values() if len(s) >= 2]
         if not runs:
             return Axis(UNINFORMATIVE, f"no group has two {value.along} values to show a trend", "trend")
-        out = [_order_outcome(s[-1], s[0]) if stated == "increasing" else _order_outcome(s[0], s[-1]) for s in runs]
+        decided = [_order_outcome(s[-1], s[0]) if stated == "increasing" else _order_outcome(s[0], s[-1]) for s in runs]
         ends = "; ".join(f"{fmt(s[0].estimate)} → {fmt(s[-1].estimate)}" for s in runs[:4])
-        return tally("trend", out, f"{stated} along {value.along}: {ends}")
+        return tally(
+            "trend", [o for _, o in decided], f"{stated} along {value.along}: {ends}", [d for d, _ in decided]
+        )
     return _order(value, cells, models)
 
 
@@ -118,15 +113,15 @@ def _order(value: Value, cells: Sequence[Cell], models: StudyModels) -> Axis:
         for key in stated:
             if matches(c, dim, key, models):
                 series.setdefault(_rest(c, dim), {})[key] = c
-    out: list[Outcome] = []
+    decided: list[tuple[Cell, Outcome]] = []
     # a pair is ordered where the paper's numbers (or ranges, end to end) are apart
     pairs = [(a, b) for a in stated for b in stated if stated[a][0] > stated[b][1]]
     for groups in series.values():
-        out += [_order_outcome(groups[a], groups[b]) for a, b in pairs if a in groups and b in groups]
-    if not out:
+        decided += [_order_outcome(groups[a], groups[b]) for a, b in pairs if a in groups and b in groups]
+    if not decided:
         return Axis(UNINFORMATIVE, f"no two of the paper's {dim} groups were regenerated side by side", "order")
     order = " > ".join(str(k) for k in sorted(stated, key=lambda k: -sum(stated[k])))
-    return tally("order", out, f"the paper's order {order}")
+    return tally("order", [o for _, o in decided], f"the paper's order {order}", [d for d, _ in decided])
 
 
 def describe_conditions(conditions: Mapping[str, Any]) -> str:

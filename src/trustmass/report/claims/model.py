@@ -94,6 +94,7 @@ DIMENSIONS = frozenset(
         "method",
         "layer",
         "comparison",
+        "device",
     }
 )
 #: which records a claim is computed on: the 3-doc primary slice, the 20-doc full records, the 960
@@ -208,6 +209,9 @@ class Value:
     needs: str | None = None  # what a run needs to produce the value (when no default run does)
     source: str | None = None
     note: str | None = None
+    quote: str | None = None  # the words of the spec's sentence the value is transcribed from
+    config_keys: tuple[str, ...] = ()  # the config keys that set the number (configured) or its construction
+    timing: bool = False  # a time or a ratio of times: judged only where measured on a CUDA device
 
     def bounds(self) -> tuple[float, float]:
         """The stated interval of the overall value: range/ci_within (low, high); upper (-inf, value);
@@ -276,6 +280,7 @@ class Claim:
     spec_refs: tuple[str, ...]
     repro_note: str | None = None
     note: str | None = None
+    short: str | None = None  # a few words that name the claim in the summary
 
     def value(self, name: str) -> Value:
         for v in self.values:

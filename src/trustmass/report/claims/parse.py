@@ -52,7 +52,7 @@ _CLAIM_KEYS_REQUIRED = (
     "figure_table",
     "spec_refs",
 )
-_CLAIM_KEYS_OPTIONAL = ("repro_note", "note")
+_CLAIM_KEYS_OPTIONAL = ("repro_note", "note", "short")
 _VALUE_KEYS_REQUIRED = ("name", "kind", "unit")
 _VALUE_KEYS_OPTIONAL = (
     "value",
@@ -82,10 +82,14 @@ _VALUE_KEYS_OPTIONAL = (
     "reading",
     "alternative",
     "needs",
+    "quote",
+    "config_keys",
+    "timing",
 )
 _ROLE_KEYS_REQUIRED = ("paper_model", "hub_ids", "plays")
 _ROLE_KEYS_OPTIONAL = ("group_size",)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+_CONFIG_KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 _FRACTION = re.compile(r"^-?\d+/\d+$")
 #: kinds stated by low/high (or by with [low, high] pairs)
 _INTERVAL_KINDS = ("range", "ci_within")
@@ -259,7 +263,7 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
     for key in ("text", "statistic"):
         if not (isinstance(entry.get(key), str) and entry.get(key).strip()):
             problems.append(f"{where}.{key}: must be non-empty text")
-    for key in ("repro_note", "note"):
+    for key in ("repro_note", "note", "short"):
         if key in entry and not (isinstance(entry[key], str) and entry[key].strip()):
             problems.append(f"{where}.{key}: must be non-empty text when present (or leave it out)")
     population = entry.get("population")
@@ -314,6 +318,7 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
         spec_refs=tuple(refs),
         repro_note=entry.get("repro_note"),
         note=entry.get("note"),
+        short=entry.get("short"),
     )
 
 
@@ -411,6 +416,14 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}.by_construction: says why a stated direction cannot fail; the value states none")
     if "alternative" in raw and not isinstance(raw["alternative"], bool):
         problems.append(f"{where}.alternative: must be true or false")
+    keys = raw.get("config_keys", [])
+    if not (isinstance(keys, list) and all(isinstance(k, str) and _CONFIG_KEY.match(k) for k in keys)):
+        problems.append(f"{where}.config_keys: must be a list of dotted config keys, e.g. [documents.n_docs]")
+        keys = []
+    if "by_construction" in raw and not keys:
+        problems.append(f"{where}.config_keys: a by_construction value names the config keys its construction rests on")
+    if "timing" in raw and not isinstance(raw["timing"], bool):
+        problems.append(f"{where}.timing: must be true or false")
     if raw.get("alternative") and "reading" not in raw:
         problems.append(f"{where}.alternative: an alternative reading needs `reading:` (how the sentence is read)")
 
@@ -450,7 +463,7 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
     if not (isinstance(over, list) and all(isinstance(o, str) and _SNAKE.match(o) for o in over)):
         problems.append(f"{where}.over: must be a list of snake_case dimensions, e.g. [model, budget]")
         over = []
-    for key in ("source", "note"):
+    for key in ("source", "note", "quote"):
         if key in raw and not (isinstance(raw[key], str) and raw[key].strip()):
             problems.append(f"{where}.{key}: must be non-empty text")
     if len(problems) > n_before:
@@ -486,6 +499,9 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         along=along,
         source=raw.get("source"),
         note=raw.get("note"),
+        quote=raw.get("quote"),
+        config_keys=tuple(keys),
+        timing=raw.get("timing", False),
     )
 
 

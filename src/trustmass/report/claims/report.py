@@ -5,36 +5,41 @@ in :data:`~trustmass.report.headline.HEADLINE_SCHEMA`), the run's models as the 
 (:class:`~trustmass.report.claims.cells.StudyModels`: roles, paper arms) and the run's resolved
 configuration (what it implies for the values it sets: :mod:`trustmass.report.claims.configured`).
 Each value is judged (:func:`~trustmass.report.claims.verdicts.judge`) on the population its claim
-states (primary slice, manifest and head subset: ``primary``; all documents: ``all``; unstated: both,
-combined).  A claim's direction and size combine its values' (an ``alternative`` reading is shown,
-not counted); the summary counts them apart for the paper's own models and for analogues.
+states (primary slice, manifest and head subset: ``primary``; all documents: ``all``; unstated: both).
+A claim is answered as a whole, per axis: ``k of n`` of its values answered, *agrees* only when every
+value is answered and agrees, *contradicted* when any answered value disagrees, *partial* otherwise
+(:func:`~trustmass.report.claims.axes.combine`; an ``alternative`` reading is shown, not counted).  The
+summary lists the claim ids under each answer, for the theory, the paper's own models and analogues apart.
+The Markdown rendering: :mod:`trustmass.report.claims.markdown`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import polars as pl
 
-from trustmass.report.claims.configured import implied
-from trustmass.report.claims.model import Claim, Value
-from trustmass.report.claims.verdicts import (
+from trustmass.report.claims.axes import (
+    AGREES,
+    ANSWERED,
     BY_CONSTRUCTION,
-    JUDGED,
+    CONTRADICTED,
+    NO_ANSWER_ORDER,
     NOT_COMPARABLE,
     NOT_PRODUCED,
+    PARTIAL,
+    UNANSWERABLE,
     UNINFORMATIVE,
     Axis,
-    StudyModels,
-    Verdict,
     combine,
-    judge,
 )
+from trustmass.report.claims.configured import implied
+from trustmass.report.claims.model import Claim, Value
+from trustmass.report.claims.verdicts import StudyModels, Verdict, is_selected, judge
 from trustmass.report.headline import HEADLINE_SCHEMA
 
-__all__ = ["CLAIM_STATUSES", "JUDGED_POPULATIONS", "KEY", "build", "markdown"]
+__all__ = ["ANSWERED_CLAIM", "CLAIM_STATUSES", "JUDGED_POPULATIONS", "KEY", "QUALITATIVE", "SIDES", "build"]
 
 #: which regenerated population a claim's stated population is judged on
 JUDGED_POPULATIONS = {
@@ -48,23 +53,30 @@ JUDGED_POPULATIONS = {
 }
 _BOTH = ("primary", "all")
 _SHOWN = ("by_key", "by_value", "estimate", "low", "high", "n_instances", "n_docs", "models", "source", "uninformative")
-JUDGED_CLAIM, QUALITATIVE = "judged", "qualitative"
-#: a claim's status: judged (direction or size answered), or why not
-CLAIM_STATUSES = (JUDGED_CLAIM, UNINFORMATIVE, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_PRODUCED, QUALITATIVE)
-#: the key to the statuses, printed at the top of claims.md (and in the README)
+ANSWERED_CLAIM, QUALITATIVE = "answered", "qualitative"
+#: a claim's status: answered (its direction or size), or why not, in the one order of reasons
+CLAIM_STATUSES = (ANSWERED_CLAIM, *NO_ANSWER_ORDER, QUALITATIVE)
+#: the key to the answers, printed at the top of claims.md (and summarised in the README)
 KEY = (
-    "Each value of each claim gets two answers. **Direction**: is the sign, trend or order the paper states "
-    "reproduced? **Size**: is the number within the paper's value or range (half a unit of its printed digits, "
-    'never more than 10 % of the number; 20 % where the paper says "about")? Each answers *agrees* (every '
-    "informative cell), *disagrees* (none) or *mixed*; or it does not answer: *not comparable* (the number is set by "
-    "the run's configuration -- an instance count, a byte share s/N, a count of conditions -- or is a protocol "
-    "setting; the report shows what the configuration implies), *uninformative* (the cells exist but cannot speak: "
-    "a degenerate input, an infinite cap, a 95 % interval wider than the claim's own scale or across zero where the "
-    "sign matters, overlapping intervals where an order is stated, a filter that matched nothing), *by construction* "
-    "(the stated trend cannot fail on any data) or *not produced* (the reason names the missing stage, role or input). "
-    "An *analogue* is a value judged on models that are not the paper's own checkpoints: its direction is what it "
-    "can show; its size is a comparison, not a replication. The summary counts claims answered by the theory (worked "
-    "examples and bounds, exact on any model), on the paper's own checkpoints and on analogues apart."
+    "**The decision rule** (one rule for every number, range, bound, count, sign and order; "
+    "`trustmass.report.claims.decision`). The paper's statement is a band: its number widened by half a unit of "
+    'its printed digits (at most 10 % of the number; 20 % where it says "about"), a range so widened at each end, '
+    "a bound a half-line, a count exact, a sign or an order the half-line above 0 of the stated difference. A "
+    "regenerated cell **agrees** when its whole 95 % interval lies inside the band -- an equivalence test by two "
+    "one-sided tests (Schuirmann 1987; Lakens 2017) -- and, against an open-ended band, is no wider than the "
+    "claim's own scale; it **disagrees** when its whole interval lies outside the band, at any width; otherwise "
+    "it **cannot decide** (its interval reaches across an edge of the band, or the producer flagged a degenerate "
+    "comparison such as both arms at the floor), and says why. A cell without an interval is an interval of "
+    "zero width: its estimate decides. "
+    "**One aggregation** for cells into a value, values into a claim: *agrees* only when every item is answered "
+    "and agrees; *contradicted* when any answered item disagrees; *partial* when some agree and the rest cannot "
+    "answer (k of n answered). No answer, most telling first: *uninformative* (cells exist, none can decide), "
+    "*not produced* (no cell; the reason names the missing stage, role or input), *by construction* (the "
+    "statement cannot fail on any data) and *not comparable* (the number is set by the run's configuration or "
+    "is a protocol setting); values of the last two kinds are listed apart, never counted among the n. "
+    "**Direction** (the sign, trend or order the paper states) is what a result on *analogues* -- models that "
+    "are not the paper's own checkpoints -- can show; their **size** is a comparison of numbers, not a "
+    "replication."
 )
 
 
@@ -125,7 +137,16 @@ def _direction_text(value: Value) -> str | None:
 
 
 def _axis(axis: Axis | None) -> dict | None:
-    return None if axis is None else {"status": axis.status, "reason": axis.reason, "kind": axis.kind}
+    if axis is None:
+        return None
+    return {
+        "status": axis.status,
+        "reason": axis.reason,
+        "kind": axis.kind,
+        "answered": axis.answered,
+        "cells": axis.cells,
+        "decisive": list(axis.decisive),
+    }
 
 
 def _missing_reason(claim: Claim, value: Value, produced_stages: set[str]) -> str:
@@ -161,26 +182,36 @@ def _judge_population(
 
 
 def _combined(verdicts: list[Verdict], which: str) -> dict | None:
-    """One axis over the judged populations (reasons of the populations that answered)."""
+    """One axis over the judged populations, combined by the one aggregation (reasons of the telling ones)."""
     axes = [getattr(v, which) for v in verdicts if getattr(v, which) is not None]
     if not axes:
         return None
     status = combine([a.status for a in axes])
     telling = [a for a in axes if a.status == status] or axes
-    if status not in JUDGED:  # one reason: the fullest (a population with rows adds what this run regenerated)
+    if status not in ANSWERED:  # one reason: the fullest (a population with rows adds what this run regenerated)
         telling = [max(telling, key=lambda a: len(a.reason))]
-    return {"status": status, "reason": " | ".join(dict.fromkeys(a.reason for a in telling)), "kind": telling[0].kind}
+    decisive = [d for a in axes if a.status == status for d in a.decisive]
+    return {
+        "status": status,
+        "reason": " | ".join(dict.fromkeys(a.reason for a in telling)),
+        "kind": telling[0].kind,
+        "answered": max(a.answered for a in axes),
+        "cells": max(a.cells for a in axes),
+        "decisive": list(dict.fromkeys(decisive))[:6],
+    }
+
+
+def _first_reason(statuses: Iterable[str]) -> str:
+    present = set(statuses)
+    return next((s for s in NO_ANSWER_ORDER if s in present), NOT_PRODUCED)
 
 
 def value_status(direction: Mapping | None, size: Mapping | None) -> str:
-    """One word for a value: judged when either axis answered, else its most telling non-answer."""
+    """One word for a value: answered when either axis answered, else its first reason in the one order."""
     statuses = [a["status"] for a in (direction, size) if a is not None]
-    if any(s in JUDGED for s in statuses):
-        return JUDGED_CLAIM
-    for status in (UNINFORMATIVE, NOT_PRODUCED, NOT_COMPARABLE, BY_CONSTRUCTION):
-        if status in statuses:
-            return status
-    return NOT_PRODUCED
+    if any(s in ANSWERED for s in statuses):
+        return ANSWERED_CLAIM
+    return _first_reason(statuses)
 
 
 def _judge_value(
@@ -195,7 +226,10 @@ def _judge_value(
             "size": _axis(verdict.size),
             "analogue": verdict.analogue,
             "judged": population in judged_in,
-            "regenerated": [{k: r.get(k) for k in _SHOWN} for r in rows_of(claim.id, value.name, population)],
+            "regenerated": [
+                {**{k: r.get(k) for k in _SHOWN}, "judged": population in judged_in and is_selected(value, r, models)}
+                for r in rows_of(claim.id, value.name, population)
+            ],
         }
         if population in judged_in:
             judged.append(verdict)
@@ -208,6 +242,7 @@ def _judge_value(
         "role": value.role,
         "paper": _paper_text(value),
         "paper_direction": _direction_text(value),
+        "quote": value.quote,
         "configured": value.configured,
         "reading": value.reading,
         "alternative": value.alternative,
@@ -220,21 +255,42 @@ def _judge_value(
     }
 
 
+def claim_axis(values: list[dict], which: str) -> dict | None:
+    """A claim's answer on one axis: its counted values' answers combined; ``answered`` of ``values`` (those a
+    run can answer), ``apart`` (by construction or set by the configuration), the values that decided it."""
+    items = [(v["name"], v[which]) for v in values if not v["alternative"] and v[which]]
+    if not items:
+        return None
+    statuses = [a["status"] for _, a in items]
+    status = combine(statuses)
+    answerable = [(name, a) for name, a in items if a["status"] not in UNANSWERABLE]
+    wanted = (CONTRADICTED,) if status == CONTRADICTED else (AGREES, PARTIAL)
+    return {
+        "status": status,
+        "answered": sum(a["status"] in ANSWERED for _, a in answerable),
+        "values": len(answerable),
+        "apart": len(items) - len(answerable),
+        "decisive": [name for name, a in answerable if a["status"] in wanted],
+    }
+
+
 def _claim_entry(claim: Claim, values: list[dict]) -> dict:
+    direction, size = claim_axis(values, "direction"), claim_axis(values, "size")
+    axes = [a["status"] for a in (direction, size) if a]
+    if not values:
+        status = QUALITATIVE
+    elif any(s in ANSWERED for s in axes):
+        status = ANSWERED_CLAIM
+    else:
+        status = _first_reason(axes)
     counted = [v for v in values if not v["alternative"]]
-    direction = (
-        combine([v["direction"]["status"] for v in counted if v["direction"]])
-        if any(v["direction"] for v in counted)
-        else None
-    )
-    size = combine([v["size"]["status"] for v in counted if v["size"]]) if any(v["size"] for v in counted) else None
-    status = QUALITATIVE if not values else value_status(*({"status": s} if s else None for s in (direction, size)))
-    analogue = sorted({v["analogue"] for v in counted if v["analogue"] and v["status"] == JUDGED_CLAIM})
+    analogue = sorted({v["analogue"] for v in counted if v["analogue"] and v["status"] == ANSWERED_CLAIM})
     return {
         "id": claim.id,
         "section": claim.section,
         "stage": list(claim.stage),
         "population": claim.population,
+        "short": claim.short,
         "text": claim.text,
         "note": claim.note,
         "values": values,
@@ -256,15 +312,17 @@ def _side(entry: Mapping) -> str:
 
 
 def _summary(entries: list[dict]) -> dict:
-    """Claims with an answer, split by what answered (the theory, the paper's models, analogues): per axis,
-    how many agree, disagree or are mixed."""
-    out = {}
+    """The claim ids under each answer, per side (the theory, the paper's models, analogues) and axis, and the
+    ids of the claims without an answer under their reason."""
+    out: dict[str, Any] = {}
     for side in SIDES:
-        mine = [e for e in entries if e["status"] == JUDGED_CLAIM and _side(e) == side]
-        out[side] = {"claims": len(mine)}
+        mine = [e for e in entries if e["status"] == ANSWERED_CLAIM and _side(e) == side]
+        out[side] = {"claims": [e["id"] for e in mine]}
         for axis in ("direction", "size"):
-            answered = [e[axis] for e in mine if e[axis] in JUDGED]
-            out[side][axis] = {s: answered.count(s) for s in JUDGED}
+            out[side][axis] = {s: [e["id"] for e in mine if e[axis] and e[axis]["status"] == s] for s in ANSWERED}
+    out["not answered"] = {
+        s: [e["id"] for e in entries if e["status"] == s] for s in CLAIM_STATUSES if s != ANSWERED_CLAIM
+    }
     return out
 
 
@@ -295,6 +353,7 @@ def build(
     return {
         "models": run_models,
         "roles": dict(models.roles),
+        "mapping": _mapping(run_models, models),
         "paper_arms": sorted(models.paper_arms),
         "note": _note(run_models, models),
         "key": KEY,
@@ -302,6 +361,18 @@ def build(
         "summary": _summary(entries),
         "claims": entries,
     }
+
+
+def _mapping(run_models: list[str], models: StudyModels) -> list[str]:
+    """Which run model stands in for which paper model (printed once, not per row)."""
+    out = []
+    for model in run_models:
+        paper = models.paper_model_of(model)
+        roles = sorted(r for r, m in models.roles.items() if m == model)
+        arm = model in models.paper_arms
+        plays = f"plays {paper} ({', '.join(roles)})" if paper else "plays no paper model's role"
+        out.append(f"{model} {'is the paper' + chr(39) + 's own checkpoint and ' if arm else ''}{plays}")
+    return out
 
 
 def _note(run_models: list[str], models: StudyModels) -> str:
@@ -315,111 +386,3 @@ def _note(run_models: list[str], models: StudyModels) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------- markdown
-
-
-def summary_table(report: Mapping) -> list[str]:
-    """The summary as Markdown rows: answered claims per side and axis, then the claims without an answer."""
-    lines = [
-        "| claims answered | claims | direction agrees | disagrees | mixed | size agrees | disagrees | mixed |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for side, s in report["summary"].items():
-        d, z = s["direction"], s["size"]
-        lines.append(
-            f"| {'on ' + side if side != 'theory' else 'theory (no model)'} | {s['claims']} | {d['agrees']} | "
-            f"{d['disagrees']} | {d['mixed']} | "
-            f"{z['agrees']} | {z['disagrees']} | {z['mixed']} |"
-        )
-    counts = report["counts"]
-    rest = ", ".join(f"{counts[s]} {s}" for s in CLAIM_STATUSES if s != JUDGED_CLAIM and counts.get(s))
-    return lines + ["", f"Not answered: {rest}." if rest else "Every claim answered."]
-
-
-def markdown(report: dict) -> str:
-    roles = ", ".join(f"{role}: {model}" for role, model in sorted(report["roles"].items())) or "none"
-    lines = [
-        "# Claims report",
-        "",
-        f"Models of this run: {', '.join(report['models']) or 'none'} (roles: {roles}).",
-        "",
-        f"> {report['note']}",
-        "",
-        report["key"],
-        "",
-        *summary_table(report),
-        "",
-        "| # | claim | value | paper | regenerated (primary slice) | regenerated (all docs) | direction | size | why, notes |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for entry in report["claims"]:
-        text = _clip(entry["text"], 90)
-        if not entry["values"]:
-            lines.append(
-                f"| {entry['id']} | {text} | — | — | — | — | — | — | qualitative: the claim states no number |"
-            )
-        for i, v in enumerate(entry["values"]):
-            scale = 100.0 if v["unit"] == "percent" else 1.0
-            name = v["name"] + (" (alternative reading, not counted)" if v["alternative"] else "")
-            paper = v["paper"] + (f"; {v['paper_direction']}" if v["paper_direction"] else "")
-            lines.append(
-                f"| {entry['id'] if i == 0 else ''} | {text if i == 0 else ''} | {name} | {_esc(paper)} | "
-                f"{_cell(v['primary'], scale)} | {_cell(v['all'], scale)} | {_answer(v['direction'])} | {_answer(v['size'])} | "
-                f"{_why(v)} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def _esc(text: str) -> str:
-    return str(text).replace("|", "\\|")
-
-
-def _clip(text: str, limit: int) -> str:
-    text = _esc(text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _answer(axis: Mapping | None) -> str:
-    return "—" if axis is None else axis["status"]
-
-
-def _why(value: Mapping, limit: int = 260) -> str:
-    parts = []
-    for label, axis in (("direction", value["direction"]), ("size", value["size"])):
-        if axis is not None:
-            parts.append(f"{label}: {axis['reason']}")
-    if value.get("analogue"):
-        parts.append(f"analogue ({value['analogue']})")
-    if value.get("reading"):
-        parts.append(f"read as: {value['reading']}")
-    return _clip("; ".join(parts), limit)
-
-
-def _nan(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _number(x: float) -> str:
-    """Counts as integers (19,440), everything else to four significant digits."""
-    if math.isfinite(x) and x == int(x) and abs(x) >= 1000:
-        return f"{int(x):,}"
-    return f"{x:.4g}"
-
-
-def _cell(result: Mapping, scale: float = 1.0) -> str:
-    """The regenerated estimates in the claim's unit (fractions x 100 for a percent claim), with their
-    95 % intervals: one cell as "est [lo, hi]", several as the span of estimates and of interval ends."""
-    regs = [r for r in result["regenerated"] if not _nan(r["estimate"])]
-    if not regs:
-        return "—"
-    unit = "%" if scale == 100.0 else ""
-    with_ci = [r for r in regs if not _nan(r.get("low")) and not _nan(r.get("high"))]
-    if len(regs) == 1:
-        r = regs[0]
-        ci = f" [{_number(r['low'] * scale)}, {_number(r['high'] * scale)}]" if with_ci else ""
-        return f"{_number(r['estimate'] * scale)}{unit}{ci}"
-    ests = [r["estimate"] * scale for r in regs]
-    ci = ""
-    if with_ci:
-        ci = f"; intervals within [{_number(min(r['low'] for r in with_ci) * scale)}, {_number(max(r['high'] for r in with_ci) * scale)}]"
-    return f"{_number(min(ests))}..{_number(max(ests))}{unit} ({len(regs)} cells{ci})"

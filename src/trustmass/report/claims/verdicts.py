@@ -3,41 +3,43 @@
 * **direction** -- the sign, trend or order the paper states (``direction:`` in ``data/claims.yaml``,
   or the sign a bound at zero states): is it reproduced?  This is what a result on models that are not
   the paper's can show.
-* **size** -- the paper's number or range, met within :func:`~trustmass.report.claims.model.tolerance`
-  (half a unit of its printed digits, at most 10 % of the number; 20 % for "about X").
+* **size** -- the paper's number or range, widened by
+  :func:`~trustmass.report.claims.model.tolerance` (half a unit of its printed digits, at most 10 % of the
+  number; 20 % for "about X").
 
-Each axis answers ``agrees`` (every informative cell meets it), ``disagrees`` (none does) or ``mixed``;
-or it does not answer:
+Both are one decision rule (:mod:`trustmass.report.claims.decision`): a cell agrees when its whole 95 %
+interval lies inside the paper's band, disagrees when it lies wholly outside, and otherwise cannot decide
+(the reason is kept and the cell counted).  A value's cells combine into one answer
+(:mod:`trustmass.report.claims.axes`): ``agrees`` only when every cell agrees, ``contradicted`` when any
+disagrees, ``partial`` when some agree and the rest cannot decide; or no answer:
 
-* ``not comparable`` (size only) -- the number is set by the run's configuration (``configured:``: an
-  instance count, a byte share s/N, a count of conditions) or is a protocol setting (``role:
-  parameter``); the report shows what the configuration implies instead;
-* ``uninformative`` -- the cells exist but cannot speak to it: a degenerate input the producer flagged
-  (hit rates all 0, an infinite Wilson cap, a probe at alpha = 0), an infinite estimate, a 95 %
-  interval wider than the claim's own scale or across zero where the sign matters, two intervals that
-  overlap where an order is stated, a filter that matched no cell;
+* ``uninformative`` -- cells exist but none can decide: a degenerate input the producer flagged (both arms
+  of a comparison at the floor, a method at the floor on every item, an infinite Wilson cap, a probe at
+  alpha = 0), an infinite estimate, an interval across the band's edge, a filter that matched no cell;
+* ``not produced`` -- no cell;
 * ``by construction`` (direction only) -- the stated trend cannot fail on any data (``by_construction:``);
-* ``not produced`` -- no cell.
+* ``not comparable`` (size only) -- the number is set by the run's configuration (``configured:``) or is a
+  protocol setting (``role: parameter``); the report shows what the configuration implies instead.
 
 ========== ======================================================================================
-size kind  a cell agrees when
+size kind  the band a cell's interval must lie inside
 ========== ======================================================================================
-range      its estimate lies in [low, high] (± tolerance)
-upper      its estimate <= value (< when ``strict``); a ``formula`` is evaluated per cell
-lower      its estimate >= value (> when ``strict``)
-count      its estimate equals the integer
-ratio      its estimate equals k (of n)
-identity   its estimate equals the value to 1e-12 relative (also a point stated as an exact fraction)
-point      its 95 % interval (± tolerance) contains the value; without one, the estimate is within
-           tolerance; ``extreme: max|min`` compares the largest / smallest estimate over the cells
-ci_within  its 95 % interval lies inside [low, high] (± tolerance)
+range      [low, high], each end widened by its tolerance
+point      value ± tolerance; ``extreme: max|min`` judges the largest / smallest cell
+upper      (-inf, value] (< when ``strict``); a ``formula`` is evaluated per cell
+lower      [value, inf) (> when ``strict``)
+count      the integer, exactly
+ratio      k (of n), exactly
+identity   the value to 1e-12 relative (also a point stated as an exact fraction)
+ci_within  [low, high] widened as a range; a cell without an interval cannot decide
 ========== ======================================================================================
 
-A value stated per group (``by``) is judged per group, the groups combined; ``exceptions`` (the groups
-the paper names as exceptions) are left out of the size and must *not* show the direction; ``exclude``
-drops groups another claim judges.  Percent values compare the regenerated fraction x 100.
+A value stated per group (``by``) is judged per group, the groups combined, and a stated group the run did
+not regenerate is an item without an answer; ``exceptions`` (the groups the paper names as exceptions) are
+left out of the size and must show the opposite direction; ``exclude`` drops groups another claim judges.
+Percent values compare the regenerated fraction x 100.
 
-The answers and how they combine: :mod:`~trustmass.report.claims.axes`; the size comparisons:
+The answers and how they combine: :mod:`~trustmass.report.claims.axes`; the size bands:
 :mod:`~trustmass.report.claims.size`; the direction: :mod:`~trustmass.report.claims.direction`; here, which
 cells a value is judged on (:func:`select`) and the two answers together (:func:`judge`).
 """
@@ -50,13 +52,13 @@ from typing import Any
 
 from trustmass.report.claims.axes import (
     AGREES,
+    ANSWERED,
     AXIS_STATUSES,
     BY_CONSTRUCTION,
-    DISAGREES,
-    JUDGED,
-    MIXED,
+    CONTRADICTED,
     NOT_COMPARABLE,
     NOT_PRODUCED,
+    PARTIAL,
     UNINFORMATIVE,
     Axis,
     combine,
@@ -70,13 +72,13 @@ from trustmass.report.claims.size import IDENTITY_RELATIVE, range_over_groups, s
 
 __all__ = [
     "AGREES",
+    "ANSWERED",
     "AXIS_STATUSES",
     "BY_CONSTRUCTION",
-    "DISAGREES",
+    "CONTRADICTED",
     "IDENTITY_RELATIVE",
-    "JUDGED",
-    "MIXED",
     "NOT_COMPARABLE",
+    "PARTIAL",
     "NOT_PRODUCED",
     "UNINFORMATIVE",
     "Axis",
@@ -84,6 +86,7 @@ __all__ = [
     "StudyModels",
     "Verdict",
     "combine",
+    "is_selected",
     "judge",
     "role_unplayed",
 ]
@@ -158,6 +161,15 @@ def judge(
     if not rows or not any(not missing(r.get("estimate")) for r in rows):
         verdict = _not_produced(value, missing_reason)
         return replace(verdict, size=fixed or verdict.size)
+    if value.timing:
+        timed_on = sorted({c.group.get("device", "an unrecorded device") for c in cells})
+        cells = [c for c in cells if c.group.get("device", "").startswith("cuda")]
+        if not cells:
+            return _not_produced(
+                value,
+                f"a timing: the paper's are an H100's, and this run timed on {', '.join(timed_on)}; "
+                f"needs {value.needs or 'a run on a CUDA device'}",
+            )
     if not cells:
         empty = Axis(UNINFORMATIVE, f"no regenerated cell matches {_describe_filters(value)}")
         return Verdict(empty if value.stated_direction else None, fixed or (empty if value.has_size else None))
@@ -194,6 +206,13 @@ def select(value: Value, cells: Sequence[Cell], models: StudyModels) -> list[Cel
             c for c in out if (dim not in c.group and dim != "model") or any(matches(c, dim, k, models) for k in keys)
         ]
     return out
+
+
+def is_selected(value: Value, row: Mapping[str, Any], models: StudyModels) -> bool:
+    """Whether a regenerated row is one of the cells the value is judged on (:func:`select`)."""
+    if missing(row.get("estimate")):
+        return False
+    return bool(select(value, [Cell.from_row(row)], models))
 
 
 def _describe_filters(value: Value) -> str:

@@ -1,0 +1,232 @@
+"""The claims report as Markdown (``results/claims.md``; its HTML view is drawn from it).
+
+The first screen answers "what reproduced": the run's models and whom they stand in for (once), then the
+claim ids under each answer, direction and size apart, and the claims without an answer under their reason.
+Then the key (the decision rule), one line per claim (its answers, k of n values, the decisive cells) and,
+per claim, its values with their reasons in full and the cells they were judged on; the cells of a
+population the claim is not judged on, or outside the value's filters, sit behind a fold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from trustmass.report.claims.axes import AGREES, ANSWERED, CONTRADICTED, PARTIAL
+from trustmass.report.claims.report import ANSWERED_CLAIM, CLAIM_STATUSES, QUALITATIVE
+
+__all__ = ["claim_label", "markdown", "readme_lines", "summary_lines"]
+
+_AXES = (("direction", "direction (the sign, trend or order stated)"), ("size", "size (the paper's number)"))
+_SIDE_NAMES = {"theory": "the theory (no model)", "paper models": "the paper's own models", "analogues": "analogues"}
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def claim_label(entry: Mapping, limit: int = 64) -> str:
+    """A few words naming a claim: its ``short`` title, else its sentence cut at a word."""
+    if entry.get("short"):
+        return entry["short"]
+    text = " ".join(str(entry["text"]).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + " …"
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(map(str, ids)) if ids else "none"
+
+
+def _answer(axis: Mapping | None) -> str:
+    """"agrees (2 of 2 values)", "contradicted (1 of 3 answered)", "not produced", "—"."""
+    if axis is None:
+        return "—"
+    apart = f"; {axis['apart']} set apart" if axis.get("apart") else ""
+    if axis["status"] in ANSWERED:
+        return f"{axis['status']} ({axis['answered']} of {axis['values']} values answered{apart})"
+    return axis["status"] + (f" ({axis['values']} values{apart})" if axis.get("values") else "")
+
+
+def summary_lines(report: Mapping) -> list[str]:
+    """What reproduced: the claim ids under each answer, per axis, per side; then the unanswered ones."""
+    summary = report["summary"]
+    lines = [
+        "| answered on | claims | | " + " | ".join(title for _, title in _AXES) + " |",
+        "|---|---|---|---|---|",
+    ]
+    for side in ("analogues", "paper models", "theory"):
+        s = summary[side]
+        if not s["claims"]:
+            lines.append(f"| {_SIDE_NAMES[side]} | 0 | | | |")
+            continue
+        for i, status in enumerate(ANSWERED):
+            cells = [f"{len(s[axis][status])}: {_ids(s[axis][status])}" for axis, _ in _AXES]
+            first = f"| {_SIDE_NAMES[side]} | {len(s['claims'])} " if i == 0 else "| | "
+            lines.append(f"{first}| {status} | " + " | ".join(cells) + " |")
+    rest = summary["not answered"]
+    lines += [
+        "",
+        "Not answered: "
+        + "; ".join(f"{status} ({len(rest[status])}): {_ids(rest[status])}" for status in CLAIM_STATUSES[1:])
+        + ".",
+    ]
+    return lines
+
+
+def _listing(report: Mapping, axis: str, status: str, sides: Sequence[str]) -> list[str]:
+    ids = [i for side in sides for i in report["summary"][side][axis][status]]
+    entries = {e["id"]: e for e in report["claims"]}
+    return [f"- **{i}** {claim_label(entries[i])}" for i in sorted(ids)]
+
+
+def readme_lines(report: Mapping) -> list[str]:
+    """What reproduced and what was contradicted, by claim id and a few words each (the README's block)."""
+    sides = ("analogues", "paper models")
+    out = []
+    for axis, title in (("direction", "Direction reproduced"), ("size", "Size reproduced")):
+        listed = _listing(report, axis, AGREES, sides)
+        out += [f"**{title}** ({len(listed)} claims, every value answered and agreeing):", "", *(listed or ["- none"]), ""]
+    for axis in ("direction", "size"):
+        listed = _listing(report, axis, CONTRADICTED, sides)
+        out += [f"**Contradicted in {axis}** ({len(listed)} claims):", "", *(listed or ["- none"]), ""]
+    partial = sorted({i for side in sides for a, _ in _AXES for i in report["summary"][side][a][PARTIAL]})
+    theory = report["summary"]["theory"]["claims"]
+    rest = report["summary"]["not answered"]
+    out += [
+        f"Partial (some values answered, none contradicted): {_ids(partial)}. Theory (exact on any model): "
+        f"{_ids(theory)}. Not answered: "
+        + "; ".join(f"{s} {_ids(rest[s])}" for s in CLAIM_STATUSES[1:] if rest[s])
+        + ".",
+    ]
+    return out
+
+
+def _number(x: float) -> str:
+    if math.isfinite(x) and x == int(x) and abs(x) >= 1000:
+        return f"{int(x):,}"
+    return f"{x:.4g}"
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _cell_text(row: Mapping, scale: float) -> str:
+    unit = "%" if scale == 100.0 else ""
+    est = f"{_number(row['estimate'] * scale)}{unit}"
+    if not _nan(row.get("low")) and not _nan(row.get("high")):
+        est += f" [{_number(row['low'] * scale)}, {_number(row['high'] * scale)}]"
+    return est
+
+
+def _cells_table(rows: Sequence[Mapping], scale: float) -> list[str]:
+    lines = ["| group | estimate [95 % interval] | records | docs | models | flagged |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        group = ", ".join(f"{k}={v}" for k, v in zip(str(r["by_key"]).split(","), str(r["by_value"]).split(",")))
+        lines.append(
+            f"| {_esc(group) if r.get('by_key') else 'overall'} | {_cell_text(r, scale)} | "
+            f"{r.get('n_instances') if r.get('n_instances') is not None else ''} | "
+            f"{r.get('n_docs') if r.get('n_docs') is not None else ''} | {_esc(r.get('models') or '')} | "
+            f"{_esc(r.get('uninformative') or '')} |"
+        )
+    return lines
+
+
+def _value_block(value: Mapping) -> list[str]:
+    scale = 100.0 if value["unit"] == "percent" else 1.0
+    paper = value["paper"] + (f"; {value['paper_direction']}" if value["paper_direction"] else "")
+    head = f"**{value['name']}**" + (" (an alternative reading: shown, not counted)" if value["alternative"] else "")
+    quote = f' -- "{value["quote"]}"' if value.get("quote") else ""
+    lines = [f"- {head}: paper {_esc(paper)}{quote}"]
+    for axis in ("direction", "size"):
+        a = value[axis]
+        if a is not None:
+            lines.append(f"  - {axis}: **{a['status']}** -- {_esc(a['reason'])}")
+    for extra in ("reading", "note"):
+        if value.get(extra):
+            lines.append(f"  - {'read as' if extra == 'reading' else 'note'}: {_esc(value[extra])}")
+    judged = [r for p in ("primary", "all") for r in value[p]["regenerated"] if r.get("judged")]
+    other = [(p, r) for p in ("primary", "all") for r in value[p]["regenerated"] if not r.get("judged")]
+    if judged:
+        lines += ["", *_cells_table(judged, scale), ""]
+    if other:
+        lines += [
+            "<details><summary>"
+            f"{len(other)} cells not judged (another population, or outside the value's filters)</summary>",
+            "",
+            *_cells_table([dict(r, by_key=f"population,{r['by_key'] or ''}".rstrip(","),
+                                by_value=f"{p},{r['by_value'] or ''}".rstrip(",")) for p, r in other], scale),
+            "",
+            "</details>",
+            "",
+        ]
+    return lines
+
+
+def _decisive(entry: Mapping) -> str:
+    """The cells that decided the claim's answers (the contradicting ones where contradicted)."""
+    parts = []
+    values = {v["name"]: v for v in entry["values"]}
+    for axis, _ in _AXES:
+        a = entry[axis]
+        if not a or a["status"] not in ANSWERED:
+            continue
+        for name in a["decisive"][:2]:
+            cells = (values[name][axis] or {}).get("decisive") or []
+            if cells:
+                parts.append(f"{axis} {name}: {'; '.join(cells[:2])}")
+    return _esc(" · ".join(parts))
+
+
+def markdown(report: Mapping) -> str:
+    """The whole report (module docstring)."""
+    counts = report["counts"]
+    mapping = report.get("mapping") or []
+    lines = [
+        "# Claims report",
+        "",
+        f"**Models**: {'; '.join(mapping) or 'none'}.",
+        "",
+        f"> {report['note']}",
+        "",
+        f"## What reproduced ({counts.get(ANSWERED_CLAIM, 0)} of {len(report['claims'])} claims answered)",
+        "",
+        *summary_lines(report),
+        "",
+        *readme_lines(report),
+        "",
+        "## The key",
+        "",
+        report["key"],
+        "",
+        "## Every claim, one line",
+        "",
+        "| # | claim | direction | size | decisive cells |",
+        "|---|---|---|---|---|",
+    ]
+    for e in report["claims"]:
+        if e["status"] == QUALITATIVE:
+            lines.append(f"| {e['id']} | {_esc(claim_label(e))} | — | — | qualitative: the claim states no number |")
+            continue
+        lines.append(
+            f"| {e['id']} | {_esc(claim_label(e))} | {_answer(e['direction'])} | {_answer(e['size'])} | "
+            f"{_decisive(e) or e['status']} |"
+        )
+    lines += ["", "## The values, claim by claim", ""]
+    for e in report["claims"]:
+        lines += [f"### {e['id']}. {_esc(e['text'])}", ""]
+        if e["status"] == QUALITATIVE:
+            lines += ["Qualitative: the claim states no number.", ""]
+            continue
+        lines += [
+            f"Direction: {_answer(e['direction'])}. Size: {_answer(e['size'])}."
+            + (f" Analogue: {e['analogue']}." if e.get("analogue") else ""),
+            "",
+        ]
+        for v in e["values"]:
+            lines += _value_block(v)
+        lines.append("")
+    return "\n".join(lines) + "\n"
