@@ -7,7 +7,8 @@ def main(snakemake, started):
     from trustmass.plumbing.provenance import atomic_write, write_json
     from trustmass.plumbing.rule_io import finish, read_parquets
     from trustmass.report.claims.data import load_claims
-    from trustmass.report.claims.report import build, markdown
+    from trustmass.report.claims.markdown import markdown
+    from trustmass.report.claims.report import build
     from trustmass.report.claims.roles import study_models
     from trustmass.report.html_page import markdown_page
 

@@ -91,7 +91,12 @@ rule claims_report:
     input:
         headline=[stats_path(f) for f in ACTIVE_HEADLINE_FRAMES],
         claims=CLAIMS_FILE,
-        code=library_code("trustmass.report.claims.report", "trustmass.report.claims.roles", "trustmass.plumbing.rule_io"),
+        code=library_code(
+            "trustmass.report.claims.report",
+            "trustmass.report.claims.markdown",
+            "trustmass.report.claims.roles",
+            "trustmass.plumbing.rule_io",
+        ),
     output:
         html=report(layout.CLAIMS["html"], caption="../report/claims.rst", category="Claims"),
         md=layout.CLAIMS["md"],
