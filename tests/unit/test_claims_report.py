@@ -1,11 +1,12 @@
-"""The claims report: structure, populations, the two answers, the summary and the key (verdicts
-themselves: test_verdicts.py)."""
+"""The claims report: structure, populations, the two answers, every claim answered as a whole, the summary
+and the key (verdicts themselves: test_verdicts.py and test_decision_rule.py)."""
 
 import polars as pl
 import pytest
 
 from trustmass.report.claims.data import load_claims, model_roles
-from trustmass.report.claims.report import CLAIM_STATUSES, KEY, build, markdown
+from trustmass.report.claims.markdown import markdown
+from trustmass.report.claims.report import CLAIM_STATUSES, KEY, build
 from trustmass.report.claims.verdicts import StudyModels
 from trustmass.report.headline import HEADLINE_SCHEMA, headline_frame, row
 
@@ -17,7 +18,7 @@ def _entry(report, cid):
 
 
 def test_build_marks_unproduced_claims_and_counts_every_status():
-    rows = [row(24, "median_c_hat", 0.03, "all", by={"model": "m", "budget": 8}, low=0.02, high=0.04, models="m")]
+    rows = [row(24, "median_c_hat", 0.03, "all", by={"model": "m", "budget": 8}, low=0.025, high=0.04, models="m")]
     report = build(
         load_claims(), headline_frame(rows), ANALOGUE, produced_stages={"INST", "STAT", "CAP"}, run_models=["m"]
     )
@@ -27,17 +28,41 @@ def test_build_marks_unproduced_claims_and_counts_every_status():
     # claim 24's population is unstated: both populations are judged, and only "all" has a row
     assert c24["all"]["size"]["status"] == "agrees" and c24["primary"]["size"]["status"] == "not produced"
     assert c24["size"]["status"] == "agrees" and c24["analogue"] == "m for Qwen2.5-1.5B"
-    assert _entry(report, 24)["status"] == "judged" and _entry(report, 24)["size"] == "agrees"
+    entry = _entry(report, 24)
+    assert entry["status"] == "answered" and entry["size"]["status"] == "partial"
+    assert entry["size"]["answered"] == 1 and entry["size"]["values"] == 2 and entry["size"]["apart"] == 1
     assert _entry(report, 6)["status"] == "not produced"  # a deployment claim whose stage has not run
     assert "its stage (DEP) did not run" in _entry(report, 6)["values"][0]["all"]["direction"]["reason"]
     assert _entry(report, 7)["status"] == "qualitative"  # states no number
-    assert report["summary"]["analogues"]["claims"] >= 1 and report["summary"]["analogues"]["size"]["agrees"] >= 1
+    assert 24 in report["summary"]["analogues"]["claims"] and 24 in report["summary"]["analogues"]["size"]["partial"]
     text = markdown(report)
-    assert "| 24 |" in text and "0.021–0.047" in text and "analogue (m for Qwen2.5-1.5B)" in text
-    assert (
-        KEY in text and "| on analogues |" in text and "| on paper models |" in text and "| theory (no model) |" in text
-    )
-    assert report["summary"]["theory"]["claims"] == 0  # no theory claim was regenerated here
+    assert "| 24 |" in text and "0.021–0.047" in text and "m plays Qwen2.5-1.5B (reference)" in text
+    assert KEY in text and "| analogues |" in text and "| the theory (no model) |" in text
+    assert report["summary"]["theory"]["claims"] == []  # no theory claim was regenerated here
+
+
+def test_a_claim_agrees_only_when_every_value_is_answered_and_agrees():
+    """Claim 13 states two values; one answered and agreeing is partial, both agreeing agree, one
+    contradicting contradicts (issue 36, item 2)."""
+    def claim13(*rows):
+        return _entry(build(load_claims(), headline_frame(list(rows)), ANALOGUE, {"INST"}, ["m"]), 13)
+
+    at = {"group_size": 3, "budget": 8}
+    degraded = row(13, "vote_degraded_share", 0.80, "all", by=at, models="m")
+    improved = row(13, "vote_improved_share", 0.08, "all", by=at, models="m")
+    far = row(13, "vote_improved_share", 0.50, "all", by=at, models="m")
+    one = claim13(degraded)
+    assert one["size"]["status"] == "partial" and (one["size"]["answered"], one["size"]["values"]) == (1, 2)
+    assert claim13(degraded, improved)["size"]["status"] == "agrees"
+    assert claim13(degraded, far)["size"]["status"] == "contradicted"
+    assert claim13(degraded, far)["size"]["decisive"] == ["vote_improved_share"]
+
+
+def test_one_order_of_reasons_for_values_and_claims():
+    """A claim whose result is not produced reads 'not produced', not the 'not comparable' of its setting
+    (the default's claim 100 read 'not comparable' though its Kendall tau was not produced)."""
+    report = build(load_claims(), pl.DataFrame(schema=HEADLINE_SCHEMA), ANALOGUE, {"STAT"}, ["m"])
+    assert _entry(report, 100)["status"] == "not produced"
 
 
 def test_a_claim_stated_on_the_primary_slice_is_judged_there_only():
@@ -49,16 +74,16 @@ def test_a_claim_stated_on_the_primary_slice_is_judged_there_only():
     report = build(load_claims(), headline_frame(rows), ANALOGUE, {"AUD"}, ["m"])
     value = _entry(report, 105)["values"][0]
     assert value["primary"]["judged"] and not value["all"]["judged"]
-    assert value["all"]["size"]["status"] == "disagrees" and value["size"]["status"] == "agrees"
+    assert value["all"]["size"]["status"] == "contradicted" and value["size"]["status"] == "agrees"
 
 
-def test_populations_that_disagree_make_a_value_mixed():
+def test_populations_that_disagree_make_a_value_contradicted():
     rows = [
         row(2, "median_c_hat", 0.03, "primary", by={"model": "m", "budget": 8}, models="m"),
         row(2, "median_c_hat", 0.09, "all", by={"model": "m", "budget": 8}, models="m"),
     ]
     report = build(load_claims(), headline_frame(rows), ANALOGUE, {"STAT"}, ["m"])
-    assert _entry(report, 2)["size"] == "mixed"
+    assert _entry(report, 2)["size"]["status"] == "contradicted"
 
 
 def test_alternative_readings_are_shown_and_not_counted():
@@ -72,8 +97,8 @@ def test_alternative_readings_are_shown_and_not_counted():
         values["median_gap_change_points"]["size"]["status"] == "agrees"
         and values["median_gap_change_points"]["alternative"]
     )
-    assert _entry(report, 19)["size"] == "disagrees"  # the reading used for the verdict
-    assert "alternative reading, not counted" in markdown(report)
+    assert _entry(report, 19)["size"]["status"] == "contradicted"  # the reading used for the verdict
+    assert "an alternative reading: shown, not counted" in markdown(report)
 
 
 def test_configuration_set_values_show_what_the_configuration_implies():
@@ -109,10 +134,29 @@ def test_headline_rows_name_an_existing_claim_value():
         row(24, "no_such_value", 0.1, "all")
 
 
-def test_several_cells_show_their_interval_span():
+def test_the_report_shows_judged_cells_and_folds_the_rest():
     rows = [
         row(2, "median_c_hat", 0.03, "all", by={"model": "m", "budget": s}, low=0.02, high=0.04 + s / 1000, models="m")
         for s in (4, 8)
     ]
     text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"STAT"}, ["m"]))
-    assert "(2 cells; intervals within [2%, 4.8%])" in text or "(2 cells; intervals within [2, 4.8]" in text
+    assert "| model=m, budget=4 | 3% [2, 4.4] |" in text
+    # claim 105 is judged on the primary slice: its "all" row sits behind the fold
+    rows = [
+        row(105, "top_mass_label_rate", 0.19, "primary", by={"model": "m", "budget": 8}, models="m"),
+        row(105, "top_mass_label_rate", 0.60, "all", by={"model": "m", "budget": 8}, models="m"),
+    ]
+    text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"AUD"}, ["m"]))
+    section = text[text.index("### 105.") :]
+    section = section[: section.index("### 106.")]
+    judged, folded = section.split("<details>")
+    assert "| model=m, budget=8 | 19% |" in judged and "60%" not in judged
+    assert "population=all, model=m, budget=8 | 60% |" in folded
+
+
+def test_reasons_are_printed_whole():
+    reason = "x" * 400
+    rows = [row(76, "hit_rate_change", 0.0, "all", by={"model": "m", "variant": "doc_rows_ranking"}, models="m",
+                uninformative=reason)]
+    text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"RETR"}, ["m"]))
+    assert reason in text

@@ -15,7 +15,15 @@ import pytest
 from trustmass.report.claims.configured import IMPLIED, Implied
 from trustmass.report.claims.data import claim, load_claims, model_roles, parse_claims
 from trustmass.report.claims.model import ClaimsFileError, Value, half_unit, tolerance
-from trustmass.report.claims.verdicts import AGREES, DISAGREES, MIXED, NOT_COMPARABLE, UNINFORMATIVE, StudyModels, judge
+from trustmass.report.claims.verdicts import (
+    AGREES,
+    CONTRADICTED,
+    NOT_COMPARABLE,
+    PARTIAL,
+    UNINFORMATIVE,
+    StudyModels,
+    judge,
+)
 
 ROLES = model_roles()
 #: every paper model played by a run model of the same name that *is* the paper's checkpoint
@@ -120,15 +128,14 @@ def _perfect(value: Value, x):
 
 
 def _twice_off(value: Value, x):
-    """2x the paper's number, away from what it states (the farther end of a range; a bound's wrong side)."""
+    """2x the paper's number, away from what it states (the farther end of a range; a bound's wrong side); a
+    stated interval (ci_within) moved wholly beyond its upper end."""
     if isinstance(x, tuple):
         end = max((float(x[0]), float(x[1])), key=abs)
         off = 2 * end if end else 1.0
-        return (
-            (float(x[0]), off)
-            if value.kind == "ci_within" and off > float(x[1])
-            else (off if value.kind != "ci_within" else (off, float(x[1])))
-        )
+        if value.kind == "ci_within":
+            return (off, off + float(x[1]) - float(x[0]))
+        return off
     x_ = float(x)
     if value.kind == "lower":
         return x_ / 2 if x_ > 0 else x_ - max(1.0, abs(x_))
@@ -146,9 +153,9 @@ def test_the_papers_own_size_agrees_and_twice_it_disagrees(cid, value):
     for bad_key, bad_x in stated:  # one group 2x off: no longer agrees
         estimates = {k: (_twice_off(value, x) if k == bad_key else _perfect(value, x)) for k, x in stated}
         verdict = judge(value, _rows(value, estimates, interval), PAPER_RUN)
-        assert verdict.size.status in (DISAGREES, MIXED), (cid, value.name, bad_key, verdict)
+        assert verdict.size.status == CONTRADICTED, (cid, value.name, bad_key, verdict)
         if len(stated) == 1:
-            assert verdict.size.status == DISAGREES, (cid, value.name, verdict)
+            assert verdict.size.status == CONTRADICTED, (cid, value.name, verdict)
 
 
 def test_every_kind_is_covered_by_the_size_property_test():
@@ -207,7 +214,7 @@ def test_the_papers_own_direction_agrees_and_the_opposite_disagrees(cid, value):
         judge(value, rows, PAPER_RUN, others=others),
     )
     rows, others = _direction_rows(value, flip=True)
-    assert direction_of(value, rows, others=others) == DISAGREES, (
+    assert direction_of(value, rows, others=others) == CONTRADICTED, (
         cid,
         value.name,
         judge(value, rows, PAPER_RUN, others=others),
@@ -309,14 +316,14 @@ def test_tolerance_is_half_a_unit_but_never_a_tenth_of_the_number():
 def test_range_slack():
     v = claim(24).value("median_c_hat")  # 0.021-0.047
     assert size_of(v, [row(0.0474, model="Qwen2.5-1.5B", budget=8)]) == AGREES  # rounds to 0.047
-    assert size_of(v, [row(0.0476, model="Qwen2.5-1.5B", budget=8)]) == DISAGREES
-    assert size_of(v, [row(0.03, model="Qwen2.5-1.5B", budget=8), row(0.06, model="Qwen2.5-1.5B", budget=4)]) == MIXED
+    assert size_of(v, [row(0.0476, model="Qwen2.5-1.5B", budget=8)]) == CONTRADICTED
+    assert size_of(v, [row(0.03, model="Qwen2.5-1.5B", budget=8), row(0.06, model="Qwen2.5-1.5B", budget=4)]) == CONTRADICTED
 
 
 def test_strict_bounds_fail_at_the_bound():
     v = claim(18).value("median_c_hat_certified")  # < 0.12
     assert size_of(v, [row(0.1199, budget=8)]) == AGREES
-    assert size_of(v, [row(0.12, budget=8)]) == DISAGREES
+    assert size_of(v, [row(0.12, budget=8)]) == CONTRADICTED
     non_strict = Value(name="x", kind="upper", unit="fraction", value=0.12)
     assert size_of(non_strict, [row(0.12)]) == AGREES
 
@@ -324,29 +331,30 @@ def test_strict_bounds_fail_at_the_bound():
 def test_identity_is_exact():
     v = claim(14).value("vote_over_top_mass")
     assert size_of(v, [row(1.0, models="OLMo-2-1B", group_size=1)]) == AGREES
-    assert size_of(v, [row(1.03, models="OLMo-2-1B", group_size=1)]) == DISAGREES
-    assert size_of(v, [row(1.0 + 1e-9, models="OLMo-2-1B", group_size=1)]) == DISAGREES
+    assert size_of(v, [row(1.03, models="OLMo-2-1B", group_size=1)]) == CONTRADICTED
+    assert size_of(v, [row(1.0 + 1e-9, models="OLMo-2-1B", group_size=1)]) == CONTRADICTED
 
 
 def test_ci_containment_is_containment_not_overlap():
     v = claim(24).value("median_c_hat_ci95")
-    assert size_of(v, [row(0.03, 0.001, 0.049, budget=8)]) == DISAGREES
+    assert size_of(v, [row(0.03, 0.001, 0.049, budget=8)]) == UNINFORMATIVE  # reaches across 0.0165
+    assert size_of(v, [row(0.07, 0.06, 0.09, budget=8)]) == CONTRADICTED  # wholly outside
     assert size_of(v, [row(0.03, 0.02, 0.045, budget=8)]) == AGREES
     assert size_of(v, [row(0.03, budget=8)]) == UNINFORMATIVE  # no interval, nothing to contain
 
 
 def test_as_few_as_is_the_smallest_cell():
     v = claim(105).value("top_mass_label_rate")  # as few as 19 %
-    assert size_of(v, [row(0.80)]) == DISAGREES
+    assert size_of(v, [row(0.80)]) == CONTRADICTED
     assert size_of(v, [row(0.192), row(0.45)]) == AGREES
-    assert size_of(v, [row(0.25), row(0.45)]) == DISAGREES
+    assert size_of(v, [row(0.25), row(0.45)]) == CONTRADICTED
 
 
 def test_formula_bounds_are_evaluated_per_instance():
     v = claim(81).value("es_nonzero_minimum")  # ES(N/2) >= 2 N^-2
     ok = [row(2 / 36 + 1e-3, context='{"N": 6}'), row(0.5, context='{"N": 12}')]
     assert size_of(v, ok) == AGREES
-    assert size_of(v, [row(2 / 36 - 1e-3, context='{"N": 6}')]) == DISAGREES
+    assert size_of(v, [row(2 / 36 - 1e-3, context='{"N": 6}')]) == CONTRADICTED
     assert size_of(v, [row(0.5)]) == UNINFORMATIVE  # no N to evaluate it at
 
 
@@ -364,7 +372,7 @@ def test_claim_91_per_budget_counts_are_configuration_set_but_their_rise_is_judg
     assert verdict.size.status == NOT_COMPARABLE and "10 instances" in verdict.size.reason
     assert verdict.direction.status == AGREES  # improvements concentrate at larger budgets
     rows = [row(float(k), budget=s) for s, k in ((4, 9), (32, 3))]
-    assert direction_of(v, rows) == DISAGREES
+    assert direction_of(v, rows) == CONTRADICTED
 
 
 # ---------------------------------------------------------------------------- regressions of the old report
@@ -391,19 +399,23 @@ def test_byte_shares_fixed_by_budget_over_length_are_not_judged():
     assert judge(v, [row(0.1251)], ANALOGUE_RUN, implied=got).size.status == NOT_COMPARABLE
 
 
-def test_intervals_wider_than_the_claims_scale_are_uninformative():
+def test_a_wide_interval_across_the_band_cannot_decide_and_a_tight_one_inside_agrees():
     v = claim(56).value("map_share_of_all_cell_gain")  # 15 % on Qwen3-1.7B; the panel's Gemma: 130.6 [-135, 193]
     run = StudyModels(roles={"qk_norm_family": "gemma3-270m"}, role_definitions=ROLES)
     verdict = judge(v, [row(1.306, -1.35, 1.93, model="gemma3-270m")], run)
-    assert verdict.size.status == UNINFORMATIVE and "wider than the claim's scale" in verdict.size.reason
-    assert judge(v, [row(0.151, 0.14, 0.16, model="gemma3-270m")], run).size.status == AGREES
+    assert verdict.size.status == UNINFORMATIVE and "reaches across" in verdict.size.reason
+    # 14-16 % is not inside 15 +- 0.5: equivalence is not shown; 15.02-15.08 % is, for the one group played
+    assert judge(v, [row(0.151, 0.14, 0.16, model="gemma3-270m")], run).size.status == UNINFORMATIVE
+    tight = judge(v, [row(0.1505, 0.1502, 0.1508, model="gemma3-270m")], run).size
+    assert tight.status == PARTIAL and "model=Qwen3-1.7B: agrees" in tight.reason  # two scales nobody plays
 
 
 def test_claim_56_names_the_models_nobody_plays():
     v = claim(56).value("map_share_of_all_cell_gain")
     run = StudyModels(roles={"qk_norm_family": "gemma3-270m"}, role_definitions=ROLES)
     reason = judge(v, [row(0.151, 0.14, 0.16, model="gemma3-270m")], run).size.reason
-    assert "Qwen3-0.6B (role small_scale)" in reason and "Qwen3-4B (role large_scale)" in reason
+    assert "model=Qwen3-0.6B: not produced (no study model takes the role small_scale)" in reason
+    assert "model=Qwen3-4B: not produced (no study model takes the role large_scale)" in reason
 
 
 def test_claim_125_map_against_random_with_the_qwen3_exception():
@@ -414,7 +426,7 @@ def test_claim_125_map_against_random_with_the_qwen3_exception():
     verdict = judge(map_v, rows, run, others=others)
     # the reference family: map above random (agrees); Qwen3-1.7B's stand-in: map above random, the
     # paper's exception (random 77 % vs map 15 %) -- so it disagrees there
-    assert verdict.direction.status == MIXED, verdict
+    assert verdict.direction.status == CONTRADICTED, verdict
     others[random_v.name][1] = row(1.5, 1.45, 1.6, model="gemma")
     assert judge(map_v, rows, run, others=others).direction.status == AGREES
 
@@ -428,7 +440,7 @@ def test_claim_52_exceptions_are_judged_the_other_way():
         verdict
     )  # Gemma's CI reaching above 0 is what the paper says
     rows[1] = row(-0.02, model="gemma", budget=8)
-    assert judge(v, rows, run).direction.status == MIXED
+    assert judge(v, rows, run).direction.status == CONTRADICTED
 
 
 def test_claim_11_size_is_judged_inside_the_papers_group_sizes_and_its_rise_everywhere():
@@ -444,7 +456,7 @@ def test_claim_19_shows_both_readings_and_counts_the_relative_one():
     c = claim(19)
     relative, points = c.value("median_gap_change"), c.value("median_gap_change_points")
     assert not relative.alternative and points.alternative and relative.reading and points.reading
-    assert size_of(relative, [row(0.152, budget=32)]) == DISAGREES  # 15.2 % of the gap
+    assert size_of(relative, [row(0.152, budget=32)]) == CONTRADICTED  # 15.2 % of the gap
     assert size_of(points, [row(0.008, budget=32)]) == AGREES  # 0.8 points
 
 
@@ -473,12 +485,12 @@ def test_claim_31_direction_holds_by_construction_and_its_size_is_judged():
     v = claim(31).value("mass_cap_share_of_s8")  # 28-34 % at s = 64, 8-12 % at s = 256
     verdict = judge(v, [row(0.30, budget=64), row(0.05, budget=256)], ANALOGUE_RUN)
     assert verdict.direction.status == "by construction"
-    assert verdict.size.status == MIXED  # 30 % agrees, 5 % (the panel's 2.8-6.9 %) does not
+    assert verdict.size.status == CONTRADICTED  # 30 % agrees, 5 % (the panel's 2.8-6.9 %) does not
 
 
 def test_claim_41_half_a_unit_of_001_is_not_half_the_number():
     v = claim(41).value("auc_ci_half_width")  # 0.01-0.035
-    assert size_of(v, [row(0.00516, corpus="austen")]) == DISAGREES
+    assert size_of(v, [row(0.00516, corpus="austen")]) == CONTRADICTED
 
 
 def test_claim_20_rises_by_construction_and_its_size_is_judged():
@@ -489,14 +501,14 @@ def test_claim_20_rises_by_construction_and_its_size_is_judged():
         row(0.3943, pool_extra=6, budget=32),
     ]
     verdict = judge(v, rows, ANALOGUE_RUN)
-    assert verdict.direction.status == "by construction" and verdict.size.status == DISAGREES
+    assert verdict.direction.status == "by construction" and verdict.size.status == CONTRADICTED
 
 
 def test_claim_124_balancing_lowers_ce_and_the_probe_sits_above_it():
     bal, probe = claim(124).value("balancing_ce_change"), claim(124).value("probe_ce_change")
     run = StudyModels(roles={"reference": "q"}, role_definitions=ROLES)
     assert direction_of(bal, [row(-0.28, -0.3, -0.25, model="q")], run) == AGREES
-    assert direction_of(bal, [row(0.21, 0.2, 0.22, model="q")], run) == DISAGREES
+    assert direction_of(bal, [row(0.21, 0.2, 0.22, model="q")], run) == CONTRADICTED
     others = {bal.name: [row(-0.28, -0.3, -0.25, model="q")]}
     assert direction_of(probe, [row(0.01, 0.0, 0.02, model="q")], run, others=others) == AGREES
 
@@ -505,15 +517,16 @@ def test_a_sign_across_zero_is_uninformative():
     v = claim(97).value("allocation_delta_es")  # positive
     run = StudyModels(roles={"reference": "q"}, role_definitions=ROLES)
     verdict = judge(v, [row(0.64, -0.17, 1.41, model="q", unit_budget=8, selector="balancing")], run)
-    assert verdict.direction.status == UNINFORMATIVE and "includes 0" in verdict.direction.reason
+    assert verdict.direction.status == UNINFORMATIVE and "reaches across 0" in verdict.direction.reason
 
 
 def test_claims_naming_a_paper_model_are_judged_on_the_model_in_its_role():
     v = claim(33).value("balancing_beats_top_mass_10pct_share")  # Qwen2.5-1.5B 21-30 %, OLMo-2 47-59 %
     rows = [row(0.25, model="smollm2-135m", budget=8), row(0.5, model="other", budget=8)]
-    verdict = judge(v, rows, ANALOGUE_RUN)
-    assert verdict.size.status == AGREES and verdict.analogue == "smollm2-135m for Qwen2.5-1.5B"
-    assert size_of(v, [row(0.5, model="smollm2-135m", budget=8)], ANALOGUE_RUN) == DISAGREES
+    verdict = judge(v, rows, ANALOGUE_RUN)  # OLMo-2's group: nobody plays group_size_1
+    assert verdict.size.status == PARTIAL and verdict.analogue == "smollm2-135m for Qwen2.5-1.5B"
+    assert "model=Qwen2.5-1.5B: agrees" in verdict.size.reason and "group_size_1" in verdict.size.reason
+    assert size_of(v, [row(0.5, model="smollm2-135m", budget=8)], ANALOGUE_RUN) == CONTRADICTED
 
 
 def test_a_role_nobody_plays_says_how_to_play_it():
@@ -550,10 +563,10 @@ def test_analogues_get_both_answers():
     up = [row(1.2, model="smollm2-135m", budget=4), row(1.5, model="smollm2-135m", budget=32)]
     verdict = judge(v, up, ANALOGUE_RUN)
     assert (
-        verdict.direction.status == AGREES and verdict.size.status == DISAGREES
+        verdict.direction.status == AGREES and verdict.size.status == CONTRADICTED
     )  # the digits differ, the direction holds
     down = [row(1.5, model="smollm2-135m", budget=4), row(1.2, model="smollm2-135m", budget=32)]
-    assert judge(v, down, ANALOGUE_RUN).direction.status == DISAGREES
+    assert judge(v, down, ANALOGUE_RUN).direction.status == CONTRADICTED
 
 
 def test_paper_arms_come_from_hub_ids():

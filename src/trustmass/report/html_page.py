@@ -4,7 +4,8 @@ Markdown) only as a download.
 
 The Markdown is the subset :mod:`trustmass.report.tables` and the claims report write: ``#``-headings,
 pipe tables (a header row, a rule row, body rows), ``_italic_`` notes, ``**bold**`` and ``code``
-spans, bullet lines and paragraphs.  Everything is escaped; nothing is fetched from elsewhere.
+spans, bullet lines, paragraphs and folds (a ``<details><summary>...</summary>`` line opens one, ``</details>``
+closes it, as GitHub renders them).  Everything else is escaped; nothing is fetched from elsewhere.
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ def markdown_page(text: str, title: str) -> str:
     while i < len(lines):
         line = lines[i]
         heading = re.match(r"(#{1,6})\s+(.*)", line)
-        if heading:
+        fold = re.fullmatch(r"\s*<details><summary>(.*)</summary>\s*", line)
+        if fold:
+            body.append(f"<details><summary>{_inline(fold.group(1))}</summary>")
+        elif line.strip() == "</details>":
+            body.append("</details>")
+        elif heading:
             level = len(heading.group(1))
             body.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
         elif line.lstrip().startswith("|") and i + 1 < len(lines) and _is_rule(lines[i + 1]):

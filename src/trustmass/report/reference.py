@@ -366,25 +366,18 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
         path = reference / "results" / "figures" / name
         if (root / path).is_file():
             lines.append(f"[![{name}]({path.as_posix()})]({path.as_posix()}{SIDECAR})")
-    from trustmass.report.claims.report import summary_table
+    from trustmass.report.claims.markdown import readme_lines
 
-    answered = claims["counts"].get("judged", 0)
+    answered = claims["counts"].get("answered", 0)
     lines += [
         "",
-        f"Claims ({answered} of {len(claims['claims'])} answered in direction or size; "
-        f"`{reference.as_posix()}/results/claims.md` has every one, with the key to its answers):",
+        f"**What reproduced** ({answered} of {len(claims['claims'])} claims answered; "
+        f"`{reference.as_posix()}/results/claims.md` has every one, its values and cells; the key: "
+        '"The claims report" below). ' + " ".join(claims.get("mapping") or []) + ".",
         "",
     ]
-    lines += summary_table(claims)
-    lines += [
-        "",
-        "Each value is answered twice: *direction* (the sign, trend or order the paper states) and *size* (its "
-        "number, within its printed precision); an answer agrees, disagrees or is mixed, or says why there is none "
-        "(not comparable: set by the configuration; uninformative; by construction; not produced). The key: "
-        '"The claims report" below.',
-        "",
-        END,
-    ]
+    lines += readme_lines(claims)
+    lines += ["", END]
     return "\n".join(lines)
 
 

@@ -76,30 +76,35 @@ def summary_lines(report: Mapping) -> list[str]:
     return lines
 
 
-def _listing(report: Mapping, axis: str, status: str, sides: Sequence[str]) -> list[str]:
-    ids = [i for side in sides for i in report["summary"][side][axis][status]]
+def _listing(report: Mapping, axis: str, status: str, sides: Sequence[str]) -> str:
+    """The claims under one answer as a paragraph: "**11** group vote vs top-mass · **13** ..."."""
+    ids = sorted({i for side in sides for i in report["summary"][side][axis][status]})
     entries = {e["id"]: e for e in report["claims"]}
-    return [f"- **{i}** {claim_label(entries[i])}" for i in sorted(ids)]
+    return " · ".join(f"**{i}** {_esc(claim_label(entries[i], 48))}" for i in ids) or "none"
 
 
 def readme_lines(report: Mapping) -> list[str]:
-    """What reproduced and what was contradicted, by claim id and a few words each (the README's block)."""
+    """What reproduced and what was contradicted, by claim id and a few words each (also the README's block)."""
     sides = ("analogues", "paper models")
+    summary = report["summary"]
+
+    def count(axis: str, status: str) -> int:
+        return len({i for side in sides for i in summary[side][axis][status]})
+
     out = []
-    for axis, title in (("direction", "Direction reproduced"), ("size", "Size reproduced")):
-        listed = _listing(report, axis, AGREES, sides)
-        out += [f"**{title}** ({len(listed)} claims, every value answered and agreeing):", "", *(listed or ["- none"]), ""]
-    for axis in ("direction", "size"):
-        listed = _listing(report, axis, CONTRADICTED, sides)
-        out += [f"**Contradicted in {axis}** ({len(listed)} claims):", "", *(listed or ["- none"]), ""]
-    partial = sorted({i for side in sides for a, _ in _AXES for i in report["summary"][side][a][PARTIAL]})
-    theory = report["summary"]["theory"]["claims"]
-    rest = report["summary"]["not answered"]
+    for axis, status, title in (
+        ("direction", AGREES, "Direction reproduced"),
+        ("size", AGREES, "Size reproduced"),
+        ("direction", CONTRADICTED, "Direction contradicted"),
+        ("size", CONTRADICTED, "Size contradicted"),
+    ):
+        out += [f"- **{title}** ({count(axis, status)}): {_listing(report, axis, status, sides)}"]
+    partial = sorted({i for side in sides for a, _ in _AXES for i in summary[side][a][PARTIAL]})
+    rest = summary["not answered"]
     out += [
-        f"Partial (some values answered, none contradicted): {_ids(partial)}. Theory (exact on any model): "
-        f"{_ids(theory)}. Not answered: "
-        + "; ".join(f"{s} {_ids(rest[s])}" for s in CLAIM_STATUSES[1:] if rest[s])
-        + ".",
+        f"- **Partial** (some values answered, none contradicted): {_ids(partial)}.",
+        f"- **Theory** (worked examples and bounds, exact on any model): {_ids(summary['theory']['claims'])}.",
+        "- **Not answered**: " + "; ".join(f"{s} {_ids(rest[s])}" for s in CLAIM_STATUSES[1:] if rest[s]) + ".",
     ]
     return out
 

@@ -186,6 +186,9 @@ def _combined(verdicts: list[Verdict], which: str) -> dict | None:
     axes = [getattr(v, which) for v in verdicts if getattr(v, which) is not None]
     if not axes:
         return None
+    # a population the stage writes no row for (deployment rows are all-documents only) is no item of its own
+    produced = [a for a in axes if a.status != NOT_PRODUCED]
+    axes = produced or axes
     status = combine([a.status for a in axes])
     telling = [a for a in axes if a.status == status] or axes
     if status not in ANSWERED:  # one reason: the fullest (a population with rows adds what this run regenerated)
