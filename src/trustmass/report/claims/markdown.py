@@ -226,11 +226,7 @@ def markdown(report: Mapping) -> str:
         if e["status"] == QUALITATIVE:
             lines += ["Qualitative: the claim states no number.", ""]
             continue
-        lines += [
-            f"Direction: {_answer(e['direction'])}. Size: {_answer(e['size'])}."
-            + (f" Analogue: {e['analogue']}." if e.get("analogue") else ""),
-            "",
-        ]
+        lines += [f"Direction: {_answer(e['direction'])}. Size: {_answer(e['size'])}.", ""]
         for v in e["values"]:
             lines += _value_block(v)
         lines.append("")

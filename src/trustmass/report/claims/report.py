@@ -384,8 +384,9 @@ def _note(run_models: list[str], models: StudyModels) -> str:
         return "Every model of this run is one of the paper's own checkpoints: sizes and directions compare like with like."
     return (
         f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} not the paper's model{'s' if len(others) > 1 else ''}: "
-        "values judged on them are analogues (marked per row): the direction is what they can show, the size a "
-        "comparison of numbers that neither certifies nor refutes the paper's claim for its own models."
+        f"values judged on {'it' if len(others) == 1 else 'them'} are analogues: the direction is what "
+        f"{'it' if len(others) == 1 else 'they'} can show, the size a comparison of numbers that neither certifies nor "
+        "refutes the paper's claim for its own models."
     )
 
 
