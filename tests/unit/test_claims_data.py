@@ -322,7 +322,7 @@ def test_validation_enums_and_typos():
 
 def test_validation_numbers():
     msg = problems_of(lambda d: by_id(d, 90)["values"][2].__setitem__("value", "3e-7"))
-    assert "write 3.0e-7" in msg
+    assert "write 3.e-7 for one printed digit" in msg
     msg = problems_of(lambda d: by_id(d, 9)["values"][1].__setitem__("exact", "9/23"))
     assert "9/23" in msg and "differs from value" in msg
     msg = problems_of(lambda d: by_id(d, 27)["values"][0]["by"]["budget"].__setitem__(4, 139))
@@ -365,6 +365,7 @@ def spec_path() -> Path | None:
         os.environ.get("TRUSTMASS_SPEC"),
         REPO / "spec" / "paper.md",
         REPO.parent / "shared" / "spec" / "paper.md",
+        REPO.parents[1] / "shared" / "spec" / "paper.md",  # a worktree under work/wt/<name>
     ]
     return next((Path(p) for p in candidates if p and Path(p).is_file()), None)
 

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustmass.certification.manifest import N_DECILES
+from trustmass.core.stats import wilson_upper
 from trustmass.deploy.roster import configured_methods
+from trustmass.plumbing.config import embedded_default
 
 __all__ = ["IMPLIED", "Implied", "implied"]
 
@@ -284,6 +286,76 @@ def doc_rows_design(config: Mapping) -> Implied:
     )
 
 
+def _share(retrieval: int, rows: int) -> float:
+    return 100.0 * retrieval / rows
+
+
+def retrieval_row_share(config: Mapping) -> Implied:
+    """Claim 46: capture draws ``retrieval_rows`` of its ``rows_per_head`` rows from the retrieval positions."""
+    rows = int(config["capture"]["rows_per_head"])
+    if "task_contexts" not in config:  # the claims report is given a slice of the config (workflow/rules/report.smk)
+        default = embedded_default("task_contexts/retrieval_rows")
+        return Implied(
+            None,
+            f"task_contexts.retrieval_rows / capture.rows_per_head by design (the default {default}/{rows} = "
+            f"{_share(default, rows):.3g} %; task_contexts is not in the configuration the claims report was given); "
+            "a plan below 20 % is refused at start-up",
+        )
+    retrieval = int(config["task_contexts"]["retrieval_rows"])
+    return Implied(
+        _share(retrieval, rows),
+        f"task_contexts.retrieval_rows / capture.rows_per_head = {retrieval}/{rows} = {_share(retrieval, rows):.3g} % "
+        "of the task contexts' instances by design; a plan below 20 % is refused at start-up",
+    )
+
+
+def quest_page_size(config: Mapping) -> Implied:
+    """Claim 110: the audited Quest's page size at each enumerated budget (its contract: max(2, s/4))."""
+    from trustmass.core.selectors.registry import REGISTRY  # the selector registry is heavy; claims load without it
+
+    budgets = [int(s) for s in config["budgets"]["enumerated"]]
+    sizes = [REGISTRY["quest"].page_size(s) for s in budgets]
+    return Implied(
+        (min(sizes), max(sizes)),
+        f"Quest's page size max(2, s/4) at budgets.enumerated {budgets}: {', '.join(map(str, sizes))} keys "
+        "(the audited Quest's contract)",
+    )
+
+
+def enforced_byte_ratio(config: Mapping) -> Implied:
+    """Claims 60, 75: enforced ContourKV holds at most SnapKV's count per head (deploy.runner.kept_sets)."""
+    return Implied(
+        (0.0, 1.0),
+        f"enforced ContourKV caps every (layer, KV head) cell at s entries, floor included, and SnapKV keeps s per "
+        f"head (deploy.budgets {_deploy(config).get('budgets')}): at most 1x SnapKV's bytes on any data (the "
+        "paper's harness held up to 1.5x)",
+    )
+
+
+def document_clusters(config: Mapping) -> Implied:
+    """Claims 41, 83: the half-width of a document-cluster bootstrap interval is set by how many documents it resamples."""
+    docs = int((config.get("documents") or {})["n_docs"])
+    primary = min(docs, int((config.get("statistics") or {}).get("primary_docs") or PRIMARY_DOCS))
+    return Implied(
+        None,
+        f"the half-width of a document-cluster bootstrap interval over {primary} documents (documents.n_docs = {docs}, "
+        "the primary slice statistics.primary_docs): how few clusters it resamples sets it",
+    )
+
+
+def certification_sample(config: Mapping) -> Implied:
+    """Claim 94: f_hi bounds the improved share of the manifest's instances per budget, so its size sets the caps."""
+    per_stratum = int(config["certification"]["per_stratum"])
+    n = len(_headline_models(config)) * N_DECILES * per_stratum
+    floor = float(wilson_upper(0, n)) if n else float("nan")
+    return Implied(
+        None,
+        f"f_hi is the Wilson bound on the improved share of {n} manifest instances per budget (headline families x "
+        f"{N_DECILES} deciles x certification.per_stratum = {per_stratum}; the paper: 240): none improved still gives "
+        f"f_hi = {floor:.3g}, and the cap is the (0.5 + f_hi)-quantile, so the manifest's size sets it",
+    )
+
+
 #: the configuration-set quantities, by the name ``configured:`` gives in data/claims.yaml
 IMPLIED: Mapping[str, Callable[[Mapping], Implied]] = {
     "headline_primary_instances": headline_primary_instances,
@@ -307,6 +379,11 @@ IMPLIED: Mapping[str, Callable[[Mapping], Implied]] = {
     "method_roster": method_roster,
     "question_rows": question_rows,
     "doc_rows_design": doc_rows_design,
+    "retrieval_row_share": retrieval_row_share,
+    "quest_page_size": quest_page_size,
+    "enforced_byte_ratio": enforced_byte_ratio,
+    "document_clusters": document_clusters,
+    "certification_sample": certification_sample,
 }
 
 

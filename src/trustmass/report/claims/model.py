@@ -209,7 +209,7 @@ class Value:
     needs: str | None = None  # what a run needs to produce the value (when no default run does)
     source: str | None = None
     note: str | None = None
-    quote: str | None = None  # the words of the spec's sentence the value is transcribed from
+    quote: str | None = None  # the words of the sentence that state the number (required; ' … ' joins elided parts)
     config_keys: tuple[str, ...] = ()  # the config keys that set the number (configured) or its construction
     timing: bool = False  # a time or a ratio of times: judged only where measured on a CUDA device
 
@@ -280,7 +280,7 @@ class Claim:
     spec_refs: tuple[str, ...]
     repro_note: str | None = None
     note: str | None = None
-    short: str | None = None  # a few words that name the claim in the summary
+    short: str | None = None  # a few words (at most 8) that name the claim in the summary (required)
 
     def value(self, name: str) -> Value:
         for v in self.values:

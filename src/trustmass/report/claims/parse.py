@@ -40,57 +40,26 @@ from trustmass.report.claims.model import (
 __all__ = ["ClaimsDocument", "parse_claims", "parse_document"]
 
 _TOP_KEYS = ("schema_version", "source", "model_roles", "claims")
-_CLAIM_KEYS_REQUIRED = (
-    "id",
-    "section",
-    "stage",
-    "repro",
-    "text",
-    "values",
-    "statistic",
-    "population",
-    "figure_table",
-    "spec_refs",
+_CLAIM_KEYS_REQUIRED = tuple(
+    "id section stage repro text values statistic population figure_table spec_refs short".split()
 )
-_CLAIM_KEYS_OPTIONAL = ("repro_note", "note", "short")
-_VALUE_KEYS_REQUIRED = ("name", "kind", "unit")
-_VALUE_KEYS_OPTIONAL = (
-    "value",
-    "exact",
-    "formula",
-    "of",
-    "low",
-    "high",
-    "strict",
-    "by",
-    "where",
-    "over",
-    "role",
-    "approx",
-    "inferred",
-    "extreme",
-    "direction",
-    "along",
-    "source",
-    "note",
-    "than",
-    "exceptions",
-    "exclude",
-    "at",
-    "configured",
-    "by_construction",
-    "reading",
-    "alternative",
-    "needs",
-    "quote",
-    "config_keys",
-    "timing",
+_CLAIM_KEYS_OPTIONAL = ("repro_note", "note")
+_VALUE_KEYS_REQUIRED = ("name", "kind", "unit", "quote")
+_VALUE_KEYS_OPTIONAL = tuple(
+    "value exact formula of low high strict by where over role approx inferred extreme direction along source note "
+    "than exceptions exclude at configured by_construction reading alternative needs config_keys timing".split()
 )
 _ROLE_KEYS_REQUIRED = ("paper_model", "hub_ids", "plays")
 _ROLE_KEYS_OPTIONAL = ("group_size",)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 _CONFIG_KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 _FRACTION = re.compile(r"^-?\d+/\d+$")
+#: a claim's ``short`` names it in the summary in at most this many words
+SHORT_WORDS = 8
+#: the parts of a quote with words left out between them
+QUOTE_ELISION = " … "
+#: how a parameter's note says that no configuration key sets it (its config_keys: [])
+NO_CONFIG_KEY = "no configuration key"
 #: kinds stated by low/high (or by with [low, high] pairs)
 _INTERVAL_KINDS = ("range", "ci_within")
 
@@ -241,7 +210,7 @@ def _is_number(x: Any) -> bool:
 def _number_problem(x: Any, where: str) -> str:
     hint = ""
     if isinstance(x, str) and re.match(r"^[-+]?\d+(\.\d*)?[eE][-+]?\d+$", x):
-        hint = " (YAML 1.1 reads 3e-7 as text: write 3.0e-7)"
+        hint = " (YAML 1.1 reads 3e-7 as text: write 3.e-7 for one printed digit, 3.0e-7 for two)"
     return f"{where}: expected a finite number, got {x!r}{hint}"
 
 
@@ -260,10 +229,13 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
         problems.append(f"{where}.section: {section!r} is not a §9 heading; allowed: {', '.join(SECTIONS)}")
     stage = _codes(entry.get("stage"), STAGES, f"{where}.stage", problems)
     repro = _codes(entry.get("repro"), REPRO_CODES, f"{where}.repro", problems)
-    for key in ("text", "statistic"):
-        if not (isinstance(entry.get(key), str) and entry.get(key).strip()):
+    for key in ("text", "statistic", "short"):
+        if key in entry and not (isinstance(entry.get(key), str) and entry.get(key).strip()):
             problems.append(f"{where}.{key}: must be non-empty text")
-    for key in ("repro_note", "note", "short"):
+    short = entry.get("short")
+    if isinstance(short, str) and len(short.split()) > SHORT_WORDS:
+        problems.append(f"{where}.short: {len(short.split())} words; fix: name the claim in at most {SHORT_WORDS}")
+    for key in ("repro_note", "note"):
         if key in entry and not (isinstance(entry[key], str) and entry[key].strip()):
             problems.append(f"{where}.{key}: must be non-empty text when present (or leave it out)")
     population = entry.get("population")
@@ -293,7 +265,15 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
                 problems.append(f"{where}.values[{j}]: duplicate value name {value.name!r}")
             names.add(value.name)
             values.append(value)
+    text = entry.get("text") if isinstance(entry.get("text"), str) else ""
     for value in values:
+        if value.source is None and value.quote is not None:
+            for part in value.quote.split(QUOTE_ELISION):
+                if part not in text:
+                    problems.append(
+                        f"{where} ({value.name}).quote: {part!r} is not in the claim's sentence; fix: copy the words "
+                        "exactly (or name the spec section the value comes from in `source:`)"
+                    )
         if value.direction in ("above", "below") and value.than not in names - {value.name}:
             problems.append(
                 f"{where} ({value.name}).than: {value.than!r} is not another value of this claim; known: {sorted(names - {value.name})}"
@@ -318,7 +298,7 @@ def _parse_claim(entry: Any, position: int, problems: list[str]) -> Claim | None
         spec_refs=tuple(refs),
         repro_note=entry.get("repro_note"),
         note=entry.get("note"),
-        short=entry.get("short"),
+        short=entry["short"],
     )
 
 
@@ -327,11 +307,11 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         problems.append(f"{where}: must be a mapping with name, kind, unit and numbers")
         return None
     n_before = len(problems)
-    _check_keys(raw, where, _VALUE_KEYS_REQUIRED, _VALUE_KEYS_OPTIONAL, problems)
     name, kind, unit = raw.get("name"), raw.get("kind"), raw.get("unit")
     if not (isinstance(name, str) and _SNAKE.match(name)) and not (isinstance(name, str) and name == "D"):
         problems.append(f"{where}.name: {name!r} must be snake_case (e.g. median_c_hat)")
     where = f"{where} ({name})" if isinstance(name, str) else where
+    _check_keys(raw, where, _VALUE_KEYS_REQUIRED, _VALUE_KEYS_OPTIONAL, problems)
     if kind not in KINDS:
         problems.append(f"{where}.kind: {kind!r} unknown; allowed: {', '.join(KINDS)}")
     if unit not in UNITS:
@@ -422,6 +402,17 @@ def _parse_value(raw: Any, where: str, problems: list[str]) -> Value | None:
         keys = []
     if "by_construction" in raw and not keys:
         problems.append(f"{where}.config_keys: a by_construction value names the config keys its construction rests on")
+    if "configured" in raw and not keys:
+        problems.append(
+            f"{where}.config_keys: a configured value names the config keys that set it, e.g. [deploy.budgets]"
+        )
+    if role == "parameter" and "config_keys" not in raw:
+        problems.append(
+            f"{where}.config_keys: a parameter names the config keys that set it (config_keys: [] where none does, "
+            "and the note says so)"
+        )
+    elif role == "parameter" and not keys and NO_CONFIG_KEY not in str(raw.get("note", "")):
+        problems.append(f"{where}.note: a parameter with config_keys: [] says why: '{NO_CONFIG_KEY} sets it: ...'")
     if "timing" in raw and not isinstance(raw["timing"], bool):
         problems.append(f"{where}.timing: must be true or false")
     if raw.get("alternative") and "reading" not in raw:
