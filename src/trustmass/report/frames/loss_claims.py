@@ -40,6 +40,7 @@ __all__ = [
     "SAME_ACCOUNTING",
     "SAME_AS_RULE",
     "SAME_AS_TOP_MASS",
+    "SAME_ES",
     "UNIFORM_ALLOCATION",
     "claim_frames",
     "headline",
@@ -89,6 +90,10 @@ NO_PREDICTED_GAIN = (
 UNIFORM_ALLOCATION = (
     "the map-proportional allocation gives every cell the unit budget (budget_min = budget_max = unit): it is "
     "the uniform allocation, so its Δes is 0 by construction"
+)
+SAME_ES = (
+    "the map-proportional and the uniform allocation give the same pooled es on every resample (Δes 0, interval "
+    "[0, 0]): the comparison is empty"
 )
 RANK_TIE = "the rule's CE increase ties another rule's exactly: its rank is not defined"
 SAME_ACCOUNTING = (
@@ -424,7 +429,7 @@ def _allocation_rows(panel: pl.DataFrame) -> pl.DataFrame:
     if "n_docs" not in panel.columns:
         panel = panel.with_columns(n_docs=pl.lit(None, dtype=pl.Int64))
     uniform = (pl.col("budget_min") == pl.col("unit")) & (pl.col("budget_max") == pl.col("unit"))
-    return panel.filter(pl.col("allocator") == MAP_PROPORTIONAL).select(
+    rows = panel.filter(pl.col("allocator") == MAP_PROPORTIONAL).select(
         "model",
         "selector",
         "delta_es",
@@ -434,8 +439,10 @@ def _allocation_rows(panel: pl.DataFrame) -> pl.DataFrame:
         pl.col("delta_hi").alias("delta_es_high"),
         pl.col("n_rows").alias("n"),
         pl.col("n_docs").cast(pl.Int64),
-        allocation_flag=_when(uniform, UNIFORM_ALLOCATION) if "budget_min" in panel.columns else pl.lit(None, pl.Utf8),
+        uniform=uniform.fill_null(False) if "budget_min" in panel.columns else pl.lit(False),
     )
+    flag = pl.when(pl.col("uniform")).then(pl.lit(UNIFORM_ALLOCATION)).when(_unchanged("delta_es").fill_null(False))
+    return rows.with_columns(allocation_flag=flag.then(pl.lit(SAME_ES))).drop("uniform")
 
 
 def _probe_rows(probe: pl.DataFrame) -> pl.DataFrame:
