@@ -386,7 +386,7 @@ def _rank_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> tuple[pl.DataFram
         common = {"model": model, "population": POPULATION, "models": model, "n_docs": int(g["n_docs"].max())}
         if len(increase) >= 2:
             _require_budget(per_query, "the audited rules'")
-            rec = {**common, "budget": per_query["budget"][0]}
+            rec = {**common, "budget": per_query["budget"][0], "n": len(increase)}  # n: the rules ranked
             for rule, name, below in (("quest", "quest_rank", True), ("streaming_llm", "streaming_llm_rank", False)):
                 mine = increase.get(rule)
                 others = [v for r, v in increase.items() if r != rule]
@@ -403,6 +403,7 @@ def _rank_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> tuple[pl.DataFram
                     {
                         **common,
                         "selector": rec["base_rule"],
+                        "n": rec["n"],
                         "per_query_minus_cache_faithful_ce": float(pq[0] - rec["ce"]),
                         "accounting_flag": SAME_ACCOUNTING if same else None,
                     }
@@ -413,11 +414,13 @@ def _rank_rows(table: pl.DataFrame, rules: tuple[str, ...]) -> tuple[pl.DataFram
         "models": pl.Utf8,
         "n_docs": pl.Int64,
         "budget": pl.Int64,
+        "n": pl.Int64,
         **{c: t for n in ("quest_rank", "streaming_llm_rank") for c, t in ((n, pl.Float64), (f"{n}_flag", pl.Utf8))},
     }
     accounting_schema = {
         **{k: rank_schema[k] for k in ("model", "population", "models", "n_docs")},
         "selector": pl.Utf8,
+        "n": pl.Int64,
         "per_query_minus_cache_faithful_ce": pl.Float64,
         "accounting_flag": pl.Utf8,
     }
