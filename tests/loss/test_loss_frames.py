@@ -5,7 +5,7 @@ import pytest
 from unit.headline_dimensions import assert_dimensions, rows_of
 
 from trustmass.report.engine import StatisticsSettings
-from trustmass.report.frames.loss import document_ce, headline, loss_table
+from trustmass.report.frames.loss import claim_frames, document_ce, headline, loss_table
 
 # per-document CE of each configuration (two tokens per document, NLL = CE +- 0.1)
 CE = {
@@ -101,7 +101,7 @@ def test_intervals_bracket_estimates(table):
 def test_keep_all_difference_and_headline(table):
     assert by_config(table, "keep_all")["max_abs_vs_dense"] == pytest.approx(0.0, abs=1e-12)
     assert by_config(table, "keep_all")["max_ce_vs_dense"] == pytest.approx(0.0, abs=1e-12)
-    frame = headline(table, ("snapkv",))
+    frame = headline(claim_frames(table, ("snapkv",)))
     got = {(r["claim_id"], r["value_name"]): r["estimate"] for r in frame.iter_rows(named=True)}
     assert got[(53, "flat_switch_share_of_all_cell_gain")] == pytest.approx(by_config(table, "flat_switch")["share"])
     assert got[(52, "flat_switch_ce_reduction")] == pytest.approx(-by_config(table, "flat_switch")["delta_vs_top"])
@@ -182,7 +182,7 @@ def test_curvature_shares_and_conversion_constant(table):
 
 
 def test_curvature_claims_span_the_models_constants(table):
-    from trustmass.report.frames.loss import curvature_headline, curvature_table
+    from trustmass.report.frames.loss import curvature_table
 
     two = pl.concat([table, table.with_columns(model=pl.lit("n"))])
     curv = curvature_table(
@@ -191,7 +191,7 @@ def test_curvature_claims_span_the_models_constants(table):
         pl.concat([cells_frame(), cells_frame("n", es_cut=0.002)]),
         StatisticsSettings(bootstrap=0),
     )
-    head = curvature_headline(curv)
+    head = headline(claim_frames(pl.DataFrame(), (), curvature=curv))
     assert_dimensions(head)
     rows = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in head.iter_rows(named=True)}
     assert rows[(58, "conversion_constant_orders_of_magnitude", None)] == pytest.approx(2.0)  # 0.2 / 0.002
@@ -233,7 +233,7 @@ def test_selector_order_and_accounting_rows():
     table = loss_table(
         pl.concat([tokens(), pl.DataFrame(rows)], how="diagonal_relaxed"), StatisticsSettings(bootstrap=0)
     )
-    head = headline(table, ("snapkv", "quest", "streaming_llm"))
+    head = headline(claim_frames(table, ("snapkv", "quest", "streaming_llm")))
     assert_dimensions(head)
     got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in head.iter_rows(named=True)}
     # at the loss budget (claim 111 filters on s = 8): quest 4.1 < snapkv 4.53 < streaming 5.1
@@ -242,6 +242,11 @@ def test_selector_order_and_accounting_rows():
     assert got[(111, "per_query_minus_cache_faithful_ce", "snapkv,m")] == pytest.approx(
         mean(CE["snapkv"]) - mean(extra["snapkv@cache_faithful"])
     )
+
+
+def probe_headline(probe: pl.DataFrame) -> pl.DataFrame:
+    """The probe's claim rows alone (claims 57, 124)."""
+    return headline(claim_frames(pl.DataFrame(), (), probe=probe))
 
 
 # ---- the probe: alpha calibrated on the first half of the documents, checked on the other -------
@@ -290,7 +295,7 @@ RECALL = pl.DataFrame(
 
 
 def test_the_probe_alpha_is_chosen_on_the_first_half_and_judged_on_the_rest():
-    from trustmass.report.frames.loss import probe_headline, probe_table
+    from trustmass.report.frames.loss import probe_table
 
     # docs 0000, 0001 calibrate (probe@0.5 beats top-mass there), 0002 checks
     table = probe_table(
@@ -302,7 +307,8 @@ def test_the_probe_alpha_is_chosen_on_the_first_half_and_judged_on_the_rest():
     assert rec["probe_ce_change"] == pytest.approx(3.5 - top)
     assert rec["probe_share"] == pytest.approx((top - 3.5) / (top - bal))
     assert rec["recall"] == 0.2 and rec["recall_trained_scale"] == 0.3
-    rows = {(r["claim_id"], r["value_name"]): r["estimate"] for r in probe_headline(table).iter_rows(named=True)}
+    head = probe_headline(table)
+    rows = {(r["claim_id"], r["value_name"]): r["estimate"] for r in head.iter_rows(named=True)}
     assert rows[(57, "probe_share_of_loss_reduction")] == pytest.approx(rec["probe_share"])
     assert rows[(124, "swap_recall")] == 0.3  # at the scale the probe was trained at, whatever alpha won
 
@@ -323,7 +329,7 @@ def test_a_probe_worse_than_top_mass_everywhere_calibrates_to_alpha_zero():
 
 def test_loss_rows_carry_the_loss_budget_and_claim_112_repeats_55(table):
     assert table["budget"].unique().to_list() == [8]  # the budget the tokens were decoded at
-    head = headline(table, ("snapkv",))
+    head = headline(claim_frames(table, ("snapkv",)))
     assert_dimensions(head)
     for value in ("flat_switch_ce_reduction", "ce_change_ci_high"):
         assert rows_of(head, 52, value)["by_value"].to_list() == ["m,8"], value
@@ -339,11 +345,12 @@ def test_loss_rows_carry_the_loss_budget_and_claim_112_repeats_55(table):
     )
     assert (c112["low"].to_list(), c112["high"].to_list()) == (c55["low"].to_list(), c55["high"].to_list())
     untold = loss_table(tokens().drop("budget"), StatisticsSettings(bootstrap=0))
-    assert rows_of(headline(untold, ("snapkv",)), 52, "flat_switch_ce_reduction")["by_value"].to_list() == ["m"]
+    with pytest.raises(ValueError, match="budget"):  # the loss stage always writes it: a frame without it is stale
+        claim_frames(untold, ("snapkv",))
 
 
 def test_a_probe_at_alpha_zero_is_uninformative_on_claims_57_and_124():
-    from trustmass.report.frames.loss import PROBE_IS_TOP_MASS, probe_headline, probe_table
+    from trustmass.report.frames.loss import PROBE_IS_TOP_MASS, probe_table
 
     worse = probe_table(
         probe_tokens({0.5: [4.5, 4.9, 4.1], 1.0: [5.0, 5.4, 4.6]}), RECALL, StatisticsSettings(bootstrap=0)
@@ -366,8 +373,6 @@ def test_a_probe_at_alpha_zero_is_uninformative_on_claims_57_and_124():
 
 
 def test_allocation_rows_name_known_dimensions():
-    from trustmass.report.frames.loss import allocation_headline
-
     panel = pl.DataFrame(
         {
             "model": ["m", "m"],
@@ -381,7 +386,7 @@ def test_allocation_rows_name_known_dimensions():
             "n_docs": [2, 2],
         }
     )
-    head = allocation_headline(panel)
+    head = headline(claim_frames(pl.DataFrame(), (), allocation=panel))
     assert_dimensions(head)
     assert head["by_value"].to_list() == ["m,8,snapkv"] and head["estimate"].to_list() == [
         -0.1

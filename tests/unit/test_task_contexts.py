@@ -160,6 +160,10 @@ def task_records(c_retrieval, c_background, budgets=(4, 8), model="m"):
     return frame(rows)
 
 
+def task_headline(table: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+    return T.headline(T.claim_frames(table, cells, SETTINGS))
+
+
 def test_roles_shares_rates_and_the_headroom_ratio():
     records = task_records([0.0, 0.2], [0.0, 0.0, 0.0, 0.05, 0.0, 0.0])
     table = T.task_contexts(T.with_roles(records, [manifest()], SETTINGS), SETTINGS)
@@ -169,7 +173,7 @@ def test_roles_shares_rates_and_the_headroom_ratio():
     assert at8["retrieval"]["value_aware_rate"] == pytest.approx(0.5)  # c_hat 0.2: kappa 1.25 > 1.11
     assert at8["background"]["value_aware_rate"] == 0.0
     assert at8["all"]["auc_dropped_mass"] == pytest.approx(1.0)  # dropped mass ranks the labelled rows first
-    head = T.headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS), SETTINGS)
+    head = task_headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS))
     ratio = head.filter(
         pl.col("value_name") == "p90_headroom_ratio_retrieval_vs_background", pl.col("by_value") == "m,8"
     )
@@ -196,7 +200,7 @@ def test_claim_44_reads_the_value_aware_rule_missing_the_ceiling():
     at8 = {r["rows"]: r for r in table.filter((pl.col("model") == "m") & (pl.col("budget") == 8)).iter_rows(named=True)}
     assert at8["retrieval"]["value_aware_bal_rate"] == 0.25 and at8["retrieval"]["value_aware_rate"] == 0.5
     assert at8["background"]["value_aware_bal_rate"] == 0.0 and at8["all"]["value_aware_bal_rate"] == 0.125
-    head = T.headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS), SETTINGS)
+    head = task_headline(table, T.task_map(records, records.with_columns(corpus=pl.lit("prose")), SETTINGS))
     assert_dimensions(head)
     c44 = {
         r["value_name"]: (r["by_value"], r["estimate"])
@@ -222,18 +226,17 @@ def test_the_map_comparison_agrees_on_identical_maps_and_not_on_flipped_ones():
         [records.with_columns(head=pl.lit(h), dropped_mass=pl.col("dropped_mass") * (h + 1) / 3) for h in range(3)]
     )
     prose = records.with_columns(corpus=pl.lit("prose"))
-    same = T.headline(
+    same = task_headline(
         T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS),
         T.task_map(records, prose, SETTINGS),
-        SETTINGS,
     )
     value = dict(zip(same["value_name"], same["estimate"]))
     assert value["map_label_agreement"] == 1.0 and value["map_order_correlation"] == pytest.approx(1.0)
     flipped = prose.with_columns(dropped_mass=1.0 - pl.col("dropped_mass"))
     cells = T.task_map(records, flipped, SETTINGS)
     assert cells.height == 3
-    other = T.headline(
-        T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS), cells, SETTINGS
+    other = task_headline(
+        T.task_contexts(T.with_roles(records, [manifest(retrieval=(500,))], SETTINGS), SETTINGS), cells
     )
     value = dict(zip(other["value_name"], other["estimate"]))
     assert value["map_order_correlation"] == pytest.approx(-1.0) and value["map_label_agreement"] < 1.0

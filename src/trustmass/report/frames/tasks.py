@@ -13,7 +13,11 @@ each row's role -- ``retrieval`` (its query position predicts a token of the pla
                    instances;
 ``task_map``       per (model, layer, head) at the map budget: the cell's median dropped mass on task
                    contexts and on the headline corpus (the prose map, Figure 2), the flat flag of each;
-``headline_tasks`` claims 42-47 (the pre-registered bounds are judged by the claims report).
+``headline_tasks`` claims 42-47 (the pre-registered bounds are judged by the claims report): each claim
+                   value a declaration of :data:`HEADLINE`, read from the claims frames of
+                   :func:`claim_frames` (``task_contexts`` with claim 43's ratio; the map comparison per
+                   model), with a flag where a comparison's two arms cannot differ (:data:`BOTH_AT_FLOOR`,
+                   :data:`ONE_LABEL_EACH`).
 
 Conventions: degenerate records are excluded as everywhere (:mod:`trustmass.report.frames.ceiling`);
 "pooled c_hat" is the median over every task instance of a budget [R]; the headroom ratio divides the
@@ -26,12 +30,14 @@ cells' median dropped mass [R].  Every statistic here uses every task document (
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from trustmass.core.operator import REL_TOL
 from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import (
     COUNT_COLUMNS,
@@ -44,10 +50,22 @@ from trustmass.report.engine import (
     models_of,
 )
 from trustmass.report.frames.ceiling import fig2, prepare
-from trustmass.report.headline import headline_frame, row
+from trustmass.report.headline import HeadlineValue, declared_rows, headline_frame
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["POPULATION", "headline", "role_frame", "statistics", "summarize", "task_contexts", "task_map"]
+__all__ = [
+    "BOTH_AT_FLOOR",
+    "HEADLINE",
+    "ONE_LABEL_EACH",
+    "POPULATION",
+    "claim_frames",
+    "headline",
+    "role_frame",
+    "statistics",
+    "summarize",
+    "task_contexts",
+    "task_map",
+]
 
 POPULATION = "all"
 ROLES = ("all", "retrieval", "background")
@@ -162,124 +180,167 @@ def summarize(
     """``task_contexts``, ``task_map`` and the headline."""
     frame = with_roles(task_records, manifests, settings)
     out = {"task_contexts": task_contexts(frame, settings), "task_map": task_map(task_records, prose_records, settings)}
-    out["headline_tasks"] = headline(out["task_contexts"], out["task_map"], settings)
+    out["headline_tasks"] = headline(claim_frames(out["task_contexts"], out["task_map"], settings))
     return out
 
 
-#: claim 44's readings: value name -> (task_contexts column, what it counts)
-VALUE_AWARE_READINGS = {
-    "value_aware_case_rate": ("value_aware_bal_rate", "kappa_hat_bal"),
-    "value_aware_case_rate_ceiling": ("value_aware_bal_rate", "kappa_hat_bal"),
-    "value_aware_case_rate_kappa_hat": ("value_aware_rate", "kappa_hat"),
-}
+# ------------------------------------------------------------------ the claims, declared (claims 42-47)
 
+#: the top-mass floor of kappa_hat (kappa_hat >= 1: top-mass attains ES_pool at 1), within the operator's tolerance
+KAPPA_FLOOR = 1.0 + REL_TOL
+#: why the headroom ratio cannot speak: both 90th percentiles sit at the floor, so the ratio is 1 by construction
+BOTH_AT_FLOOR = (
+    "the 90th percentile of kappa_hat is at its floor of 1 on both retrieval and background rows (top-mass "
+    "attains ES_pool on 90 % of both): the ratio is 1 by construction"
+)
+#: why the map label agreement cannot speak: each map gives every cell one label
+ONE_LABEL_EACH = (
+    "each map gives every cell the same label (all flat or all non-flat on both maps): the agreement is the "
+    "class balance, 1 or 0 whatever the cells' correspondence"
+)
 
-def _value_aware_rows(rec: Mapping, threshold: float, common: Mapping) -> list[dict]:
-    """Claim 44 on one model's retrieval rows at the map budget, in each reading."""
-    by = {"model": rec["model"], "budget": rec["budget"], "rows": "retrieval"}
-    return [
-        row(
+_SHARE = (0.0, 1.0)
+_PER_MODEL = {"pooled": False}
+_MODEL_BUDGET = ("model", "budget")
+
+#: claim value -> where it is read (the frames of :func:`claim_frames`; ``task_claims`` is ``task_contexts`` with
+#: ``pooled``, ``at_map_budget`` and the headroom ratio)
+HEADLINE: tuple[HeadlineValue, ...] = (
+    *(
+        HeadlineValue(
+            42,
+            value,
+            "task_claims",
+            "median_c_hat",
+            ("budget",),
+            {"pooled": True, "rows": "all"},
+            ci=True,
+            domain=_SHARE,
+        )
+        for value in ("pooled_c_hat", "pooled_c_hat_ceiling")
+    ),
+    *(
+        HeadlineValue(
+            43,
+            value,
+            "task_claims",
+            "headroom_ratio",
+            _MODEL_BUDGET,
+            {**_PER_MODEL, "rows": "retrieval"},
+            flag="headroom_flag",
+            domain=(0.0, math.inf),
+            note="p90 kappa_hat on retrieval rows / on background rows; both are >= 1",
+        )
+        for value in ("p90_headroom_ratio_retrieval_vs_background", "p90_headroom_ratio_ceiling")
+    ),
+    # claim 44's readings: the used one, kappa_hat_bal > threshold (balancing, the value-aware swap rule, misses
+    # ES_pool), and the spec's, kappa_hat > threshold
+    *(
+        HeadlineValue(
             44,
             value,
-            rec[col],
-            POPULATION,
-            by=by,
-            low=rec[f"{col}_low"],
-            high=rec[f"{col}_high"],
-            source=f"task_contexts[retrieval rows].{col} ({ratio} > {threshold})",
-            **common,
+            "task_claims",
+            column,
+            ("model", "budget", "rows"),
+            {**_PER_MODEL, "rows": "retrieval", "at_map_budget": True},
+            ci=True,
+            domain=_SHARE,
         )
-        for value, (col, ratio) in VALUE_AWARE_READINGS.items()
-    ]
+        for value, column in (
+            ("value_aware_case_rate", "value_aware_bal_rate"),
+            ("value_aware_case_rate_ceiling", "value_aware_bal_rate"),
+            ("value_aware_case_rate_kappa_hat", "value_aware_rate"),
+        )
+    ),
+    *(
+        HeadlineValue(
+            45,
+            value,
+            "task_claims",
+            "auc_dropped_mass",
+            _MODEL_BUDGET,
+            {**_PER_MODEL, "rows": "all"},
+            ci=True,
+            domain=_SHARE,
+        )
+        for value in ("auc_dropped_mass", "auc_dropped_mass_floor")
+    ),
+    HeadlineValue(
+        46,
+        "retrieval_row_share",
+        "task_claims",
+        "retrieval_share",
+        _MODEL_BUDGET,
+        {**_PER_MODEL, "rows": "all"},
+        domain=_SHARE,
+        note="retrieval instances / instances, degenerate records left out: the planted share is "
+        "task_contexts.retrieval_rows / capture.rows_per_head, refused at start-up below 20 %",
+    ),
+    HeadlineValue(
+        47,
+        "map_label_agreement",
+        "task_map_claims",
+        "map_label_agreement",
+        ("model",),
+        flag="label_flag",
+        domain=_SHARE,
+    ),
+    HeadlineValue(
+        47, "map_order_correlation", "task_map_claims", "map_order_correlation", ("model",), domain=(-1.0, 1.0)
+    ),
+)
 
 
-def headline(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
-    """Claims 42-47 from the two frames."""
+def _task_claims(table: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
+    """``task_contexts`` with the columns the declarations filter on and claim 43's ratio: per (model, budget),
+    on the retrieval row, the 90th percentile of kappa_hat on retrieval rows over that on background rows."""
+    key = ["model", "budget"]
+    background = table.filter(pl.col("rows") == "background").select(*key, p90_background="p90_kappa_hat")
+    frame = table.join(background, on=key, how="left").with_columns(
+        pooled=pl.col("model") == POOLED, at_map_budget=pl.col("budget") == settings.map_budget
+    )
+    retrieval = pl.col("rows") == "retrieval"
+    floor = (pl.col("p90_kappa_hat") <= KAPPA_FLOOR) & (pl.col("p90_background") <= KAPPA_FLOOR)
+    return frame.with_columns(
+        headroom_ratio=pl.when(retrieval & (pl.col("p90_background") > 0)).then(
+            pl.col("p90_kappa_hat") / pl.col("p90_background")
+        ),
+        headroom_flag=pl.when(retrieval & floor.fill_null(False)).then(pl.lit(BOTH_AT_FLOOR)),
+    ).drop("p90_background")
+
+
+def _map_claims(cells: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
+    """Claim 47, per model: the share of cells whose flat label is the same on both maps and Spearman's rho of
+    the cells' median dropped mass, with the agreement's flag where each map has one label only."""
+    st = GroupStatistics(settings)
     rows = []
-    for rec in table.iter_rows(named=True):
-        common = dict(n_instances=rec["n"], n_docs=rec["n_docs"], models=rec["models"], n_excluded=rec["n_degenerate"])
-        budget, model = rec["budget"], rec["model"]
-        if model == POOLED and rec["rows"] == "all":
-            for value in ("pooled_c_hat", "pooled_c_hat_ceiling"):
-                rows.append(
-                    row(
-                        42,
-                        value,
-                        rec["median_c_hat"],
-                        POPULATION,
-                        by={"budget": budget},
-                        low=rec["median_c_hat_low"],
-                        high=rec["median_c_hat_high"],
-                        source="task_contexts[(pooled), all rows].median_c_hat",
-                        **common,
-                    )
-                )
-        if model == POOLED:
-            continue
-        by = {"model": model, "budget": budget}
-        if rec["rows"] == "all":
-            for value in ("auc_dropped_mass", "auc_dropped_mass_floor"):
-                rows.append(
-                    row(
-                        45,
-                        value,
-                        rec["auc_dropped_mass"],
-                        POPULATION,
-                        by=by,
-                        low=rec["auc_dropped_mass_low"],
-                        high=rec["auc_dropped_mass_high"],
-                        source="task_contexts[all rows].auc_dropped_mass",
-                        **common,
-                    )
-                )
-            rows.append(
-                row(
-                    46,
-                    "retrieval_row_share",
-                    rec["retrieval_share"],
-                    POPULATION,
-                    by=by,
-                    source="task_contexts[all rows]: retrieval instances / instances",
-                    **common,
-                )
-            )
-        if rec["rows"] == "retrieval":
-            background = table.filter(
-                (pl.col("model") == model) & (pl.col("budget") == budget) & (pl.col("rows") == "background")
-            )
-            p90_bg = background["p90_kappa_hat"][0] if background.height else None
-            ratio = rec["p90_kappa_hat"] / p90_bg if rec["p90_kappa_hat"] is not None and p90_bg else None
-            for value in ("p90_headroom_ratio_retrieval_vs_background", "p90_headroom_ratio_ceiling"):
-                rows.append(
-                    row(
-                        43,
-                        value,
-                        ratio,
-                        POPULATION,
-                        by=by,
-                        source="task_contexts: p90_kappa_hat[retrieval] / p90_kappa_hat[background]",
-                        **common,
-                    )
-                )
-            if budget == settings.map_budget:
-                rows += _value_aware_rows(rec, settings.kappa_threshold, common)
     for key, g in groups(cells.drop_nulls(["task_flat", "prose_flat"]), ["model"]):
-        st = GroupStatistics(settings)
-        common = dict(n_instances=g.height, models=key["model"], source="task_map: cells at the map budget")
-        agreement = float((g["task_flat"] == g["prose_flat"]).mean()) if g.height else None
-        rows.append(row(47, "map_label_agreement", agreement, POPULATION, by=key, **common))
-        g = g.with_columns(degenerate=pl.lit(False))
+        one_label = g["task_flat"].n_unique() == 1 and g["prose_flat"].n_unique() == 1
         rows.append(
-            row(
-                47,
-                "map_order_correlation",
-                st.rank_correlation(g, "task_dropped_mass", "prose_dropped_mass"),
-                POPULATION,
-                by=key,
-                **common,
-            )
+            {
+                **key,
+                "population": POPULATION,
+                "n": g.height,
+                "map_label_agreement": float((g["task_flat"] == g["prose_flat"]).mean()),
+                "map_order_correlation": st.rank_correlation(
+                    g.with_columns(degenerate=pl.lit(False)), "task_dropped_mass", "prose_dropped_mass"
+                ),
+                "label_flag": ONE_LABEL_EACH if one_label else None,
+            }
         )
-    return headline_frame(rows)
+    schema = {"model": pl.Utf8, "population": pl.Utf8, "n": pl.Int64, "map_label_agreement": pl.Float64}
+    schema |= {"map_order_correlation": pl.Float64, "label_flag": pl.Utf8}
+    return frame_from_rows(rows, schema)
+
+
+def claim_frames(table: pl.DataFrame, cells: pl.DataFrame, settings: StatisticsSettings) -> dict[str, pl.DataFrame]:
+    """Every frame :data:`HEADLINE` reads, from ``task_contexts`` and ``task_map``."""
+    return {"task_claims": _task_claims(table, settings), "task_map_claims": _map_claims(cells, settings)}
+
+
+def headline(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Claims 42-47: every declaration of :data:`HEADLINE` read from :func:`claim_frames`."""
+    return headline_frame(declared_rows(HEADLINE, frames))
 
 
 def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
