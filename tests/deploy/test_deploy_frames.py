@@ -2,88 +2,17 @@
 
 import polars as pl
 import pytest
+from deploy_rows import fixture_rows
 from unit.headline_dimensions import assert_dimensions, rows_of
 
 from trustmass.report.engine import StatisticsSettings
 from trustmass.report.frames.deploy import bytes_rows, decomposition_table, main_rows, table3, table4, timing_table
-from trustmass.report.frames.deploy_claims import headline
-
-CELLS, ROW_BYTES, N = 6, 512, 1000  # (layer, KV head) cells, bytes per kept K+V row, cached tokens
-DENSE = [100, 100, 100, 0]  # item 3: the dense model misses it, so it counts nowhere
-#: (variant, budget) -> method -> per-item scores
-SCORES = {
-    ("unmodified", 128): {
-        "snapkv": [0, 0, 0, 100],
-        "snapkv_w32": [100, 0, 0, 0],
-        "contourkv_enforced": [100, 100, 0, 100],
-        "kvzip": [100, 0, 0, 0],
-        "contourkv_recon_enforced": [0, 0, 0, 0],
-        "contourkv_recon_unenforced": [100, 100, 0, 0],
-        "contourkv_unenforced": [100, 100, 100, 0],
-        "compactor": [100, 100, 0, 0],
-    },
-    ("unmodified", 64): {
-        "snapkv": [0, 0, 0, 0],
-        "snapkv_w32": [0, 0, 0, 0],
-        "contourkv_enforced": [0, 0, 0, 100],
-        "kvzip": [0, 0, 0, 0],
-        "contourkv_recon_enforced": [0, 0, 0, 0],
-        "contourkv_recon_unenforced": [0, 0, 0, 0],
-        "contourkv_unenforced": [0, 0, 0, 0],
-        "compactor": [0, 0, 0, 0],
-    },
-    ("doc_rows", 128): {"contourkv_enforced": [0, 0, 0, 0]},
-    ("doc_rows", 64): {"contourkv_enforced": [0, 0, 0, 0]},
-    ("doc_boundary", 128): {"contourkv_enforced": [100, 0, 0, 0]},
-    ("doc_boundary", 64): {"contourkv_enforced": [0, 0, 0, 0]},
-}
-KIND = {"snapkv": "uniform", "snapkv_w32": "uniform", "compactor": "uniform", "kvzip": "kvzip", "dense": "dense"}
-#: kept entries per cell over s: enforced ContourKV holds 0.9 of SnapKV's rows, unenforced pads to 4 s per layer
-KEPT = {"contourkv_enforced": 0.9, "contourkv_recon_enforced": 0.8}
-
-
-def _row(variant, budget, method, item, score):
-    kept = CELLS * N if method == "dense" else int(CELLS * budget * KEPT.get(method, 1.0))
-    padded = CELLS * budget * 4 if method.endswith("unenforced") else kept
-    cached = N - 20 if variant == "doc_boundary" else N
-    return {
-        "model": "m",
-        "task": "niah_single",
-        "length": 1024,
-        "budget": budget,
-        "item_id": f"i{item}",
-        "method": method,
-        "kind": KIND.get(method, "contourkv"),
-        "variant": variant,
-        "query_aware": True,
-        "score": float(score),
-        "dense_valid": DENSE[item] == 100,
-        "kept_entries": kept,
-        "kept_min_head": kept // CELLS,
-        "kept_max_head": budget * 4 if method.endswith("unenforced") else kept // CELLS,
-        "bytes_ragged": kept * ROW_BYTES,
-        "bytes_layer_padded": padded * ROW_BYTES,
-        "bytes_full": CELLS * cached * ROW_BYTES,
-        "frac_full": kept / (CELLS * cached),
-        "n_cached": cached,
-        "question_in_cache": 0 if variant == "doc_boundary" else 20,
-        "question_kept_mean": 0.0 if variant == "doc_boundary" else (20.0 if variant == "doc_rows" else 15.0),
-        "block_tokens": 21 if variant == "doc_boundary" else 1,
-        "prefill_s": 1.0,
-        "score_s": 0.1,
-        "decode_s": 0.5,
-    }
+from trustmass.report.frames.deploy_claims import claim_frames, headline, row_inputs
 
 
 @pytest.fixture(scope="module")
 def rows():
-    out = []
-    for (variant, budget), methods in SCORES.items():
-        if variant == "unmodified":
-            methods = {"dense": DENSE, **methods}
-        for method, scores in methods.items():
-            out += [_row(variant, budget, method, i, s) for i, s in enumerate(scores)]
-    return pl.DataFrame(out)
+    return fixture_rows()
 
 
 SETTINGS = StatisticsSettings(bootstrap=200)
@@ -148,10 +77,20 @@ def test_bytes_and_timing(rows):
     assert set(timing["method"].to_list()) >= {"dense", "snapkv"} and timing["decode_s"].to_list()[0] == 0.5
 
 
+def _stage(rows, table=None) -> dict:
+    """The stage's frames from the rows (no replay), as ``deploy_claims.statistics`` makes them."""
+    return {
+        "table3": table3(rows, SETTINGS),
+        "table4": table4(rows, SETTINGS),
+        "table5": decomposition_table(rows, SETTINGS),
+        "deploy_bytes": bytes_rows(rows, pl.DataFrame()) if table is None else table,
+        "deploy_timing": timing_table(rows, pl.DataFrame()),
+        **row_inputs(rows, None, SETTINGS),
+    }
+
+
 def test_headline_values(rows):
-    t3, t4, t5 = table3(rows, SETTINGS), table4(rows, SETTINGS), decomposition_table(rows, SETTINGS)
-    table, timing = bytes_rows(rows, pl.DataFrame()), timing_table(rows, pl.DataFrame())
-    frame = headline(rows, t3, t4, t5, table, timing, SETTINGS)
+    frame = headline(_stage(rows))
     got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in frame.iter_rows(named=True)}
     assert got[(67, "advantage_vs_snapkv", "retrieval,128")] == pytest.approx(200 / 3)
     assert got[(73, "contourkv_hit_rate", "retrieval,128")] == pytest.approx(2 / 3)
@@ -172,17 +111,34 @@ def test_headline_values(rows):
 EMPTY = pl.DataFrame()
 
 
-def _claims(rows=EMPTY, t3=EMPTY, t4=EMPTY, t5=EMPTY, table=EMPTY, replay=None) -> dict:
+def _frames(rows=EMPTY, t3=EMPTY, t4=EMPTY, t5=EMPTY, table=EMPTY, replay=None, timing=EMPTY) -> dict:
+    """The stage's frames: the tables given (the others empty) and the row inputs of ``rows`` and ``replay``."""
+    tables = {"table3": t3, "table4": t4, "table5": t5, "deploy_bytes": table, "deploy_timing": timing}
+    return {**tables, **row_inputs(rows, replay, SETTINGS)}
+
+
+def _claims(**given) -> dict:
     """(claim, value, by_value) -> the headline row, from the tables given (the others empty)."""
-    frame = headline(rows, t3, t4, t5, table, EMPTY, SETTINGS, replay=replay)
+    frame = headline(_frames(**given))
     got = {(r["claim_id"], r["value_name"], r["by_value"]): r for r in frame.iter_rows(named=True)}
     assert len(got) == frame.height, "two rows of one value share a group"
     return got
 
 
 def _wtl_row(
-    comparison, variant, opponent, wtl, *, setting="retrieval", losses_sig=0, hits=(0.5, 0.25), delta=1.0, budget=None
+    comparison,
+    variant,
+    opponent,
+    wtl,
+    *,
+    setting="retrieval",
+    losses_sig=0,
+    hits=(0.5, 0.25),
+    delta=1.0,
+    budget=None,
+    silent=0,
 ) -> dict:
+    """A Table 3 row (Table 4's with ``budget``): ``silent`` of its ties are conditions at the floor or ceiling."""
     w, t, l = wtl  # noqa: E741
     out = {
         "setting": setting,
@@ -190,6 +146,8 @@ def _wtl_row(
         "variant": variant,
         "opponent": opponent,
         "n_conditions": w + t + l,
+        "n_silent": silent,
+        "n_items": 3 * (w + t + l),
         "wins": w,
         "ties": t,
         "losses": l,
@@ -266,9 +224,7 @@ def test_table3_wtl_counts_are_read_in_the_benchmark_setting():
     }
     assert got[(6, "wins_vs_kvzip_enforced", "benchmark")]["n_instances"] == 16
     assert got[(70, "wtl_vs_compactor", "benchmark,loss")]["by_key"] == "setting,outcome"
-    assert got[(65, "conditions_lowered", "benchmark")]["source"].endswith(
-        "enforcement effect (reconstruction score)].losses"
-    )
+    assert got[(65, "conditions_lowered", "benchmark")]["source"] == "table3_counts.losses"
 
 
 def test_table3_falls_back_on_retrieval():
@@ -319,9 +275,11 @@ def test_significant_losses_count_every_baseline_once():
     )
     got = _claims(t3=t3, t4=T4)[(117, "n_significant_losses", "retrieval")]
     assert got["estimate"] == 5 + 2 + 4 + 1
-    assert got["source"] == (
-        "table3[retrieval]: vs KVzip, enforced; vs Compactor + table4[retrieval, s=all]: snapkv, tova (losses_sig)"
-    )
+    counted = claim_frames(_frames(t3=t3, t4=T4))["significant_losses"]["counted"].to_list()
+    assert counted == [
+        "contourkv_recon_enforced vs kvzip; contourkv_enforced vs compactor; contourkv_enforced vs snapkv; "
+        "contourkv_enforced vs tova"
+    ]
     assert (117, "n_significant_losses", "benchmark") in _claims(t3=T3, t4=T4)  # Table 3's setting: Table 4 is not read
 
 
@@ -357,7 +315,7 @@ def test_method_and_condition_counts(rows):
             (62, "n_library_baselines"),
         ]
     } == {"n_uniform_methods": 6, "n_per_head_methods": 2, "n_uniform": 4, "n_per_head": 2, "n_library_baselines": 6}
-    assert got[(62, "n_uniform", None)]["source"].endswith(": compactor, pyramidkv, snapkv, tova")
+    assert claim_frames(_frames(rows=roster))["roster"]["library"].to_list() == ["compactor, pyramidkv, snapkv, tova"]
     # the replay: a press's rows per model (the plain prefill is not one); conditions (model, task, length, budget)
     assert got[(61, "replay_measurements_per_model", "a")]["estimate"] == 5
     assert got[(61, "replay_measurements_per_model", "b")]["estimate"] == 2
@@ -489,7 +447,10 @@ def test_question_rows_in_the_doc_rows_cache():
 
 def test_degenerate_hit_rates_make_rows_uninformative():
     got = _claims(t3=T3.with_columns(variant_hit=pl.lit(0.0), opponent_hit=pl.lit(0.0)), t4=T4, t5=T5)
-    neither = "both hit rates are 0 (contourkv_enforced, snapkv): neither method finds the answer on any item"
+    neither = (
+        "contourkv_enforced and snapkv score 0 on every item (0 of 24 items in 8 conditions): the comparison "
+        "measures the floor"
+    )
     for value in ("advantage_vs_snapkv", "contourkv_hit_rate", "snapkv_hit_rate"):
         assert got[(73 if "hit" in value else 67, value, "retrieval,128")]["uninformative"] == neither
         assert got[(73 if "hit" in value else 67, value, "retrieval,64")]["uninformative"] is None
@@ -498,9 +459,11 @@ def test_degenerate_hit_rates_make_rows_uninformative():
     assert got[(75, "bytes_over_snapkv", "retrieval,128")]["uninformative"] is None
     cost = got[(4, "enforcement_cost", "benchmark,contourkv_recon_enforced")]
     assert cost["estimate"] == -1.0 and cost["uninformative"].startswith(
-        "both hit rates are 0 (contourkv_recon_enforced, contourkv_recon_unenforced)"
+        "contourkv_recon_enforced and contourkv_recon_unenforced score 0 on every item (0 of 48 items in 16 conditions)"
     )
-    assert got[(6, "wins_vs_kvzip_enforced", "benchmark")]["uninformative"].startswith("both hit rates are 0")
+    assert got[(6, "wins_vs_kvzip_enforced", "benchmark")]["uninformative"].startswith(
+        "contourkv_recon_enforced and kvzip score 0 on every item"
+    )
     # Table 5: the rows stay, flagged
     assert got[(76, "hit_rate_change", "c,doc_rows_ranking")]["uninformative"] == (
         "both hit rates are 100 (unmodified 4 of 4, doc_rows 4 of 4): no change can show"
@@ -516,8 +479,7 @@ def test_degenerate_hit_rates_make_rows_uninformative():
 
 
 def test_every_row_carries_the_dimensions_its_value_filters_on(rows):
-    t3, t4, t5 = table3(rows, SETTINGS), table4(rows, SETTINGS), decomposition_table(rows, SETTINGS)
     table = pl.concat([bytes_rows(rows, pl.DataFrame()), BYTES], how="diagonal_relaxed")  # BYTES: an as_shipped row
-    frame = headline(rows, t3, t4, t5, table, timing_table(rows, pl.DataFrame()), SETTINGS)
+    frame = headline(_stage(rows, table))
     assert rows_of(frame, 3, "held_cache_share").height and rows_of(frame, 120, "wtl_vs_snapkv").height
     assert_dimensions(frame)

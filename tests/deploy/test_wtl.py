@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from trustmass.deploy.wtl import COLUMNS, conditions, setting_of, wtl
+from trustmass.deploy.wtl import COLUMNS, conditions, setting_of, speaking, wtl
 
 N = 20
 
@@ -144,3 +144,27 @@ def test_every_method_declares_a_contract_and_wtl_rows_name_what_they_cross():
     assert contrast("contourkv_enforced", "snapkv") == "crosses: observation_window, allocation"
     assert contrast("knorm", "keydiff") == "like_for_like"  # two key scores, uniform, no query rows
     assert contrast("snapkv", "no_such_method") == "unknown"
+
+
+def test_silent_conditions_are_counted_apart():
+    """Conditions where both methods sit at 0 (or both at 100) on every item are ties that cannot speak; a condition
+    where only one method is at the floor, or both spread, speaks."""
+    frame = pl.DataFrame(
+        rows("niah_single", 32, [0.0] * 5, [0.0] * 5)  # both at the floor: silent
+        + rows("niah_single", 64, [100.0] * 5, [100.0] * 5)  # both at the ceiling: silent
+        + rows("niah_single", 128, [0.0] * 5, [100.0] * 5)  # one at the floor: a loss that speaks
+        + rows(
+            "vt", 64, [0.0, 100.0, 0.0, 100.0, 0.0], [100.0, 0.0, 100.0, 0.0, 0.0]
+        )  # spread, equal: a tie that speaks
+        + rows("vt", 128, [50.0] * 5, [50.0] * 5)  # equal partial credit: a tie that speaks
+    )
+    per = conditions(frame, "contourkv", "snapkv").sort("task", "budget")
+    assert per["silent"].to_list() == [True, True, False, False, False]
+    assert per["variant_points"].to_list() == [0.0, 100.0, 0.0, 40.0, 50.0]
+    assert per["opponent_points"].to_list() == [0.0, 100.0, 100.0, 40.0, 50.0]
+    got = speaking(wtl(frame, "contourkv")).row(0, named=True)
+    assert (got["n_conditions"], got["n_silent"], got["n_items"]) == (5, 2, 25)
+    assert (got["wins"], got["ties"], got["losses"]) == (0, 4, 1)  # the tables keep every condition
+    assert (got["n_speaking"], got["ties_speaking"]) == (3, 2)  # the claims judge the speaking ones
+    spread = pl.DataFrame(rows("vt", 64, [0.0, 100.0], [100.0, 0.0]))
+    assert wtl(spread, "contourkv")["n_silent"].to_list() == [0]

@@ -11,7 +11,12 @@ Per condition: Δ = mean over items of (variant − opponent), i.e. mean variant
 score.  Literal rule: W if Δ > 0, L if Δ < 0, T if Δ = 0 (up to float rounding, |Δ| ≤ 1e-9).
 Alternative rule (``ties_alt``): T if |Δ| < 0.05 points.  Significance: paired item bootstrap
 (``core.stats.bootstrap_replicates`` with items as clusters), B = 1000, 95 % percentile interval;
-``wins_sig``/``losses_sig`` count W/L whose interval excludes 0.  Each condition has its own seed,
+``wins_sig``/``losses_sig`` count W/L whose interval excludes 0.
+
+A condition is *silent* when both methods score 0 on every item (the floor) or both 100 on every item (the
+ceiling): its Δ is 0 whatever the methods do, so it cannot speak to which is better.  ``n_silent`` counts them
+(each is also a tie); a W/T/L judged on the conditions that can speak is W / T - n_silent / L over
+n_conditions - n_silent (:func:`speaking`).  ``n_items`` counts the paired items over every condition.  Each condition has its own seed,
 ``sha256(seed, variant, opponent, condition)``, so its interval does not depend on the others.
 ``mean_delta`` is the mean of the conditions' Δ; its interval is the percentile interval of the mean
 of the conditions' replicates (a bootstrap stratified by condition).
@@ -36,16 +41,20 @@ from trustmass.core.stats import bootstrap_replicates, percentile_interval
 from trustmass.deploy.contracts import contrast
 from trustmass.deploy.tasks import TASKS
 
-__all__ = ["CONDITION", "TIE_ALT", "TIE_RULES", "conditions", "setting_of", "wtl"]
+__all__ = ["CEILING", "CONDITION", "FLOOR", "TIE_ALT", "TIE_RULES", "conditions", "setting_of", "speaking", "wtl"]
 
 CONDITION = ("model", "task", "length", "budget")
 TIE_ALT = 0.05  # points on the 0–100 scale
 TIE_RULES = {"literal": "tie iff delta == 0", "alt": f"tie iff |delta| < {TIE_ALT} points (0-100 scale)"}
 _EXACT = 1e-9
+#: the score scale's ends (points): an item scored FLOOR was missed, CEILING found in full
+FLOOR, CEILING = 0.0, 100.0
 COLUMNS = (
     "variant",
     "opponent",
     "n_conditions",
+    "n_silent",
+    "n_items",
     "wins",
     "ties",
     "losses",
@@ -116,12 +125,27 @@ def _paired(frame: pl.DataFrame, keys: list[str], variant: str, opponent: str, m
     return joined.with_columns((pl.col("score").cast(pl.Float64) - pl.col("score_opp").cast(pl.Float64)).alias("d"))
 
 
+def _silent(mine: pl.Series, theirs: pl.Series) -> bool:
+    """Both methods at the floor on every item, or both at the ceiling: Δ = 0 by construction."""
+    return any(bool((mine == edge).all() and (theirs == edge).all()) for edge in (FLOOR, CEILING))
+
+
+def speaking(frame: pl.DataFrame) -> pl.DataFrame:
+    """A W/T/L frame (:func:`wtl`'s columns) with the counts judged on the conditions that can speak:
+    ``n_speaking`` = n_conditions - n_silent and ``ties_speaking`` = ties - n_silent (a silent condition is a tie);
+    wins and losses are never silent."""
+    return frame.with_columns(
+        n_speaking=pl.col("n_conditions") - pl.col("n_silent"), ties_speaking=pl.col("ties") - pl.col("n_silent")
+    )
+
+
 def _conditions(frame, variant, opponent, method_col, B, seed, level):
     keys = _check(frame, method_col)
     paired = _paired(frame, keys, variant, opponent, method_col)
     rows, reps = [], []
     for key, group in sorted(paired.group_by(keys, maintain_order=True), key=lambda kv: [str(k) for k in kv[0]]):
         d = group.get_column("d").to_numpy()
+        mine, theirs = group.get_column("score").cast(pl.Float64), group.get_column("score_opp").cast(pl.Float64)
         delta = float(d.mean())
         delta = 0.0 if abs(delta) <= _EXACT else delta
         rep = bootstrap_replicates(
@@ -144,6 +168,9 @@ def _conditions(frame, variant, opponent, method_col, B, seed, level):
                 "outcome": "W" if delta > 0 else "L" if delta < 0 else "T",
                 "outcome_alt": "T" if abs(delta) < TIE_ALT else "W" if delta > 0 else "L",
                 "significant": bool(lo > 0 or hi < 0),
+                "variant_points": float(mine.mean()),
+                "opponent_points": float(theirs.mean()),
+                "silent": _silent(mine, theirs),
             }
         )
         reps.append(rep)
@@ -160,7 +187,8 @@ def conditions(
     seed: int = 0,
     level: float = 0.95,
 ) -> pl.DataFrame:
-    """Per paired condition: ``n_items``, ``delta`` with its interval, ``outcome``/``outcome_alt``, ``significant``."""
+    """Per paired condition: ``n_items``, ``delta`` with its interval, ``outcome``/``outcome_alt``, ``significant``,
+    each method's mean score (``variant_points``, ``opponent_points``) and whether the condition is ``silent``."""
     rows, _ = _conditions(frame, variant, opponent, method_col, B, seed, level)
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
@@ -193,6 +221,8 @@ def wtl(
                 "variant": variant,
                 "opponent": opponent,
                 "n_conditions": len(rows),
+                "n_silent": sum(r["silent"] for r in rows),
+                "n_items": sum(r["n_items"] for r in rows),
                 "wins": int((deltas > 0).sum()),
                 "ties": int((deltas == 0).sum()),
                 "losses": int((deltas < 0).sum()),

@@ -5,8 +5,11 @@ Inputs: the rows of every ``deploy_condition`` job (one per item, variant, budge
 shipped).  The main rows are the run's own eviction point: ``unmodified`` (question-visible) or
 ``doc_boundary``.  Every W/T/L is ``deploy.wtl`` (literal and 0.05-point ties, paired item bootstrap per
 condition), on dense-valid items only; retrieval and benchmark conditions are never pooled (one table row per
-setting).  Results on the packaged models and synthetic items are analogues of the paper's: the claims
-report judges them by their own verdict kinds and names the models.
+setting).  Every W/T/L row also counts its silent conditions (``n_silent``: both methods at 0 on every item, or
+both at 100; each is also a tie) and its paired items (``n_items``): the tables show every condition, the claims
+judge W/T/L on the speaking ones (:mod:`trustmass.report.frames.deploy_comparison_claims`).  Results on the
+packaged models and synthetic items are analogues of the paper's: the claims report judges them by their own
+verdict kinds and names the models.
 
 - Table 3: every ContourKV variant against its paper opponents (KVzip, Compactor, SnapKV) and against its
   own unenforced form (the enforcement effect: conditions lowered / raised, mean change).
@@ -188,7 +191,7 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
             memory_ref = _mean(reference["rows_at_answer"]) or float("nan")
             for variant in ("unmodified", "doc_rows", "doc_boundary"):
                 mine = _valid(part).filter(pl.col("variant") == variant)
-                change = {"mean_delta": 0.0, "delta_lo": None, "delta_hi": None, "n_conditions": None}
+                change = {"mean_delta": 0.0, "delta_lo": None, "delta_hi": None, "n_conditions": None, "n_silent": None}
                 if variant != "unmodified":
                     got = _wtl(part, variant, ["unmodified"], settings, method_col="variant").row(0, named=True)
                     change = {k: got[k] for k in change}
@@ -204,6 +207,7 @@ def decomposition_table(rows: pl.DataFrame, settings: StatisticsSettings = Stati
                         "hit_change_lo": change["delta_lo"],
                         "hit_change_hi": change["delta_hi"],
                         "n_conditions": change["n_conditions"],
+                        "n_silent": change["n_silent"],
                         "memory_vs_doc_boundary": _mean(mine["rows_at_answer"] / memory_ref),
                         "question_rows": _mean(mine["question_in_cache"]),
                         "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
@@ -240,6 +244,7 @@ def _allocation_swapped(rows, model, method, budget, settings) -> list[dict]:
             "hit_change_lo": got["delta_lo"],
             "hit_change_hi": got["delta_hi"],
             "n_conditions": got["n_conditions"],
+            "n_silent": got["n_silent"],
             "memory_vs_doc_boundary": None,
             "question_rows": _mean(mine["question_in_cache"]),
             "question_rows_evicted": _mean(mine["question_in_cache"] - mine["question_kept_mean"]),
@@ -294,17 +299,26 @@ def bytes_rows(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
 
 def timing_table(rows: pl.DataFrame, replay: pl.DataFrame) -> pl.DataFrame:
     """Seconds per method (mean over items and budgets of the main rows) and, from the replay, each press's
-    prefill over the plain prefill (median over items)."""
+    prefill over the plain prefill (median over its ``replay_n`` items), per model, length, method and -- where the
+    rows record it -- the ``device`` they were timed on (a time measured on another device is another row)."""
     main = main_rows(rows)
-    out = main.group_by(["model", "length", "method"], maintain_order=True).agg(
+    keys = _timing_keys(main)
+    out = main.group_by(keys, maintain_order=True).agg(
         n=pl.len(),
         prefill_s=pl.col("prefill_s").mean(),
         score_s=pl.col("score_s").mean(),
         decode_s=pl.col("decode_s").mean(),
     )
     if replay.height:
-        cost = replay.group_by(["model", "length", "method"]).agg(
-            replay_prefill_s=pl.col("prefill_s").median(), replay_cost_over_dense=pl.col("cost_over_dense").median()
+        cost = replay.group_by(_timing_keys(replay)).agg(
+            replay_n=pl.len(),
+            replay_prefill_s=pl.col("prefill_s").median(),
+            replay_cost_over_dense=pl.col("cost_over_dense").median(),
         )
-        out = out.join(cost, on=["model", "length", "method"], how="full", coalesce=True)
+        on = [k for k in keys if k in cost.columns]
+        out = out.join(cost, on=on, how="full", coalesce=True)
     return out.sort(["model", "length", "method"])
+
+
+def _timing_keys(frame: pl.DataFrame) -> list[str]:
+    return ["model", "length", "method"] + (["device"] if "device" in frame.columns else [])

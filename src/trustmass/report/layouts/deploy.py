@@ -11,6 +11,7 @@ __all__ = ["LAYOUTS", "write"]
 
 WTL_COLUMNS = (
     Column("conditions", "n_conditions", None),
+    Column("silent (both at 0 or both at 100)", "n_silent", None),
     Column("W", "wins", None),
     Column("T", "ties", None),
     Column("L", "losses", None),
@@ -32,6 +33,8 @@ TABLE5_COLUMNS = (
     Column("items", "n_items", None),
     Column("hit rate", "hit_rate", 3),
     Column("Δ hit rate vs unmodified, points", "hit_change_points", 2, True),
+    Column("conditions", "n_conditions", None),
+    Column("silent (both at 0 or both at 100)", "n_silent", None),
     Column("memory at the answer vs doc_boundary", "memory_vs_doc_boundary", 3),
     Column("question rows in cache", "question_rows", 1),
     Column("question rows evicted", "question_rows_evicted", 2),
@@ -51,6 +54,8 @@ TIMING_COLUMNS = (
     Column("prefill s", "prefill_s", 3),
     Column("score s", "score_s", 3),
     Column("decode s", "decode_s", 3),
+    Column("timed on", "device", None),
+    Column("replay items", "replay_n", None),
     Column("replay prefill s", "replay_prefill_s", 3),
     Column("replay prefill / plain prefill", "replay_cost_over_dense", 2),
 )
@@ -91,7 +96,9 @@ LAYOUTS: dict[str, TableLayout] = {
         (
             "A condition is (model, task, length, budget); Δ = mean over its dense-valid items of variant − opponent "
             "score (0-100). W/T/L: the literal rule (tie iff Δ = 0); the |Δ| < 0.05 column is the alternative rule. "
-            "sig.: the paired item-bootstrap 95% interval excludes 0; mean Δ's interval is stratified by condition.",
+            "sig.: the paired item-bootstrap 95% interval excludes 0; mean Δ's interval is stratified by condition. "
+            "silent: conditions where both methods score 0 on every item or both 100 (each is also a tie); the "
+            "claims judge W/T/L on the other conditions only.",
             "Enforcement effect rows: enforced − unenforced on the same score (W = enforcement raised the score).",
             "Retrieval and benchmark conditions are never pooled: one row per setting. Synthetic retrieval on the "
             "packaged models is an analogue of the paper's benchmark grid.",
