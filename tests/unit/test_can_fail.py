@@ -37,7 +37,7 @@ ROLES = model_roles()
 #: every role played by a run model of its own, none of them the paper's checkpoint
 RUN = StudyModels(roles={name: f"run-{name}" for name in ROLES}, role_definitions=ROLES)
 #: a group value for a key the claim states nothing about
-DEFAULTS = {"budget": 8, "unit_budget": 8, "group_size": 2, "length": 1024, "setting": "retrieval"}
+DEFAULTS = {"budget": 8, "unit_budget": 8, "group_size": 2, "length": 1024, "setting": "retrieval", "device": "cuda"}
 SPECS = [spec for specs in declarations().values() for spec in specs]
 
 
@@ -171,7 +171,6 @@ SIZED = [
     and _value(s).role != "parameter"
     and _value(s).configured is None
     and _value(s).formula is None
-    and not _value(s).timing
     and _stated(_value(s))
 ]
 
