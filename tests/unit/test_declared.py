@@ -9,7 +9,9 @@ import inspect
 import itertools
 import math
 
+import polars as pl
 import pytest
+from unit.declared_frames import assert_columns_exist, assert_in_domain
 
 from trustmass.report.catalog import HEADLINE_FRAMES
 from trustmass.report.declared import DECLARING_MODULES, declarations, undeclared
@@ -123,3 +125,13 @@ def test_the_hand_row_scan_can_fail():
     )
     assert sorted(_hand_rows(hand)) == ["builds HeadlineValue inside f()", "calls row() at line 4", "imports row"]
     assert _hand_rows("first = frame.row(0, named=True)\n") == []  # a polars row is no headline row
+
+
+def test_the_frame_checks_can_fail():
+    frame = pl.DataFrame({"population": ["all"], "share": [1.5], "n": [3]})
+    spec = HeadlineValue(21, "improved_share", "f", "share", (), domain=(0.0, 1.0))
+    assert_columns_exist([spec], {"f": frame})
+    with pytest.raises(AssertionError, match="shared"):
+        assert_columns_exist([HeadlineValue(21, "improved_share", "f", "shared", ())], {"f": frame})
+    with pytest.raises(AssertionError, match="1.5"):
+        assert_in_domain([spec], {"f": frame})

@@ -3,13 +3,14 @@ named by the GPU, judged as analogues; none from a CPU or dry-run file."""
 
 import polars as pl
 import pytest
+from unit.declared_frames import assert_columns_exist, assert_in_domain
 
 from trustmass.plumbing.errors import CleanError
 from trustmass.report.claims.axes import AGREES, CONTRADICTED
 from trustmass.report.claims.data import load_claims, model_roles
 from trustmass.report.claims.report import build
 from trustmass.report.claims.verdicts import StudyModels
-from trustmass.report.frames.gpu import headline
+from trustmass.report.frames.gpu import HEADLINE, claim_frames, headline
 
 CHECK = {
     "mode": "gpu",
@@ -75,3 +76,10 @@ def test_a_timing_without_its_key_count_is_an_error_naming_the_fix():
     broken = {**CHECK, "claims": {**CHECK["claims"], "103": {**CHECK["claims"]["103"], "shapes": []}}}
     with pytest.raises(CleanError, match=r"claims\.103\.prefill_mask_cost_over_dense .*fix: rerun make gpu-check"):
         headline(broken)
+
+
+def test_the_declarations_read_columns_of_the_timings_frame_and_stay_in_their_domains():
+    measured = [spec for spec in HEADLINE if spec.claim != 115]  # claim 115's section failed in CHECK
+    frames = claim_frames(CHECK)
+    assert_columns_exist(measured, frames)
+    assert assert_in_domain(HEADLINE, frames) == 12

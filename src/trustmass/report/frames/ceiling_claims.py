@@ -41,7 +41,7 @@ from trustmass.report.frames.ceiling_values import HEADLINE
 from trustmass.report.headline import HeadlineValue, declared_rows, headline_frame
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "headline", "statistics"]
+__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "claim_frames", "headline", "statistics"]
 
 #: the kappa_hat thresholds of claim 100's sweep (the paper: 1.00-1.43)
 THRESHOLD_SWEEP = (1.0, 1.05, 1.11, 1.2, 1.3, 1.43)
@@ -298,20 +298,15 @@ def _resolved(
     return replace(spec, where=where, at=at)
 
 
-def headline(
+def claim_frames(
     records: pl.DataFrame,
     settings: StatisticsSettings = StatisticsSettings(),
     population: HeadlinePopulation = HeadlinePopulation(),
     frames: Mapping[str, pl.DataFrame] | None = None,
     content: Mapping[str, str] | None = None,
-) -> pl.DataFrame:
-    """One row per regenerated claim value (:data:`HEADLINE`) and group, on both populations: every declaration,
-    its symbolic filters resolved, read from the frames of :func:`_claim_frames` by ``declared_rows``.
-
-    ``frames`` reuses the statistics frames of :func:`~trustmass.report.frames.ceiling.summarize`
-    (same records, settings and population); ``content`` maps corpus names to their content kind
-    (prose / code / french: ``corpora.<name>.content`` in the config) for claim 41's code row.
-    """
+) -> tuple[list[HeadlineValue], dict[str, pl.DataFrame]]:
+    """Every declaration of :data:`HEADLINE`, its symbolic filters resolved for these records, and every frame
+    the declarations read (:func:`_claim_frames`); arguments as :func:`headline`'s."""
     frame = prepare(records, settings)
     selected = population.select(frame)
     budgets = {
@@ -320,7 +315,24 @@ def headline(
     }
     frames = frames if frames is not None else summarize(records, settings, population)
     sources = _claim_frames(frame, population, settings, frames, content or {})
-    return headline_frame(declared_rows([_resolved(spec, settings, budgets, sources) for spec in HEADLINE], sources))
+    return [_resolved(spec, settings, budgets, sources) for spec in HEADLINE], sources
+
+
+def headline(
+    records: pl.DataFrame,
+    settings: StatisticsSettings = StatisticsSettings(),
+    population: HeadlinePopulation = HeadlinePopulation(),
+    frames: Mapping[str, pl.DataFrame] | None = None,
+    content: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """One row per regenerated claim value (:data:`HEADLINE`) and group, on both populations: every declaration
+    read by ``declared_rows`` from the frames of :func:`claim_frames`.
+
+    ``frames`` reuses the statistics frames of :func:`~trustmass.report.frames.ceiling.summarize`
+    (same records, settings and population); ``content`` maps corpus names to their content kind
+    (prose / code / french: ``corpora.<name>.content`` in the config) for claim 41's code row.
+    """
+    return headline_frame(declared_rows(*claim_frames(records, settings, population, frames, content)))
 
 
 def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
