@@ -6,6 +6,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from unit.declared_frames import assert_columns_exist, assert_in_domain
 
 from trustmass.audit import records as au
 from trustmass.ceiling.records import CeilingSettings, shard_records
@@ -313,3 +314,12 @@ def test_claim_108_is_the_first_native_budget_where_every_audited_rule_clears_07
     )
     first = asum.first_budget_clearing(table).sort("model")
     assert first["x"].to_list() == [128.0, math.inf]  # b never clears it within the audited budgets
+
+
+def test_the_declarations_read_columns_of_the_claim_frames_and_stay_in_their_domains():
+    records = asum.prepare(synthetic_records(), SUM)
+    table = asum.audit_table(records, SUM)
+    frames = asum.claim_frames(table, records, SUM, qk_norm={"m": True})
+    assert_columns_exist(asum.HEADLINE, frames)
+    assert assert_in_domain(asum.HEADLINE, frames) >= len(asum.HEADLINE)
+    assert set(frames["cache_faithful"]["rule"]) == {"frozen_snapkv", "sequential"}

@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats
+from unit.declared_frames import assert_columns_exist, assert_in_domain
 from unit.headline_dimensions import assert_dimensions, rows_of
 
 from trustmass.core import bootstrap_closed_form as closed_form
@@ -496,3 +497,11 @@ def test_claim_100_family_order_over_the_threshold_sweep():
     assert tau["estimate"] == 1.0 and tau["by_value"] == "8" and tau["n_instances"] == 2
     single = CC.headline(frame([r for r in rows if r["model"] == "a"]), NO_CI)
     assert single.filter(pl.col("claim_id") == 100).height == 0  # one family has no order to keep
+
+
+def test_the_declarations_read_columns_of_the_claim_frames_and_stay_in_their_domains():
+    specs, frames = CC.claim_frames(frame(study_rows((4, 8, 32, 64))), NO_CI)
+    assert_columns_exist(specs, {name: f for name, f in frames.items() if f.height})
+    assert assert_in_domain(specs, frames) > len(specs)
+    shared = next(s for s in specs if s.claim == 11)
+    assert shared.where == {"group_size": (2,)} and shared.at == {"budget": 8}  # "shared", "map" made literal

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from unit.declared_frames import assert_columns_exist, assert_in_domain
 from unit.headline_dimensions import assert_dimensions, rows_of
 from unit.instances import random_instance
 
@@ -452,3 +453,25 @@ def test_claims_19_20_carry_the_sweep_budget_and_both_readings_of_the_shift():
     assert set(rows_of(at16, 19, "median_gap_change_points")["by_value"]) == {
         "16"
     }  # the sweep's budget, not a constant
+
+
+def test_the_declarations_read_columns_of_the_claim_frames_and_stay_in_their_domains():
+    """Every declared column exists (a misspelt one would drop its value silently), every estimate lies in the
+    declared domain: the certified shifts are >= 0 (substitution only lowers ES), improvements > 1 %."""
+    man, cert = synthetic({8: 2, 16: 0, 32: 13}, n=20, unsolved_by_budget={16: 2})
+    rec = pl.DataFrame(
+        {
+            "model": ["m"] * 30,
+            "corpus": ["c"] * 30,
+            "doc": [f"{i % 3:04d}" for i in range(30)],
+            "budget": [8, 16, 32] * 10,
+            "c_hat": np.linspace(0, 0.19, 30),
+            "kappa_hat_bal": [1.0, 1.2, 1.0] * 10,
+        }
+    )
+    frames = F.claim_frames(F.table7(rec, man, cert), F.substitute(man, cert), F.sweep_table(sweep_rows()), "m")
+    specs = (*F.HEADLINE, *F.SWEEP_HEADLINE)
+    assert_columns_exist(specs, frames)
+    assert assert_in_domain(specs, frames) >= len(specs)
+    shifts = frames["manifest_budgets"]["median_c_hat_shift"].to_list()
+    assert min(shifts) >= 0 and max(shifts) > 0  # the improved budgets moved; none moved down

@@ -117,13 +117,13 @@ def test_the_one_script_writes_the_frames_and_their_sidecars(tmp_path, monkeypat
     runpy.run_path(str(REPO / "scripts" / "statistics.py"), init_globals={"snakemake": smk})
     sys.stdout.flush()
     written = pl.read_parquet(out)
-    assert written.equals(gpu.headline(CHECK)) and written.height == 6
+    assert written.equals(gpu.headline(CHECK)) and written.height == 12  # six timings, on both populations
     sidecar = json.loads(Path(f"{out}.prov.json").read_text())
     assert [Path(i["path"]).name for i in sidecar["inputs"]] == ["gpu-check.json", "gpu.py"]
     assert sidecar["config"] == {"seed": 0} and sidecar["seeds"] is None
     assert sidecar["extra"] == {
         "rule": "gpu_statistics",
-        "summary": {"rows": 6, "device": "NVIDIA H200", "mode": "gpu"},
+        "summary": {"rows": 12, "device": "NVIDIA H200", "mode": "gpu"},
     }
     log = (tmp_path / "job.log").read_text()
-    assert "headline_gpu: 6 rows" in log and log.rstrip().endswith("ok")
+    assert "headline_gpu: 12 rows" in log and log.rstrip().endswith("ok")

@@ -12,7 +12,8 @@ Input: the audit records of :mod:`trustmass.audit.records` (every shard, concate
   rule compares with top-mass like for like (ranking scalar alone) or which contract fields it crosses.  The rule ``certificate``
   scores dropped mass against top-mass's own label ``kappa_hat > thr`` (Figure 3's reference row).
 * ``fig3_roc``: ROC points per (model, rule) at the ROC budget (first model only is plotted).
-* ``headline_audit``: the audit claims' rows in the one headline schema (:mod:`trustmass.report.headline`).
+* ``headline_audit``: the audit claims' rows in the one headline schema (:mod:`trustmass.report.headline`), each
+  value declared in :data:`HEADLINE` and read from a frame of :func:`claim_frames`.
 
 :func:`statistics` is the rule ``audit_statistics``.  Records are restricted to the headline population (the audit
 stage only scores its documents);
@@ -43,12 +44,14 @@ from trustmass.report.engine import (
     populations,
     with_document_columns,
 )
-from trustmass.report.headline import HeadlineValue, headline_frame, rows_from_frame
+from trustmass.report.headline import HeadlineValue, declared_rows, headline_frame
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
 __all__ = [
+    "HEADLINE",
     "AuditStatisticsSettings",
     "audit_table",
+    "claim_frames",
     "fig3_roc",
     "first_budget_clearing",
     "headline",
@@ -222,21 +225,105 @@ def fig3_roc(records: pl.DataFrame, settings: AuditStatisticsSettings = AuditSta
 
 
 # ------------------------------------------------------------------------------ headline rows
-def _rows(
-    claim: int,
-    value: str,
-    keys: tuple[str, ...],
-    frame: pl.DataFrame,
-    column: str,
-    ci: bool = False,
-    n_column: str = "n",
-    source: str | None = None,
-) -> list[dict]:
-    spec = HeadlineValue(claim, value, "audit_table", column, keys, ci=ci, n_column=n_column)
-    return rows_from_frame(spec, frame, source=source)
+_MODEL_BUDGET, _MODEL_RULE_BUDGET = ("model", "budget"), ("model", "rule", "budget")
+_SHARE, _POSITIVE, _CORRELATION = (0.0, 1.0), (0.0, math.inf), (-1.0, 1.0)
+#: the AUC a mass rule's label must reach for claims 107 and 108
+AUC_BAR = 0.70
+
+#: the audit's claim values (48-51, 105-110), each read from a frame of :func:`claim_frames`.  Domains: a rule's
+#: excess es_rule / ES_pool is positive and may fall below 1 when the rule keeps a set outside the pool; top-mass's
+#: own excess kappa_hat is >= 1 (A*_s is in the pool); claim 107 counts audited rules; Quest's page size is
+#: max(2, s / 4), a function of the budget alone (the registry's contract: a configuration check).
+HEADLINE: tuple[HeadlineValue, ...] = (
+    HeadlineValue(
+        48,
+        "median_rule_excess",
+        "at_roc_budget",
+        "median_excess",
+        _MODEL_RULE_BUDGET,
+        {"rule": AUDITED},
+        ci=True,
+        domain=_POSITIVE,
+    ),
+    HeadlineValue(
+        48,
+        "median_top_mass_excess",
+        "at_roc_budget",
+        "median_excess",
+        _MODEL_BUDGET,
+        {"rule": "top_mass"},
+        ci=True,
+        domain=(1.0, math.inf),
+    ),
+    HeadlineValue(49, "tova_top_mass_mismatches", "tova", "mismatches", ("model",), domain=_POSITIVE),
+    HeadlineValue(
+        50, "snapkv_over_top_mass", "per_budget", "median_over_top", _MODEL_BUDGET, {"rule": "snapkv"}, domain=_POSITIVE
+    ),
+    HeadlineValue(
+        51,
+        "spearman_dropped_mass_rule_excess",
+        "pooled_qk_norm",
+        "spearman_dm_excess",
+        ("model", "rule", "qk_norm"),
+        {"rule": AUDITED},
+        domain=_CORRELATION,
+    ),
+    HeadlineValue(
+        105,
+        "top_mass_label_rate",
+        "enumerated_budgets",
+        "label_share",
+        _MODEL_BUDGET,
+        {"rule": "top_mass"},
+        ci=True,
+        domain=_SHARE,
+    ),
+    HeadlineValue(
+        105,
+        "deployed_rule_label_rate",
+        "enumerated_budgets",
+        "label_share",
+        _MODEL_RULE_BUDGET,
+        {"rule": AUDITED},
+        ci=True,
+        domain=_SHARE,
+    ),
+    HeadlineValue(
+        106, "pooled_label_auc", "pooled", "auc", ("model", "rule"), {"rule": FIG3_RULES}, ci=True, domain=_SHARE
+    ),
+    HeadlineValue(
+        107,
+        "mass_selectors_clearing_auc_0_70",
+        "native_clearing",
+        "n_clearing",
+        _MODEL_BUDGET,
+        domain=(0.0, float(len(AUDITED))),
+    ),
+    HeadlineValue(
+        108,
+        "first_budget_auc_reaches_0_70",
+        "first_budget",
+        "x",
+        ("model",),
+        note="inf: no native budget of the run clears the bar",
+        domain=(1.0, math.inf),
+    ),
+    HeadlineValue(110, "quest_page_size", "quest_pages", "page_size", _MODEL_BUDGET, domain=(2.0, math.inf)),
+    HeadlineValue(
+        109,
+        "cache_faithful_median_excess",
+        "cache_faithful",
+        "median_excess",
+        _MODEL_RULE_BUDGET,
+        ci=True,
+        note="frozen_snapkv: SnapKV's median excess over the rows its frozen cache serves; sequential: StreamingLLM's "
+        "per-query set is its token-by-token cache (token-by-token H2O is not computed)",
+        domain=_POSITIVE,
+    ),
+)
 
 
-def first_budget_clearing(native: pl.DataFrame, threshold: float = 0.70) -> pl.DataFrame:
+def first_budget_clearing(native: pl.DataFrame, threshold: float = AUC_BAR) -> pl.DataFrame:
     """Claim 108, per model: the smallest native budget at which every audited mass rule's label AUC
     reaches ``threshold``; ``inf`` when no audited budget does (the result "not within s <= the
     largest native budget", which the claims report can judge, rather than a missing row)."""
@@ -259,142 +346,109 @@ def first_budget_clearing(native: pl.DataFrame, threshold: float = 0.70) -> pl.D
     )
 
 
-def headline(
+def _tova(records: pl.DataFrame) -> pl.DataFrame:
+    """Claim 49, per population and model: TOVA's per-query keep sets that differ from A*_s (the run
+    asserts; a finished run has zero)."""
+    rows = [
+        {
+            "population": population,
+            **key,
+            "mismatches": float(g["tova_mismatch"].sum()),
+            "n": g.height,
+            "n_docs": g["cluster"].n_unique(),
+        }
+        for population, pop in populations(records.filter(pl.col("rule") == "top_mass"))
+        for key, g in groups(pop, ["model"])
+    ]
+    schema = {"population": pl.Utf8, "model": pl.Utf8, "mismatches": pl.Float64, "n": pl.Int64, "n_docs": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _cache_faithful(at_roc_budget: pl.DataFrame) -> pl.DataFrame:
+    """Claim 109's two readings at the ROC budget, one row each: frozen-set SnapKV over the rows its frozen cache
+    serves (no interval), and the sequential reading, StreamingLLM's per-query excess (its streaming cache at query
+    i *is* its per-query set: sinks + the keys before i) with its interval."""
+    frozen = at_roc_budget.filter(pl.col("rule") == "snapkv").select(
+        "population",
+        "model",
+        "budget",
+        "n_docs",
+        "n_degenerate",
+        pl.lit("frozen_snapkv").alias("rule"),
+        pl.col("median_excess_cf").alias("median_excess"),
+        pl.lit(None, dtype=pl.Float64).alias("median_excess_low"),
+        pl.lit(None, dtype=pl.Float64).alias("median_excess_high"),
+        pl.col("n_cf").alias("n"),
+    )
+    sequential = at_roc_budget.filter(pl.col("rule") == "streaming_llm").select(
+        *frozen.columns[:5],
+        pl.lit("sequential").alias("rule"),
+        "median_excess",
+        "median_excess_low",
+        "median_excess_high",
+        "n",
+    )
+    return pl.concat([frozen, sequential])
+
+
+def claim_frames(
     table: pl.DataFrame,
     records: pl.DataFrame,
     settings: AuditStatisticsSettings = AuditStatisticsSettings(),
     qk_norm: Mapping[str, bool | None] | None = None,
-) -> pl.DataFrame:
-    """Claims 48, 49, 50, 51, 105, 106, 107, 108, 109 from the audit table (48/105/106 over the
-    enumerated budgets; 107 as counts of AUDITED rules with AUC >= 0.70 per native budget; 108 the
-    first native budget where all of them do).  ``qk_norm`` ({model: whether its attention
-    normalises q and k}) places claim 51's rows."""
+) -> dict[str, pl.DataFrame]:
+    """Every frame :data:`HEADLINE` reads, from the audit table and the prepared records: the table's rows at the ROC
+    budget, per budget, per enumerated budget and pooled over the enumerated budgets (``budget`` null); claim 49's
+    TOVA mismatches; the pooled rows of models whose QK-norm class is known (claim 51 is stated per class: a model
+    of unknown class gives no row); per native budget and model the audited rules clearing AUC 0.70 and the first
+    budget where all do (107, 108); Quest's page size at the enumerated budgets (110); claim 109's readings."""
     t = table
     at_b = t.filter(pl.col("budget") == settings.roc_budget)
-    enum_budget = t.filter(pl.col("enumerated") & pl.col("budget").is_not_null())
-    audited = pl.col("rule").is_in(list(AUDITED))
-    rows = []
-    rows += _rows(48, "median_rule_excess", ("model", "rule", "budget"), at_b.filter(audited), "median_excess", ci=True)
-    rows += _rows(
-        48,
-        "median_top_mass_excess",
-        ("model", "budget"),
-        at_b.filter(pl.col("rule") == "top_mass"),
-        "median_excess",
-        ci=True,
-    )
-    # claim 49: TOVA mismatches (the run asserts; a finished run has zero)
-    f = records if "cluster" in records.columns else prepare(records, settings)
-    for population, pop in populations(f.filter(pl.col("rule") == "top_mass")):
-        for key, g in groups(pop, ["model"]):
-            mismatches = pl.DataFrame(
-                [
-                    {
-                        "population": population,
-                        **key,
-                        "x": float(g["tova_mismatch"].sum()),
-                        "n": g.height,
-                        "n_docs": g["cluster"].n_unique(),
-                    }
-                ]
-            )
-            rows += _rows(
-                49, "tova_top_mass_mismatches", ("model",), mismatches, "x", source="audit records.tova_mismatch"
-            )
-    rows += _rows(
-        50,
-        "snapkv_over_top_mass",
-        ("model", "budget"),
-        t.filter(pl.col("rule") == "snapkv", pl.col("budget").is_not_null()),
-        "median_over_top",
-    )
-    # claim 51 is stated per QK-norm class: models whose class is unknown give no row
+    enumerated = t.filter(pl.col("enumerated") & pl.col("budget").is_not_null())
+    pooled = t.filter(pl.col("budget").is_null())
     qk = {m: ("with" if v else "without") for m, v in (qk_norm or {}).items() if v is not None}
-    pooled = t.filter(audited, pl.col("budget").is_null(), pl.col("model").is_in(list(qk)))
-    rows += _rows(
-        51,
-        "spearman_dropped_mass_rule_excess",
-        ("model", "rule", "qk_norm"),
-        pooled.with_columns(qk_norm=pl.col("model").replace_strict(qk)),
-        "spearman_dm_excess",
-    )
-    rows += _rows(
-        105,
-        "top_mass_label_rate",
-        ("model", "budget"),
-        enum_budget.filter(pl.col("rule") == "top_mass"),
-        "label_share",
-        ci=True,
-    )
-    rows += _rows(
-        105,
-        "deployed_rule_label_rate",
-        ("model", "rule", "budget"),
-        enum_budget.filter(audited),
-        "label_share",
-        ci=True,
-    )
-    rows += _rows(
-        106,
-        "pooled_label_auc",
-        ("model", "rule"),
-        t.filter(pl.col("rule").is_in([*FIG3_RULES]), pl.col("budget").is_null()),
-        "auc",
-        ci=True,
-    )
-    native = t.filter(~pl.col("enumerated"), audited)
+    native = t.filter(~pl.col("enumerated"), pl.col("rule").is_in(list(AUDITED)))
+    quest = REGISTRY["quest"]
+    out = {
+        "at_roc_budget": at_b,
+        "per_budget": t.filter(pl.col("budget").is_not_null()),
+        "enumerated_budgets": enumerated,
+        "pooled": pooled,
+        "pooled_qk_norm": pooled.filter(pl.col("model").is_in(list(qk))).with_columns(
+            qk_norm=pl.col("model").replace_strict(qk, return_dtype=pl.Utf8)
+        ),
+        "tova": _tova(records if "cluster" in records.columns else prepare(records, settings)),
+        "quest_pages": enumerated.filter(pl.col("rule") == "quest").with_columns(
+            page_size=pl.col("budget").map_elements(lambda s: float(quest.page_size(int(s))), return_dtype=pl.Float64)
+        ),
+        "cache_faithful": _cache_faithful(at_b),
+    }
     if native.height:
-        counts = (
+        out["native_clearing"] = (
             native.group_by(["population", "model", "budget"])
             .agg(
-                x=(pl.col("auc") >= 0.70).sum().cast(pl.Float64),
+                n_clearing=(pl.col("auc") >= AUC_BAR).sum().cast(pl.Float64),
                 n=pl.col("n").sum(),
                 n_docs=pl.col("n_docs").max(),
                 n_degenerate=pl.col("n_degenerate").sum(),
             )
             .sort(["population", "model", "budget"], descending=[True, False, False])
         )
-        rows += _rows(107, "mass_selectors_clearing_auc_0_70", ("model", "budget"), counts, "x")
-        rows += _rows(
-            108,
-            "first_budget_auc_reaches_0_70",
-            ("model",),
-            first_budget_clearing(native),
-            "x",
-            source="audit_table.auc (smallest native budget where every audited rule has AUC >= 0.70)",
-        )
-    # claim 110: the page size the audited Quest ran with at each enumerated budget (its contract)
-    quest = REGISTRY["quest"]
-    pages = enum_budget.filter(pl.col("rule") == "quest").with_columns(
-        x=pl.col("budget").map_elements(lambda s: float(quest.page_size(int(s))), return_dtype=pl.Float64)
-    )
-    rows += _rows(
-        110,
-        "quest_page_size",
-        ("model", "budget"),
-        pages,
-        "x",
-        source="registry quest.page_size at the audited budgets",
-    )
-    # claim 109: frozen-set SnapKV is its cache-faithful reading; of the "sequential" (token-by-token)
-    # rules, StreamingLLM's streaming cache at query i *is* its per-query set (sinks + the keys
-    # before i), so its per-query excess is the sequential reading; token-by-token H2O needs every
-    # attention row and is not computed (audit module docstring)
-    cf = at_b.filter(pl.col("rule") == "snapkv").with_columns(rule=pl.lit("frozen_snapkv"))
-    rows += _rows(
-        109, "cache_faithful_median_excess", ("model", "rule", "budget"), cf, "median_excess_cf", n_column="n_cf"
-    )
-    seq = at_b.filter(pl.col("rule") == "streaming_llm").with_columns(rule=pl.lit("sequential"))
-    rows += _rows(
-        109,
-        "cache_faithful_median_excess",
-        ("model", "rule", "budget"),
-        seq,
-        "median_excess",
-        ci=True,
-        source="audit_table.median_excess (streaming_llm: token-by-token cache = per-query set; H2O not computed)",
-    )
-    return headline_frame(rows)
+        out["first_budget"] = first_budget_clearing(native)
+    return out
+
+
+def headline(
+    table: pl.DataFrame,
+    records: pl.DataFrame,
+    settings: AuditStatisticsSettings = AuditStatisticsSettings(),
+    qk_norm: Mapping[str, bool | None] | None = None,
+) -> pl.DataFrame:
+    """Claims 48, 49, 50, 51, 105, 106, 107, 108, 109, 110: every declaration of :data:`HEADLINE` read from
+    :func:`claim_frames` (48/105/106 over the enumerated budgets; 107 as counts of AUDITED rules with AUC >= 0.70
+    per native budget; 108 the first native budget where all of them do).  ``qk_norm`` ({model: whether its
+    attention normalises q and k}) places claim 51's rows."""
+    return headline_frame(declared_rows(HEADLINE, claim_frames(table, records, settings, qk_norm)))
 
 
 def summarize(

@@ -1,14 +1,13 @@
 """The claim values the ceiling records regenerate (spec §9: §2.1-2.3 and the App B ones), as rows of
 the one headline schema (:mod:`trustmass.report.headline`).
 
-:data:`HEADLINE` maps each (claim, value name of ``data/claims.yaml``) to the statistics frame and
-column it is read from.  The frames are the figure/table frames of
-:mod:`trustmass.report.frames.ceiling` plus a few made only for claims (``pooled``: per budget over
-the headline families; ``group_vote``: per group size; ``bounds``/``bounds_model``; ``covered``;
-``counts``; ``content``/``content_budgets``: Table 2's population, budgets pooled / per budget; ``reference_profile``; ``deep_layers``;
-``pi_by_mass``; ``family_order``).  Symbolic ``where`` values resolve here: ``"map"`` is the map
-budget, ``"enumerated"``/``"native"`` the budgets present, group size ``"shared"`` means > 1; so does
-an ``at`` budget ``"map"`` (a frame computed at the map budget alone says which budget that is).
+:data:`HEADLINE` (declared in :mod:`trustmass.report.frames.ceiling_values`) maps each (claim, value name of
+``data/claims.yaml``) to the statistics frame and column it is read from.  The frames are the figure/table frames
+of :mod:`trustmass.report.frames.ceiling` plus a few made only for claims (``pooled``: per budget over the headline
+families; ``group_vote``: per group size; ``bounds``/``bounds_model``; ``covered``; ``counts``;
+``content``/``content_budgets``: Table 2's population, budgets pooled / per budget; ``deep_layers``;
+``pi_by_mass``; ``family_order``).  Symbolic ``where`` values resolve here (:func:`_resolved`) before
+``declared_rows`` reads every declaration.
 
 :func:`statistics` is the rule ``ceiling_statistics``: the ceiling records in, the frames of
 :mod:`trustmass.report.frames.ceiling` and the headline out.
@@ -38,202 +37,16 @@ from trustmass.report.engine import (
     populations,
 )
 from trustmass.report.frames.ceiling import COVERAGE, TABLE8_SCHEMA, prepare, profile, summarize
-from trustmass.report.headline import HeadlineValue, headline_frame, rows_from_frame
+from trustmass.report.frames.ceiling_values import HEADLINE
+from trustmass.report.headline import HeadlineValue, declared_rows, headline_frame
 from trustmass.report.statistics import Frames, Inputs, bootstrap_seeds
 
-__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "headline", "statistics"]
+__all__ = ["HEADLINE", "THRESHOLD_SWEEP", "claim_frames", "headline", "statistics"]
 
-_NATIVE = {"budget": "native"}
-_MODEL_BUDGET = ("model", "budget")
-#: rows of a frame computed at the map budget only / pooled over the enumerated budgets (``at``)
-_AT_MAP = {"budget": "map"}
-_POOLED_BUDGETS = {"budget": "pooled"}
 #: the kappa_hat thresholds of claim 100's sweep (the paper: 1.00-1.43)
 THRESHOLD_SWEEP = (1.0, 1.05, 1.11, 1.2, 1.3, 1.43)
 #: deciles of m_s * sqrt(s) for claim 85's binned medians of pi_hat
 PI_BINS = 10
-
-#: claim value -> statistic
-HEADLINE: tuple[HeadlineValue, ...] = (
-    HeadlineValue(
-        1, "n_instances", "panel_counts", "n_records_enumerated", (), note="every study model on the headline corpus"
-    ),
-    HeadlineValue(1, "n_models", "panel_counts", "n_models", ()),
-    HeadlineValue(2, "median_c_hat", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True),
-    HeadlineValue(8, "median_r_bal", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(
-        11,
-        "median_vote_cost_over_top_mass",
-        "group_vote",
-        "median_vote_over_top",
-        ("group_size",),
-        {"group_size": "shared"},
-        at=_AT_MAP,
-    ),
-    HeadlineValue(
-        12,
-        "median_vote_cost_over_es_pool",
-        "group_vote",
-        "median_vote_over_pool",
-        ("group_size",),
-        {"group_size": "shared"},
-        at=_AT_MAP,
-    ),
-    HeadlineValue(
-        13,
-        "vote_degraded_share",
-        "group_vote",
-        "vote_degraded_share",
-        ("group_size",),
-        {"group_size": "shared"},
-        at=_AT_MAP,
-    ),
-    HeadlineValue(
-        13,
-        "vote_improved_share",
-        "group_vote",
-        "vote_improved_share",
-        ("group_size",),
-        {"group_size": "shared"},
-        at=_AT_MAP,
-    ),
-    HeadlineValue(
-        14,
-        "vote_over_top_mass",
-        "group_vote",
-        "worst_vote_over_top",
-        ("group_size",),
-        {"group_size": (1,)},
-        note="the ratio farthest from 1 over every group-size-1 row (all budgets); 1 exactly when the vote is top-mass",
-    ),
-    HeadlineValue(
-        15,
-        "n_instances",
-        "counts",
-        "n_records_enumerated",
-        (),
-        note="records at the enumerated budgets, headline families",
-    ),
-    HeadlineValue(17, "n_models", "study_counts", "n_models", (), note="the panel: every study model (Table 6's rows)"),
-    HeadlineValue(15, "n_families", "counts", "n_models", ()),
-    HeadlineValue(15, "rows_per_head_per_doc", "counts", "rows_per_head_per_doc", ()),
-    HeadlineValue(15, "n_docs", "counts", "docs_per_corpus", ()),
-    HeadlineValue(22, "median_pi_hat", "table8", "median_pi_hat", _MODEL_BUDGET),
-    HeadlineValue(22, "p99_pi_hat", "table8", "p99_pi_hat", _MODEL_BUDGET),
-    HeadlineValue(23, "median_geometric_ratio", "table8", "median_geo_ratio", _MODEL_BUDGET),
-    HeadlineValue(24, "median_c_hat", "fig1", "median_c_hat", _MODEL_BUDGET, ci=True),
-    HeadlineValue(24, "n_families", "counts", "n_models", ()),
-    HeadlineValue(
-        24,
-        "median_c_hat_ci95",
-        "fig1",
-        "median_c_hat",
-        _MODEL_BUDGET,
-        ci=True,
-        note="estimate = the median; low/high = its interval, which the claim bounds",
-    ),
-    HeadlineValue(
-        25, "median_c_hat_labelled", "fig1", "median_c_hat_labelled", _MODEL_BUDGET, ci=True, n_column="n_labelled"
-    ),
-    HeadlineValue(26, "coverage_kappa_hat_le_1_5", "pooled", "coverage_1_5", ("budget",), {"budget": (4, 8)}),
-    HeadlineValue(26, "coverage_kappa_hat_le_2", "pooled", "coverage_2", ("budget",), {"budget": (4, 8)}),
-    HeadlineValue(27, "top_mass_attains_pool_share", "pooled", "top_attains_share", ("budget",)),
-    HeadlineValue(28, "median_r_bal", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(28, "median_r_bal_ci95", "fig1", "median_r_bal", _MODEL_BUDGET, ci=True),
-    HeadlineValue(29, "coverage_kappa_hat_le_1_5", "table8", "coverage_1_5", _MODEL_BUDGET, {"budget": (4,)}),
-    HeadlineValue(29, "coverage_kappa_hat_le_2", "table8", "coverage_2", _MODEL_BUDGET, {"budget": (4,)}),
-    HeadlineValue(
-        30,
-        "median_kappa_hat_covered",
-        "covered",
-        "median_kappa_hat",
-        ("model",),
-        note="[R] covered = kappa_hat <= 1.5, pooled over the enumerated budgets",
-    ),
-    HeadlineValue(30, "p90_kappa_hat_covered", "covered", "p90_kappa_hat", ("model",)),
-    HeadlineValue(
-        31,
-        "mass_cap_share_of_s8",
-        "table1",
-        "median_mass_share_of_map",
-        _MODEL_BUDGET,
-        _NATIVE,
-        n_column="n_mass_share",
-    ),
-    HeadlineValue(32, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
-    HeadlineValue(33, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET),
-    HeadlineValue(34, "cell_auc", "fig2_models", "cell_auc", ("model",), n_column="n_cells"),
-    HeadlineValue(35, "auc_dropped_mass", "table6", "auc", _MODEL_BUDGET, ci=True),
-    HeadlineValue(37, "spearman_bound_es_top", "bounds", "rho_es_top", ("model", "bound")),
-    HeadlineValue(37, "spearman_bound_kappa_hat", "bounds", "rho_kappa_hat", ("model", "bound")),
-    HeadlineValue(38, "spearman_phi_es_pool_reference", "table8", "rho_phi_es_pool", _MODEL_BUDGET),
-    HeadlineValue(
-        38,
-        "spearman_phi_es_pool_per_family",
-        "table6",
-        "rho_phi_es_pool",
-        ("model",),
-        n_column="n_pooled",
-        at=_POOLED_BUDGETS,
-    ),
-    HeadlineValue(
-        41,
-        "n_instances",
-        "content_counts",
-        "n_records_enumerated",
-        ("model",),
-        note="Table 2's instances: every corpus",
-    ),
-    HeadlineValue(
-        41,
-        "median_kappa_hat_code",
-        "content_budgets",
-        "median_kappa_hat",
-        ("model", "content", "budget"),
-        {"content": ("code",)},
-        ci=True,
-    ),
-    HeadlineValue(41, "auc_ci_half_width", "content", "auc_half_width", ("model", "corpus")),
-    HeadlineValue(41, "share_ci_half_width", "content", "label_share_half_width", ("model", "corpus")),
-    HeadlineValue(83, "auc_ci_half_width", "table6", "auc_half_width", ("model",)),
-    HeadlineValue(85, "binned_median_pi_hat_rank_correlation", "pi_by_mass", "rho_binned", ("model",)),
-    HeadlineValue(86, "spearman_label_dropped_mass", "bounds_model", "rho_label_dropped_mass", ("model",)),
-    HeadlineValue(87, "D", "deep_layers", "median_D", ("model", "layer")),
-    HeadlineValue(87, "dropped_mass", "deep_layers", "median_dropped_mass", ("model", "layer")),
-    HeadlineValue(
-        88, "median_geometric_ratio_reference", "table8", "median_geo_ratio", ("model",), {"budget": "largest"}
-    ),
-    HeadlineValue(
-        88, "median_leverage_ratio_reference", "table8", "median_lev_ratio", ("model",), {"budget": "largest"}
-    ),
-    HeadlineValue(88, "median_geometric_ratio_s32", "table8", "median_geo_ratio", _MODEL_BUDGET, {"budget": (32,)}),
-    HeadlineValue(88, "median_leverage_ratio_s32", "table8", "median_lev_ratio", _MODEL_BUDGET, {"budget": (32,)}),
-    HeadlineValue(89, "median_n_swaps", "table8", "median_n_swaps", _MODEL_BUDGET),
-    HeadlineValue(96, "median_balancing_share", "table1", "median_balancing_share", _MODEL_BUDGET, _NATIVE, ci=True),
-    HeadlineValue(
-        96, "balancing_beats_top_mass_10pct_share", "table1", "balancing_beats_10pct_share", _MODEL_BUDGET, _NATIVE
-    ),
-    HeadlineValue(
-        96,
-        "dropped_mass_fall",
-        "table1",
-        "dropped_mass_fall",
-        ("model",),
-        {"budget": "largest_native"},
-        note="1 / the median over rows of m_s / m_8 at the largest native budget",
-    ),
-    HeadlineValue(98, "auc_bound_2dm", "bound_auc", "auc_bound_2dm", ("model",), ci=True),
-    HeadlineValue(98, "auc_bound_var", "bound_auc", "auc_bound_var", ("model",), ci=True),
-    HeadlineValue(98, "auc_dropped_mass", "bound_auc", "auc_dropped_mass", ("model",), ci=True),
-    HeadlineValue(99, "spearman_bound_2dm_es_top", "bounds_model", "rho_bound_2dm_es_top", ("model",)),
-    HeadlineValue(99, "spearman_bound_var_es_top", "bounds_model", "rho_bound_var_es_top", ("model",)),
-    HeadlineValue(99, "spearman_bound_2dm_kappa_hat", "bounds_model", "rho_bound_2dm_kappa_hat", ("model",)),
-    HeadlineValue(99, "spearman_bound_var_kappa_hat", "bounds_model", "rho_bound_var_kappa_hat", ("model",)),
-    HeadlineValue(99, "spearman_dropped_mass_kappa_hat", "bounds_model", "rho_dropped_mass_kappa_hat", ("model",)),
-    HeadlineValue(
-        100, "kendall_tau_family_order", "family_order", "min_kendall_tau", ("budget",), n_column="n_families"
-    ),
-)
 
 
 def _half_widths(frame: pl.DataFrame, *names: str) -> pl.DataFrame:
@@ -457,11 +270,17 @@ def _family_order(st: GroupStatistics, at_map: pl.DataFrame, budget: int) -> pl.
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _resolve_where(
-    where: Mapping[str, Any], settings: StatisticsSettings, budgets: Mapping[str, tuple[int, ...]]
-) -> dict:
-    out = {}
-    for col, allowed in where.items():
+def _resolved(
+    spec: HeadlineValue,
+    settings: StatisticsSettings,
+    budgets: Mapping[str, tuple[int, ...]],
+    sources: Mapping[str, pl.DataFrame],
+) -> HeadlineValue:
+    """``spec`` with its symbolic ``where`` and ``at`` values made literal: ``"map"`` the map budget,
+    ``"enumerated"``/``"native"`` the budgets present, ``"largest"``/``"largest_native"`` the largest of them,
+    group size ``"shared"`` every group size > 1 in the frame."""
+    where = {}
+    for col, allowed in spec.where.items():
         if allowed == "map":
             allowed = (settings.map_budget,)
         elif allowed in ("enumerated", "native"):
@@ -470,15 +289,33 @@ def _resolve_where(
             allowed = budgets["enumerated"][-1:]
         elif allowed == "largest_native":
             allowed = budgets["native"][-1:]
-        out[col] = allowed
-    return out
+        elif allowed == "shared":
+            frame = sources.get(spec.source)
+            present = frame[col].unique().to_list() if frame is not None and col in frame.columns else []
+            allowed = tuple(sorted(v for v in present if v is not None and v > 1))
+        where[col] = allowed
+    at = {dim: settings.map_budget if v == "map" else v for dim, v in spec.at.items()}
+    return replace(spec, where=where, at=at)
 
 
-def _resolve_at(spec: HeadlineValue, settings: StatisticsSettings) -> HeadlineValue:
-    """``spec`` with an ``at`` budget ``"map"`` replaced by the map budget."""
-    if not spec.at:
-        return spec
-    return replace(spec, at={dim: settings.map_budget if v == "map" else v for dim, v in spec.at.items()})
+def claim_frames(
+    records: pl.DataFrame,
+    settings: StatisticsSettings = StatisticsSettings(),
+    population: HeadlinePopulation = HeadlinePopulation(),
+    frames: Mapping[str, pl.DataFrame] | None = None,
+    content: Mapping[str, str] | None = None,
+) -> tuple[list[HeadlineValue], dict[str, pl.DataFrame]]:
+    """Every declaration of :data:`HEADLINE`, its symbolic filters resolved for these records, and every frame
+    the declarations read (:func:`_claim_frames`); arguments as :func:`headline`'s."""
+    frame = prepare(records, settings)
+    selected = population.select(frame)
+    budgets = {
+        "enumerated": tuple(sorted(selected.filter(pl.col("enumerated"))["budget"].unique().to_list())),
+        "native": tuple(sorted(selected.filter(~pl.col("enumerated"))["budget"].unique().to_list())),
+    }
+    frames = frames if frames is not None else summarize(records, settings, population)
+    sources = _claim_frames(frame, population, settings, frames, content or {})
+    return [_resolved(spec, settings, budgets, sources) for spec in HEADLINE], sources
 
 
 def headline(
@@ -488,32 +325,14 @@ def headline(
     frames: Mapping[str, pl.DataFrame] | None = None,
     content: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
-    """One row per regenerated claim value (:data:`HEADLINE`) and group, on both populations.
+    """One row per regenerated claim value (:data:`HEADLINE`) and group, on both populations: every declaration
+    read by ``declared_rows`` from the frames of :func:`claim_frames`.
 
     ``frames`` reuses the statistics frames of :func:`~trustmass.report.frames.ceiling.summarize`
     (same records, settings and population); ``content`` maps corpus names to their content kind
     (prose / code / french: ``corpora.<name>.content`` in the config) for claim 41's code row.
     """
-    frame = prepare(records, settings)
-    selected = population.select(frame)
-    budgets = {
-        "enumerated": tuple(sorted(selected.filter(pl.col("enumerated"))["budget"].unique().to_list())),
-        "native": tuple(sorted(selected.filter(~pl.col("enumerated"))["budget"].unique().to_list())),
-    }
-    frames = frames if frames is not None else summarize(records, settings, population)
-    sources = _claim_frames(frame, population, settings, frames, content or {})
-    rows = []
-    for spec in HEADLINE:
-        source = sources[spec.source]
-        if source.height == 0:
-            continue
-        for col, allowed in _resolve_where(spec.where, settings, budgets).items():
-            if col == "group_size" and allowed == "shared":
-                source = source.filter(pl.col("group_size") > 1)
-            else:
-                source = source.filter(pl.col(col).is_in(list(allowed)))
-        rows += rows_from_frame(_resolve_at(spec, settings), source)
-    return headline_frame(rows)
+    return headline_frame(declared_rows(*claim_frames(records, settings, population, frames, content)))
 
 
 def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:

@@ -7,7 +7,8 @@ certified optima, Table 7, the cap-widening sweep's table, and the claims they r
   paired manifest medians before/after substitution, the optimum-beats-balancing shares and the
   kappa_hat_bal = 1 share with its worst (model, budget) margin;
 * :func:`sweep_table` -- per extra-key setting: subsets, label rate, median c_hat and its shift;
-* :func:`headline` -- claims 18-21, 84, 90-95 and 101 in the one headline schema;
+* :data:`HEADLINE` / :data:`SWEEP_HEADLINE` -- claims 18, 21, 84, 90-95, 101 / 19-20, declared as data and read
+  from the frames of :func:`claim_frames` by :func:`headline` (in the one headline schema);
 * :func:`statistics` / :func:`sweep_statistics` -- the rules ``certification_statistics`` / ``sweep_statistics``.
 
 The records and the manifest are the study's headline population (headline families on the
@@ -31,12 +32,16 @@ from trustmass.core.operator import REL_TOL
 from trustmass.plumbing.errors import CleanError
 from trustmass.plumbing.rule_io import read_parquets
 from trustmass.report.engine import GroupStatistics, HeadlinePopulation, StatisticsSettings, with_document_columns
-from trustmass.report.headline import headline_frame, row
+from trustmass.report.headline import HeadlineValue, declared_rows, headline_frame
 from trustmass.report.statistics import Frames, Inputs, one
 
 __all__ = [
+    "HEADLINE",
+    "STATED_BUDGET",
+    "SWEEP_HEADLINE",
     "SWEEP_SCHEMA",
     "TABLE7_SCHEMA",
+    "claim_frames",
     "headline",
     "statistics",
     "substitute",
@@ -232,15 +237,148 @@ def sweep_table(rows: pl.DataFrame, kappa_threshold: float = 1.11, budget: int =
     return pl.DataFrame(out, schema=SWEEP_SCHEMA)
 
 
-# ================================================================================ tables, headline
+# ================================================================================ headline
 
 
 #: the claims report reads populations "primary" / "all": the manifest and the sweep are drawn from
 #: the primary slice, the Table 7 medians and caps read every document's records
-_POPULATION = {"manifest": "primary", "depth_subset": "primary", "all_docs": "all"}
+MANIFEST, RECORDS = "primary", "all"
+#: the budget at which the paper states claim 90's and 92's before/after pair and claim 93's cap
+STATED_BUDGET = 32
+_BUDGET = ("budget",)
+_SHARE, _NONNEGATIVE, _RATIO = (0.0, 1.0), (0.0, math.inf), (1.0, math.inf)
+#: a distribution-free cap is a quantile of the values it caps, or +inf (flagged) when f_hi >= 1/2
+_CAP = (0.0, math.inf)
+
+#: the certification stage's claim values (claims 18, 21, 84, 90-95, 101), each read from a frame of
+#: :func:`claim_frames`.  Domains: the substitution only replaces ES_pool by a lower certified optimum, so per
+#: instance c_hat and kappa_hat_bal can only rise and the paired median shifts are >= 0; an improvement is
+#: > MATERIAL by the solver's definition of ``improved``; the worst cell margin frac - 1/2 - f_hi lies in
+#: [-3/2, 1/2] (frac in [0, 1], f_hi in (0, 1]).
+HEADLINE: tuple[HeadlineValue, ...] = (
+    HeadlineValue(18, "median_c_hat_certified", "manifest_budgets", "median_c_hat_after", _BUDGET, domain=_SHARE),
+    HeadlineValue(
+        18,
+        "median_c_hat_certified_cap",
+        "records_budgets",
+        "cap_f_hi",
+        _BUDGET,
+        flag="cap_f_hi_infinite",
+        domain=_CAP,
+    ),
+    HeadlineValue(90, "median_c_hat_shift", "manifest_budgets", "median_c_hat_shift", _BUDGET, domain=_SHARE),
+    HeadlineValue(
+        90, "median_kappa_hat_bal_shift", "manifest_budgets", "median_kappa_hat_bal_shift", _BUDGET, domain=_NONNEGATIVE
+    ),
+    HeadlineValue(
+        91, "n_improvements", "manifest_budgets", "improved", _BUDGET, n_column="n_solved", domain=_NONNEGATIVE
+    ),
+    HeadlineValue(
+        90,
+        "median_c_hat_s32",
+        "manifest_substitution",
+        "median_c_hat",
+        ("budget", "substitution"),
+        {"budget": STATED_BUDGET},
+        domain=_SHARE,
+    ),
+    HeadlineValue(
+        92,
+        "optimum_beats_balancing_share",
+        "manifest_substitution",
+        "beats_bal",
+        ("budget", "substitution"),
+        {"budget": STATED_BUDGET},
+        domain=_SHARE,
+    ),
+    HeadlineValue(
+        93,
+        "median_c_hat_cap",
+        "records_budgets",
+        "cap_f_hi",
+        _BUDGET,
+        {"budget": STATED_BUDGET},
+        flag="cap_f_hi_infinite",
+        domain=_CAP,
+    ),
+    HeadlineValue(
+        92,
+        "optimum_beats_balancing_share_elsewhere",
+        "manifest_budgets",
+        "beats_bal_after",
+        _BUDGET,
+        {"at_stated_budget": False},
+        domain=_SHARE,
+    ),
+    HeadlineValue(94, "kappa_hat_bal_eq_1_share", "records_budgets", "kappa_hat_bal_eq_1", _BUDGET, domain=_SHARE),
+    HeadlineValue(
+        94,
+        "median_kappa_hat_bal_cap",
+        "records_budgets",
+        "median_kappa_hat_bal_cap",
+        _BUDGET,
+        flag="kappa_hat_bal_cap_infinite",
+        domain=_RATIO,
+    ),
+    HeadlineValue(95, "n_instances_per_budget", "records_budgets", "n_records", _BUDGET, domain=_NONNEGATIVE),
+    HeadlineValue(94, "worst_cell_margin", "records_study", "worst_cell_margin", (), domain=(-1.5, 0.5)),
+    HeadlineValue(95, "n_docs", "records_study", "n_docs", (), domain=_NONNEGATIVE),
+    HeadlineValue(
+        21,
+        "confirmed_optimal_share",
+        "manifest_status",
+        "confirmed_optimal_share",
+        (),
+        n_column="n_solved",
+        domain=_SHARE,
+    ),
+    HeadlineValue(21, "improved_share", "manifest_status", "improved_share", (), n_column="n_solved", domain=_SHARE),
+    HeadlineValue(91, "n_improvements", "manifest_status", "n_improved", (), n_column="n_solved", domain=_NONNEGATIVE),
+    HeadlineValue(
+        91,
+        "median_improvement",
+        "manifest_status",
+        "median_improvement",
+        (),
+        n_column="n_improved",
+        domain=(MATERIAL, 1.0),
+    ),
+    HeadlineValue(
+        91, "max_improvement", "manifest_status", "max_improvement", (), n_column="n_improved", domain=(MATERIAL, 1.0)
+    ),
+    HeadlineValue(84, "n_unsolved", "manifest_status", "n_unsolved", (), domain=_NONNEGATIVE),
+    HeadlineValue(
+        84,
+        "largest_improvement",
+        "manifest_status",
+        "max_improvement",
+        (),
+        n_column="n_improved",
+        domain=(MATERIAL, 1.0),
+    ),
+    HeadlineValue(101, "auc_certified_label", "relabelled", "auc", ("model",), domain=_SHARE),
+)
+
+#: the sweep stage's claim values (claims 19, 20).  A wider pool contains the narrower one, so ES_pool can
+#: only fall and c_hat only rise: the median gap's change from the narrowest pool is >= 0.
+SWEEP_HEADLINE: tuple[HeadlineValue, ...] = (
+    HeadlineValue(20, "label_rate", "sweep_pools", "label_rate", ("budget", "pool_extra"), domain=_SHARE),
+    HeadlineValue(
+        19,
+        "median_gap_change",
+        "sweep_widest",
+        "median_gap_change",
+        _BUDGET,
+        note="relative to the narrowest pool's median",
+        domain=_NONNEGATIVE,
+    ),
+    HeadlineValue(19, "median_gap_change_points", "sweep_widest", "median_gap_change_points", _BUDGET, domain=_SHARE),
+    HeadlineValue(19, "extra_keys", "sweep_widest", "extra", (), domain=_NONNEGATIVE),
+    HeadlineValue(19, "enumeration_cap_widened", "sweep_widest", "subsets", (), domain=_NONNEGATIVE),
+)
 
 
-def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettings) -> list[dict]:
+def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettings) -> pl.DataFrame:
     """Claim 101, per model: AUC of the dropped mass for the label recomputed against the certified
     optimum (kappa_hat after substitution > threshold), over the manifest."""
     f = certified_manifest.filter(pl.col("status") != UNSOLVED)
@@ -251,24 +389,18 @@ def _relabelled_auc(certified_manifest: pl.DataFrame, settings: StatisticsSettin
         .with_columns(label_after=pl.col("kappa_after") > settings.kappa_threshold)
     )
     st = GroupStatistics(settings)
-    out = []
-    for (model,), g in sorted(f.group_by(["model"]), key=lambda kg: kg[0]):
-        auc = st.auc(g, "dropped_mass", "label_after", "auc", ci=False)
-        if auc["auc"] is not None:
-            out.append(
-                row(
-                    101,
-                    "auc_certified_label",
-                    auc["auc"],
-                    "primary",
-                    by={"model": model},
-                    n_instances=g.height,
-                    n_docs=g["cluster"].n_unique(),
-                    models=model,
-                    source="certified manifest: relabelled AUC",
-                )
-            )
-    return out
+    rows = [
+        {
+            "population": MANIFEST,
+            "model": model,
+            "auc": st.auc(g, "dropped_mass", "label_after", "auc", ci=False)["auc"],
+            "n": g.height,
+            "n_docs": g["cluster"].n_unique(),
+        }
+        for (model,), g in sorted(f.group_by(["model"]), key=lambda kg: kg[0])
+    ]
+    schema = {"population": pl.Utf8, "model": pl.Utf8, "auc": pl.Float64, "n": pl.Int64, "n_docs": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def _infinite_cap(r: Mapping, cap: float | None) -> str | None:
@@ -282,6 +414,109 @@ def _infinite_cap(r: Mapping, cap: float | None) -> str | None:
     )
 
 
+def _manifest_status(certified_manifest: pl.DataFrame, models: str) -> pl.DataFrame:
+    """Claims 21, 84, 91 over the whole manifest: solver status shares and counts, improvements."""
+    status = certified_manifest["status"]
+    solved = int((status != UNSOLVED).sum())
+    improved = int((status == IMPROVED).sum())
+    imp = certified_manifest.filter(status == IMPROVED)["improvement"].to_numpy()
+    row = {
+        "population": MANIFEST,
+        "models": models,
+        "n": certified_manifest.height,
+        "n_solved": solved,
+        "n_improved": improved,
+        "confirmed_optimal_share": int((status == CONFIRMED_OPTIMAL).sum()) / solved if solved else None,
+        "improved_share": improved / solved if solved else None,
+        "n_unsolved": int((status == UNSOLVED).sum()),
+        "median_improvement": stats.median(imp) if imp.size else None,
+        "max_improvement": float(imp.max()) if imp.size else None,
+    }
+    return pl.DataFrame([row], schema_overrides={k: pl.Float64 for k in row if k.endswith(("_share", "improvement"))})
+
+
+def claim_frames(
+    t7: pl.DataFrame,
+    certified_manifest: pl.DataFrame | None,
+    sweep: pl.DataFrame | None,
+    models: str,
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> dict[str, pl.DataFrame]:
+    """Every frame :data:`HEADLINE` and :data:`SWEEP_HEADLINE` read: per budget over the manifest
+    (``manifest_budgets``; ``manifest_substitution``: before/after substitution, one row each) and over
+    the full records (``records_budgets``, ``records_study``), over the whole manifest (``manifest_status``,
+    ``relabelled``: per model), per pool of the sweep and at its widest pool (``sweep_pools``, ``sweep_widest``)."""
+    out: dict[str, pl.DataFrame] = {}
+    common = (pl.lit(models).alias("models"),)
+    if t7.height:
+        manifest = (pl.lit(MANIFEST).alias("population"), *common, pl.col("n_manifest").alias("n"))
+        out["manifest_budgets"] = t7.select(
+            *manifest,
+            "budget",
+            "n_solved",
+            "improved",
+            "beats_bal_after",
+            (pl.col("budget") == STATED_BUDGET).alias("at_stated_budget"),
+            pl.col("manifest_median_c_hat_after").alias("median_c_hat_after"),
+            (pl.col("manifest_median_c_hat_after") - pl.col("manifest_median_c_hat_before")).alias(
+                "median_c_hat_shift"
+            ),
+            (pl.col("manifest_median_kappa_hat_bal_after") - pl.col("manifest_median_kappa_hat_bal_before")).alias(
+                "median_kappa_hat_bal_shift"
+            ),
+        )
+        out["manifest_substitution"] = pl.concat(
+            [
+                t7.select(
+                    *manifest,
+                    "budget",
+                    pl.lit(when).alias("substitution"),
+                    pl.col(f"manifest_median_c_hat_{when}").alias("median_c_hat"),
+                    pl.col(f"beats_bal_{when}").alias("beats_bal"),
+                )
+                for when in ("before", "after")
+            ]
+        )
+        rows = list(t7.iter_rows(named=True))
+        out["records_budgets"] = t7.select(
+            pl.lit(RECORDS).alias("population"),
+            *common,
+            "budget",
+            pl.col("n_records").alias("n"),
+            "n_docs",
+            "n_records",
+            "cap_f_hi",
+            "kappa_hat_bal_eq_1",
+            "median_kappa_hat_bal_cap",
+        ).with_columns(
+            cap_f_hi_infinite=pl.Series([_infinite_cap(r, r["cap_f_hi"]) for r in rows], dtype=pl.Utf8),
+            kappa_hat_bal_cap_infinite=pl.Series(
+                [_infinite_cap(r, r["median_kappa_hat_bal_cap"]) for r in rows], dtype=pl.Utf8
+            ),
+        )
+        out["records_study"] = t7.select(
+            pl.lit(RECORDS).alias("population"),
+            *common,
+            pl.col("n_records").sum().alias("n"),
+            pl.col("n_docs").max(),
+            pl.col("worst_cell_margin").min(),
+        )
+    if certified_manifest is not None and certified_manifest.height:
+        out["manifest_status"] = _manifest_status(certified_manifest, models)
+        out["relabelled"] = _relabelled_auc(certified_manifest, settings)
+    if sweep is not None and sweep.height:
+        sweep_rows = (pl.lit(MANIFEST).alias("population"), *common, "budget", "n")
+        out["sweep_pools"] = sweep.select(*sweep_rows, pl.col("extra").alias("pool_extra"), "label_rate")
+        out["sweep_widest"] = sweep.tail(1).select(  # the widest pool against the narrowest
+            *sweep_rows,
+            "extra",
+            "subsets",
+            pl.col("median_gap_shift_rel").abs().alias("median_gap_change"),
+            pl.col("median_gap_shift").abs().alias("median_gap_change_points"),
+        )
+    return out
+
+
 def headline(
     t7: pl.DataFrame,
     certified_manifest: pl.DataFrame | None,
@@ -289,101 +524,10 @@ def headline(
     models: str,
     settings: StatisticsSettings = StatisticsSettings(),
 ) -> pl.DataFrame:
-    """Claims-report rows for claims 18-21, 84, 90-95, 101 (estimates as fractions; percent scaling is the report's)."""
-    out: list[dict] = []
-
-    def add(
-        cid,
-        name,
-        est,
-        n=None,
-        by: Mapping | None = None,
-        population="manifest",
-        n_docs=None,
-        source="table7",
-        uninformative=None,
-    ):
-        out.append(
-            row(
-                cid,
-                name,
-                est,
-                _POPULATION[population],
-                by=by,
-                n_instances=n,
-                n_docs=n_docs,
-                models=models,
-                source=f"{source}:{population}",
-                uninformative=uninformative,
-            )
-        )
-
-    for r in t7.iter_rows(named=True):
-        s = r["budget"]
-        at = {"budget": s}
-        full = dict(n=r["n_records"], by=at, population="all_docs", n_docs=r["n_docs"])  # the full records' statistics
-        add(18, "median_c_hat_certified", r["manifest_median_c_hat_after"], r["n_manifest"], at)
-        add(18, "median_c_hat_certified_cap", r["cap_f_hi"], **full, uninformative=_infinite_cap(r, r["cap_f_hi"]))
-        add(
-            90,
-            "median_c_hat_shift",
-            r["manifest_median_c_hat_after"] - r["manifest_median_c_hat_before"],
-            r["n_manifest"],
-            at,
-        )
-        add(
-            90,
-            "median_kappa_hat_bal_shift",
-            r["manifest_median_kappa_hat_bal_after"] - r["manifest_median_kappa_hat_bal_before"],
-            r["n_manifest"],
-            at,
-        )
-        add(91, "n_improvements", r["improved"], r["n_solved"], at)
-        if s == 32:
-            for when in ("before", "after"):
-                by = {**at, "substitution": when}
-                add(90, "median_c_hat_s32", r[f"manifest_median_c_hat_{when}"], r["n_manifest"], by)
-                add(92, "optimum_beats_balancing_share", r[f"beats_bal_{when}"], r["n_manifest"], by)
-            add(93, "median_c_hat_cap", r["cap_f_hi"], **full, uninformative=_infinite_cap(r, r["cap_f_hi"]))
-        else:
-            add(92, "optimum_beats_balancing_share_elsewhere", r["beats_bal_after"], r["n_manifest"], at)
-        add(94, "kappa_hat_bal_eq_1_share", r["kappa_hat_bal_eq_1"], **full)
-        add(
-            94,
-            "median_kappa_hat_bal_cap",
-            r["median_kappa_hat_bal_cap"],
-            **full,
-            uninformative=_infinite_cap(r, r["median_kappa_hat_bal_cap"]),
-        )
-        add(95, "n_instances_per_budget", r["n_records"], **full)
-    if t7.height:
-        add(94, "worst_cell_margin", t7["worst_cell_margin"].min(), int(t7["n_records"].sum()), population="all_docs")
-        add(95, "n_docs", t7["n_docs"].max(), population="all_docs")
-    if certified_manifest is not None and certified_manifest.height:
-        st = certified_manifest["status"]
-        solved = int((st != UNSOLVED).sum())
-        add(21, "confirmed_optimal_share", (st == CONFIRMED_OPTIMAL).sum() / solved if solved else None, solved)
-        add(21, "improved_share", (st == IMPROVED).sum() / solved if solved else None, solved)
-        imp = certified_manifest.filter(st == IMPROVED)["improvement"].to_numpy()
-        add(91, "n_improvements", int((st == IMPROVED).sum()), solved)
-        add(91, "median_improvement", stats.median(imp) if imp.size else None, int(imp.size))
-        add(91, "max_improvement", float(imp.max()) if imp.size else None, int(imp.size))
-        add(84, "n_unsolved", int((st == UNSOLVED).sum()), certified_manifest.height)
-        add(84, "largest_improvement", float(imp.max()) if imp.size else None, int(imp.size))
-        out.extend(_relabelled_auc(certified_manifest, settings))
-    if sweep is not None and sweep.height:
-        sweep_kw = dict(population="depth_subset", source="sweep")
-        for r in sweep.iter_rows(named=True):
-            add(
-                20, "label_rate", r["label_rate"], r["n"], {"budget": r["budget"], "pool_extra": r["extra"]}, **sweep_kw
-            )
-        last = sweep.row(-1, named=True)  # the widest pool against the narrowest
-        at = {"budget": last["budget"]}
-        add(19, "median_gap_change", abs(last["median_gap_shift_rel"]), last["n"], at, **sweep_kw)
-        add(19, "median_gap_change_points", abs(last["median_gap_shift"]), last["n"], at, **sweep_kw)
-        add(19, "extra_keys", last["extra"], last["n"], **sweep_kw)
-        add(19, "enumeration_cap_widened", last["subsets"], **sweep_kw)
-    return headline_frame(out)
+    """Claims-report rows for claims 18-21, 84, 90-95, 101 (estimates as fractions; percent scaling is the
+    report's): every declaration of :data:`HEADLINE` and :data:`SWEEP_HEADLINE` read from :func:`claim_frames`."""
+    frames = claim_frames(t7, certified_manifest, sweep, models, settings)
+    return headline_frame(declared_rows((*HEADLINE, *SWEEP_HEADLINE), frames))
 
 
 def statistics(inputs: Inputs, config: Mapping[str, Any]) -> Frames:
