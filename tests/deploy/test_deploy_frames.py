@@ -98,7 +98,7 @@ def test_headline_values(rows):
     assert got[(76, "hit_rate_change", "m,doc_rows_ranking")] == pytest.approx(-100 / 3)
     # the doc-boundary change, negated: -100/3 at s = 128 and 0 at s = 64, pooled
     assert got[(5, "retrieval_margin_question_visible", "m")] == pytest.approx(50 / 3)
-    assert got[(76, "hit_rate_change", "m,allocation_swapped")] == pytest.approx(-50 / 3)
+    assert got[(76, "allocation_hit_rate_change", "m,allocation_swapped")] == pytest.approx(-50 / 3)
     assert got[(60, "contourkv_bytes_over_snapkv_enforced", "m,1024,128,contourkv_enforced")] == pytest.approx(
         0.9, abs=0.01
     )
@@ -468,7 +468,7 @@ def test_degenerate_hit_rates_make_rows_uninformative():
     assert got[(76, "hit_rate_change", "c,doc_rows_ranking")]["uninformative"] == (
         "both hit rates are 100 (unmodified 4 of 4, doc_rows 4 of 4): no change can show"
     )
-    assert got[(76, "hit_rate_change", "a,allocation_swapped")]["uninformative"] is None
+    assert got[(76, "allocation_hit_rate_change", "a,allocation_swapped")]["uninformative"] is None
     assert got[(76, "main_costs_difference", "a")]["estimate"] == 5.0
     assert got[(76, "main_costs_difference", "a")]["uninformative"] is None
     assert got[(76, "main_costs_difference", "d")]["uninformative"] == (

@@ -388,6 +388,6 @@ def test_allocation_rows_name_known_dimensions():
     )
     head = headline(claim_frames(pl.DataFrame(), (), allocation=panel))
     assert_dimensions(head)
-    assert head["by_value"].to_list() == ["m,8,snapkv"] and head["estimate"].to_list() == [
-        -0.1
-    ]  # map-proportional only
+    for name in ("allocation_delta_es", "allocation_delta_es_sign"):  # the value and its stated sign: one row each
+        rows = head.filter(pl.col("value_name") == name)
+        assert rows["by_value"].to_list() == ["m,8,snapkv"] and rows["estimate"].to_list() == [-0.1]  # map-proportional

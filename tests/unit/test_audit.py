@@ -269,7 +269,11 @@ def test_headline_rows_match_the_claims():
     assert spear.height and (spear["by_key"] == "model,rule,qk_norm").all()
     assert all(v.endswith(",without") for v in spear["by_value"].to_list())
     cf = h.filter(pl.col("claim_id") == 109, pl.col("population") == "primary")
-    assert sorted(cf["by_value"].to_list()) == ["m,frozen_snapkv,8", "m,sequential,8"]
+    for name in ("cache_faithful_median_excess", "cache_faithful_over_per_query"):
+        rows = cf.filter(pl.col("value_name") == name)
+        assert sorted(rows["by_value"].to_list()) == ["m,frozen_snapkv,8", "m,sequential,8"], name
+    ratio = cf.filter(pl.col("value_name") == "cache_faithful_over_per_query").sort("by_value")
+    assert ratio["uninformative"].to_list()[0] is None and "1 by construction" in ratio["uninformative"].to_list()[1]
     table = frames["audit_table"].filter(pl.col("population") == "primary", pl.col("budget") == 8)
     streaming = table.filter(pl.col("rule") == "streaming_llm")["median_excess"][0]
     assert cf.filter(pl.col("by_value") == "m,sequential,8")["estimate"][0] == pytest.approx(streaming)

@@ -44,6 +44,7 @@ def test_build_marks_unproduced_claims_and_counts_every_status():
 def test_a_claim_agrees_only_when_every_value_is_answered_and_agrees():
     """Claim 13 states two values; one answered and agreeing is partial, both agreeing agree, one
     contradicting contradicts (issue 36, item 2)."""
+
     def claim13(*rows):
         return _entry(build(load_claims(), headline_frame(list(rows)), ANALOGUE, {"INST"}, ["m"]), 13)
 
@@ -156,7 +157,16 @@ def test_the_report_shows_judged_cells_and_folds_the_rest():
 
 def test_reasons_are_printed_whole():
     reason = "x" * 400
-    rows = [row(76, "hit_rate_change", 0.0, "all", by={"model": "m", "variant": "doc_rows_ranking"}, models="m",
-                uninformative=reason)]
+    rows = [
+        row(
+            76,
+            "hit_rate_change",
+            0.0,
+            "all",
+            by={"model": "m", "variant": "doc_rows_ranking"},
+            models="m",
+            uninformative=reason,
+        )
+    ]
     text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"RETR"}, ["m"]))
     assert reason in text

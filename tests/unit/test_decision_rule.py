@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

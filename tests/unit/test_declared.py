@@ -135,3 +135,18 @@ def test_the_frame_checks_can_fail():
         assert_columns_exist([HeadlineValue(21, "improved_share", "f", "shared", ())], {"f": frame})
     with pytest.raises(AssertionError, match="1.5"):
         assert_in_domain([spec], {"f": frame})
+
+
+def test_every_value_a_run_can_answer_has_a_producer_or_says_what_it_needs():
+    """A value no declaration produces reads "not produced" on every run: its reason must name what is missing
+    (``needs:``), unless the configuration sets it, it is a protocol setting or an alternative reading."""
+    from trustmass.report.claims.data import load_claims
+
+    declared = {(s.claim, s.value) for specs in declarations().values() for s in specs}
+    silent = [
+        (c.id, v.name)
+        for c in load_claims()
+        for v in c.values
+        if (c.id, v.name) not in declared and not (v.needs or v.configured or v.role == "parameter" or v.alternative)
+    ]
+    assert silent == []

@@ -38,13 +38,14 @@ CHECK = {
 def test_a_measured_check_gives_one_row_per_timing_named_by_its_gpu():
     frame = headline(CHECK)
     got = {(r["claim_id"], r["value_name"], r["by_value"]): r["estimate"] for r in frame.iter_rows(named=True)}
+    gpu = "cuda (NVIDIA H200)"  # the device a timing claim is judged on
     assert got == {
-        (40, "dropped_mass_cost_over_dense_layer", "2048"): 0.004,
-        (40, "dropped_mass_cost_over_dense_layer", "16384"): 0.02,
-        (40, "dropped_mass_time_per_layer", "16384"): 0.11,
-        (102, "swap_round_cost_share", "4096"): pytest.approx(0.021),
-        (103, "prefill_mask_cost_over_dense", "4096"): 50.0,
-        (103, "mu_cost_over_dense", "4096"): 0.4,
+        (40, "dropped_mass_cost_over_dense_layer", f"2048,{gpu}"): 0.004,
+        (40, "dropped_mass_cost_over_dense_layer", f"16384,{gpu}"): 0.02,
+        (40, "dropped_mass_time_per_layer", f"16384,{gpu}"): 0.11,
+        (102, "swap_round_cost_share", f"4096,{gpu}"): pytest.approx(0.021),
+        (103, "prefill_mask_cost_over_dense", f"4096,{gpu}"): 50.0,
+        (103, "mu_cost_over_dense", f"4096,{gpu}"): 0.4,
     }
     assert set(frame["models"]) == {"NVIDIA H200"}  # claim 115's section failed: no row, the value stays unproduced
 

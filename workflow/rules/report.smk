@@ -104,7 +104,19 @@ rule claims_report:
         prov=[prov(p) for p in layout.CLAIMS.values()],
     params:
         # the study and what the configuration-set values are computed from (trustmass.report.claims.configured)
-        config=params_from_config("study", "models", "budgets", "documents", "capture", "certification", "loss", "deploy", "corpora"),
+        config=params_from_config(
+            "study",
+            "models",
+            "budgets",
+            "documents",
+            "capture",
+            "certification",
+            "loss",
+            "deploy",
+            "corpora",
+            "task_contexts",
+            "statistics",
+        ),
         stages=PRODUCED_STAGES,
     log:
         layout.log("claims_report"),

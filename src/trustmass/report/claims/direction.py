@@ -38,6 +38,28 @@ def _order_outcome(higher: Cell, lower: Cell) -> tuple[Cell, Outcome]:
     return diff, decide(diff, _UPWARD)
 
 
+def _twin(cell: Cell, candidates: Sequence[Cell]) -> Cell | None:
+    """The cell of the compared value in the same group: it agrees on every dimension both carry (a rule's
+    (model, rule, budget) cell meets top-mass's (model, budget) cell), and on the models where neither names
+    one.  None when no candidate, or more than one equally close, matches."""
+
+    def shared(other: Cell) -> int | None:
+        common = set(cell.group) & set(other.group)
+        if any(cell.group[k] != other.group[k] for k in common):
+            return None
+        if "model" not in common and set(cell.models) != set(other.models):
+            return None
+        return len(common)
+
+    scored = [(shared(o), o) for o in candidates]
+    scored = [(n, o) for n, o in scored if n is not None]
+    if not scored:
+        return None
+    best = max(n for n, _ in scored)
+    closest = [o for n, o in scored if n == best]
+    return closest[0] if len(closest) == 1 else None
+
+
 def _rest(cell: Cell, dim: str | None) -> tuple:
     return tuple(sorted((k, v) for k, v in cell.group.items() if k != dim))
 
@@ -71,11 +93,10 @@ def direction(
         out = [_flip(decide(c, side), exception(c)) for c in cells]
         return tally("sign", out, f"regenerated {span(cells)}: {side.text()} stated{note}", cells)
     if stated in ("above", "below"):
-        other = {tuple(sorted(c.group.items())): c for c in others.get(value.than, [])}
         out: list[Outcome] = []
         compared: list[Cell] = []
         for c in cells:
-            twin = other.get(tuple(sorted(c.group.items())))
+            twin = _twin(c, others.get(value.than, []))
             if twin is None:
                 compared.append(c)
                 out.append(f"{c.label()}: no {value.than} cell in the same group to compare with")
@@ -95,9 +116,7 @@ def direction(
             return Axis(UNINFORMATIVE, f"no group has two {value.along} values to show a trend", "trend")
         decided = [_order_outcome(s[-1], s[0]) if stated == "increasing" else _order_outcome(s[0], s[-1]) for s in runs]
         ends = "; ".join(f"{fmt(s[0].estimate)} → {fmt(s[-1].estimate)}" for s in runs[:4])
-        return tally(
-            "trend", [o for _, o in decided], f"{stated} along {value.along}: {ends}", [d for d, _ in decided]
-        )
+        return tally("trend", [o for _, o in decided], f"{stated} along {value.along}: {ends}", [d for d, _ in decided])
     return _order(value, cells, models)
 
 

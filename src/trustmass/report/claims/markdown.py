@@ -41,7 +41,7 @@ def _ids(ids: Sequence[int]) -> str:
 
 
 def _answer(axis: Mapping | None) -> str:
-    """"agrees (2 of 2 values)", "contradicted (1 of 3 answered)", "not produced", "—"."""
+    """ "agrees (2 of 2 values)", "contradicted (1 of 3 answered)", "not produced", "—"."""
     if axis is None:
         return "—"
     apart = f"; {axis['apart']} set apart" if axis.get("apart") else ""
@@ -162,8 +162,17 @@ def _value_block(value: Mapping) -> list[str]:
             "<details><summary>"
             f"{len(other)} cells not judged (another population, or outside the value's filters)</summary>",
             "",
-            *_cells_table([dict(r, by_key=f"population,{r['by_key'] or ''}".rstrip(","),
-                                by_value=f"{p},{r['by_value'] or ''}".rstrip(",")) for p, r in other], scale),
+            *_cells_table(
+                [
+                    dict(
+                        r,
+                        by_key=f"population,{r['by_key'] or ''}".rstrip(","),
+                        by_value=f"{p},{r['by_value'] or ''}".rstrip(","),
+                    )
+                    for p, r in other
+                ],
+                scale,
+            ),
             "",
             "</details>",
             "",

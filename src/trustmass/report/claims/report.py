@@ -23,14 +23,11 @@ import polars as pl
 from trustmass.report.claims.axes import (
     AGREES,
     ANSWERED,
-    BY_CONSTRUCTION,
     CONTRADICTED,
     NO_ANSWER_ORDER,
-    NOT_COMPARABLE,
     NOT_PRODUCED,
     PARTIAL,
     UNANSWERABLE,
-    UNINFORMATIVE,
     Axis,
     combine,
 )
@@ -388,5 +385,3 @@ def _note(run_models: list[str], models: StudyModels) -> str:
         f"{'it' if len(others) == 1 else 'they'} can show, the size a comparison of numbers that neither certifies nor "
         "refutes the paper's claim for its own models."
     )
-
-

@@ -108,7 +108,9 @@ def size_bound(value: Value, cells: Sequence[Cell]) -> Axis:
     """upper / lower: a half-line, at the stated number or the formula evaluated at each cell's instance."""
     if value.formula is not None:
         if any(c.context is None for c in cells):
-            return Axis(UNINFORMATIVE, f"the bound {value.formula} needs each instance's quantities (context)", value.kind)
+            return Axis(
+                UNINFORMATIVE, f"the bound {value.formula} needs each instance's quantities (context)", value.kind
+            )
         bands = [band(value, evaluate_formula(value.formula, **c.context)) for c in cells]
     else:
         bands = [band(value)] * len(cells)

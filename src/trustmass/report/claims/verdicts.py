@@ -174,7 +174,7 @@ def judge(
         empty = Axis(UNINFORMATIVE, f"no regenerated cell matches {_describe_filters(value)}")
         return Verdict(empty if value.stated_direction else None, fixed or (empty if value.has_size else None))
     other_cells = {
-        name: select(value, [Cell.from_row(r, scale) for r in rs if not missing(r.get("estimate"))], models)
+        name: _compared(value, [Cell.from_row(r, scale) for r in rs if not missing(r.get("estimate"))], models)
         for name, rs in (others or {}).items()
     }
     sized = [c for c in cells if not _unsized_exception(value, c, models)]
@@ -206,6 +206,19 @@ def select(value: Value, cells: Sequence[Cell], models: StudyModels) -> list[Cel
             c for c in out if (dim not in c.group and dim != "model") or any(matches(c, dim, k, models) for k in keys)
         ]
     return out
+
+
+def _compared(value: Value, cells: Sequence[Cell], models: StudyModels) -> list[Cell]:
+    """The cells of the value a comparison is stated against (``than``), under this value's conditions on the
+    dimensions they carry: top-mass's (model, budget) cells meet the rules' ``where: {budget: 8, rule: ...}`` at
+    the budget alone."""
+    return [
+        c
+        for c in cells
+        if all(
+            matches(c, dim, allowed, models) for dim, allowed in value.where.items() if dim in c.group or dim == "model"
+        )
+    ]
 
 
 def is_selected(value: Value, row: Mapping[str, Any], models: StudyModels) -> bool:

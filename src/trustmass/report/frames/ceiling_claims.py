@@ -55,6 +55,17 @@ def _half_widths(frame: pl.DataFrame, *names: str) -> pl.DataFrame:
     )
 
 
+def _over_stated_budget(table: pl.DataFrame, column: str, budget: int, name: str) -> pl.DataFrame:
+    """``table`` with ``name``: ``column`` over the same (population, model)'s value at ``budget`` (claim 32's "at
+    or above the s = 32 level"); null where the run has no such budget or its value is not positive."""
+    base = table.filter(pl.col("budget") == budget).select("population", "model", pl.col(column).alias("_base"))
+    return (
+        table.join(base, on=["population", "model"], how="left", maintain_order="left")
+        .with_columns(pl.when(pl.col("_base") > 0).then(pl.col(column) / pl.col("_base")).alias(name))
+        .drop("_base")
+    )
+
+
 def _claim_frames(
     records: pl.DataFrame,
     population: HeadlinePopulation,
@@ -72,7 +83,7 @@ def _claim_frames(
     enum = headline.filter(pl.col("enumerated"))
     out = dict(frames)
     table1 = out["table1"].filter(pl.col("model") != POOLED)
-    out["table1"] = table1.with_columns(
+    out["table1"] = _over_stated_budget(table1, "median_balancing_share", 32, "balancing_share_over_s32").with_columns(
         dropped_mass_fall=pl.when(pl.col("median_mass_share_of_map") > 0).then(1.0 / pl.col("median_mass_share_of_map"))
     )
     out["fig2_models"] = (

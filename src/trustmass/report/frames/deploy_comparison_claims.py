@@ -115,7 +115,9 @@ COMPARISON_HEADLINE: tuple[HeadlineValue, ...] = (
     _at(116, "n_cells", "kvzip_cells", "n_cells", _SB, "n", COUNT, None),
     # Table 5: the decomposition of window-scored enforced ContourKV, pooled over budgets
     _at(76, "hit_rate_change", "decomposition_changes", "hit_rate_change", ("model", "variant"), "n_items", POINTS,
-        ci=True),
+        ci=True, where={"variant": ("doc_rows_ranking", "doc_boundary_eviction")}),
+    _at(76, "allocation_hit_rate_change", "decomposition_changes", "hit_rate_change", ("model", "variant"), "n_items",
+        POINTS, ci=True, where={"variant": "allocation_swapped"}),
     _at(76, "main_costs_difference", "decomposition", "main_costs_difference", ("model",), "n_items", (0.0, 100.0),
         "difference_flag", note="|doc_rows - doc_boundary| hit-rate change"),
     _at(5, "retrieval_margin_question_visible", "decomposition", "retrieval_margin", ("model",), "n_boundary_items",

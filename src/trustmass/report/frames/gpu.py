@@ -43,7 +43,9 @@ _PERCENT_KEYS = {"swap_round_cost_share_percent"}
 #: every timing is one measurement on the named GPU (the frame's ``models``) at its length; a wall time and a cost
 #: ratio are positive, with no upper bound a GPU guarantees
 HEADLINE: tuple[HeadlineValue, ...] = tuple(
-    HeadlineValue(claim, value, "gpu_timings", value, ("length",) if placed else (), domain=(0.0, math.inf))
+    HeadlineValue(
+        claim, value, "gpu_timings", value, (*(("length",) if placed else ()), "device"), domain=(0.0, math.inf)
+    )
     for claim, value, _, placed in _VALUES
 )
 
@@ -65,7 +67,8 @@ def _length(section: Mapping[str, Any]) -> int | None:
 def claim_frames(check: Mapping[str, Any]) -> dict[str, pl.DataFrame]:
     """``gpu_timings``: one row per measured timing and population (a timing is no sample of documents: both
     populations carry it), a column per claim value, its ``length`` (n_keys) where it was measured at one and the
-    GPU as ``models``; no frame unless the check ran on a GPU.  A section that did not finish gives no row."""
+    GPU as ``models`` and as the ``device`` every timing claim is judged on (``cuda (<name>)``); no frame unless
+    the check ran on a GPU.  A section that did not finish gives no row."""
     if check.get("mode") != MEASURED_MODE:
         return {}
     device = (check.get("device") or {}).get("name") or "an unnamed GPU"
@@ -86,7 +89,13 @@ def claim_frames(check: Mapping[str, Any]) -> dict[str, pl.DataFrame]:
                     "rerun make gpu-check (python -m trustmass.bench gpu), which records n_keys (or shapes) beside it"
                 )
             rows += [
-                {"population": population, "models": device, "length": length, value: x * scale}
+                {
+                    "population": population,
+                    "models": device,
+                    "device": f"cuda ({device})",
+                    "length": length,
+                    value: x * scale,
+                }
                 for population in POPULATIONS
             ]
     return {"gpu_timings": pl.from_dicts(rows, infer_schema_length=None)} if rows else {}

@@ -194,6 +194,17 @@ HEADLINE: tuple[HeadlineValue, ...] = (
         flag="allocation_flag",
         domain=_ANY,
     ),
+    # "sign holds at 16 and under top-mass": the same rows, every unit budget and selector, as a sign
+    HeadlineValue(
+        97,
+        "allocation_delta_es_sign",
+        "map_allocation",
+        "delta_es",
+        ("model", "unit_budget", "selector"),
+        ci=True,
+        flag="allocation_flag",
+        domain=_ANY,
+    ),
     # the probe against top-mass and balancing
     HeadlineValue(
         57,
