@@ -232,6 +232,8 @@ def test_both_at_the_ceiling_and_one_at_the_floor_by_hand():
     )
     assert floor_reason([("a", 0.0), ("b", 0.5)], 4, 1) == "a scores 0 on every item (0 of 4 items): " + FLOOR
     assert floor_reason([("a", 1.0), ("b", 0.5)], 4, 1) is None  # one method at the ceiling can still lose a tie
+    # the opponent alone at the floor beside a method under test that scores: the comparison's result (claim 73)
+    assert floor_reason([("contourkv_enforced", 0.6), ("snapkv", 0.0)], 4, 1) is None
     assert floor_reason([("a", 0.25), ("b", 0.5)], 4, 1) is None
 
 
@@ -288,8 +290,8 @@ def test_the_decomposition_flags_its_own_floors():
     # a variant that loses every hit beside a spread unmodified run is the loss claim 76 measures
     measured = changes(_t5(0.75, 0.0, 0.0, 0.5))
     assert measured == {"doc_rows_ranking": None, "doc_boundary_eviction": None, "allocation_swapped": None}
-    swapped_floor = changes(_t5(0.75, 0.25, 0.25, 0.0))["allocation_swapped"]
-    assert swapped_floor == "snapkv_w32 scores 0 on every item (0 of 4 items): " + FLOOR
+    # the uniform twin alone at the floor beside a method that scores is the allocation's effect, not a floor
+    assert changes(_t5(0.75, 0.25, 0.25, 0.0))["allocation_swapped"] is None
 
 
 # ---------------------------------------------------------------------------------------------- timing device

@@ -10,9 +10,10 @@
   (``n_degenerate``, the headline's ``n_excluded``); ``n_instances`` is the speaking conditions.  A value stated
   per outcome gets one row per outcome (``outcome``: win / tie / loss).  Table 3 is read in the benchmark setting
   where the run has one, else in retrieval (the paper's Table 3 is its benchmark grid); Table 4 is retrieval.
-- Degenerate comparisons never decide (``uninformative``, shown and not judged): a comparison that involves a
-  method scoring 0 on every item of its slice (it measures the floor), whose two methods both score 100 on every
-  item (the ceiling), or with no speaking condition.  Margins, hit rates and counts of a comparison all carry it;
+- Degenerate comparisons never decide (``uninformative``, shown and not judged): a comparison whose method under
+  test (ContourKV, the variant) scores 0 on every item of its slice (it measures the floor), whose two methods both
+  score 100 on every item (the ceiling), or with no speaking condition.  An opponent alone at the floor is the
+  comparison's result (claim 73: SnapKV at 0.00-0.11 against ContourKV at 0.37-1.00).  Margins, hit rates and counts of a comparison all carry it;
   a count of conditions and a bytes ratio do not (they do not depend on the scores).  Table 5 compares a method's
   own runs: its decomposition says nothing when the unmodified run finds nothing or every run agrees at 0 or 100,
   while a variant at the floor beside a spread unmodified run is the loss the decomposition measures (claim 76's
@@ -145,10 +146,13 @@ def _items(shown: int, n_items: int | None, n_conditions: int | None) -> str:
 def floor_reason(
     arms: Sequence[tuple[str, float | None]], n_items: int | None = None, n_conditions: int | None = None
 ) -> str | None:
-    """Why a comparison of two methods (name, hit rate as a fraction over the same items) says nothing: a method
-    scores 0 on every item (the comparison measures the floor), or both score 1 on every item (the ceiling)."""
+    """Why a comparison of two methods (name, hit rate as a fraction over the same items; the method under test
+    first) says nothing: the method under test scores 0 on every item -- alone or with its opponent -- so the
+    comparison measures the floor, or both score 1 on every item (the ceiling).  An opponent at the floor beside a
+    method under test that scores is the comparison's result (the paper's SnapKV at 0.00-0.11 against ContourKV
+    at 0.37-1.00, claim 73), not a floor."""
     zero = [name for name, hit in arms if _is(hit, 0.0)]
-    if zero:
+    if arms and _is(arms[0][1], 0.0):
         verb = "scores" if len(zero) == 1 else "score"
         counts = _items(0, n_items, n_conditions)
         counts = f" ({counts})" if counts else ""
