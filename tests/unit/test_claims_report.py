@@ -141,7 +141,7 @@ def test_the_report_shows_judged_cells_and_folds_the_rest():
         for s in (4, 8)
     ]
     text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"STAT"}, ["m"]))
-    assert "| model=m, budget=4 | 3% [2, 4.4] |" in text
+    assert "| all | model=m, budget=4 | 3% [2, 4.4] |" in text
     # claim 105 is judged on the primary slice: its "all" row sits behind the fold
     rows = [
         row(105, "top_mass_label_rate", 0.19, "primary", by={"model": "m", "budget": 8}, models="m"),
@@ -151,8 +151,8 @@ def test_the_report_shows_judged_cells_and_folds_the_rest():
     section = text[text.index("### 105.") :]
     section = section[: section.index("### 106.")]
     judged, folded = section.split("<details>")
-    assert "| model=m, budget=8 | 19% |" in judged and "60%" not in judged
-    assert "population=all, model=m, budget=8 | 60% |" in folded
+    assert "| primary | model=m, budget=8 | 19% |" in judged and "60%" not in judged
+    assert "| all | model=m, budget=8 | 60% |" in folded
 
 
 def test_reasons_are_printed_whole():

@@ -108,7 +108,7 @@ def test_an_open_ended_band_needs_an_interval_no_wider_than_the_claims_scale_to_
 
 def test_a_producer_flag_cannot_decide_with_its_reason():
     flagged = Cell(estimate=0.0, low=0.0, high=0.0, uninformative="both hit rates are 0")
-    assert decide(flagged, Band.above(0.0, True, "> 0")) == "both hit rates are 0"
+    assert decide(flagged, Band.above(0.0, True, "> 0")) == "overall: both hit rates are 0"  # named by its cell
 
 
 def test_an_order_is_the_rule_on_the_difference():

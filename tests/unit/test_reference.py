@@ -144,28 +144,62 @@ def test_the_readme_names_the_command_that_regenerates_the_reference():
 # ---- the panel's claims report: what the issue "claims that mean something" asked of it -------------------
 
 
+REFERENCES = ("reference/default", "reference/cpu-panel")
+
+
+def _claims(reference: str) -> list[dict]:
+    return json.loads((REPO / reference / "results/claims.json").read_text(encoding="utf-8"))["claims"]
+
+
 def _panel_values():
-    claims = json.loads((REPO / "reference/cpu-panel/results/claims.json").read_text(encoding="utf-8"))
-    return [(c, v) for c in claims["claims"] for v in c["values"]]
+    return [(c, v) for c in _claims("reference/cpu-panel") for v in c["values"]]
 
 
-def test_the_panel_agrees_in_size_on_no_interval_wider_than_the_claims_scale():
-    """A point value 'agrees' when its 95 % interval contains the paper's number; an interval wider than the
-    number itself would contain almost anything, so such a cell must be called uninformative instead."""
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_no_claim_agrees_with_a_value_unanswered(reference):
+    """A claim agrees on an axis only when every value it counts there is answered and agrees (issue 36)."""
+    for c in _claims(reference):
+        for axis in ("direction", "size"):
+            if c[axis] and c[axis]["status"] == "agrees":
+                counted = [v[axis]["status"] for v in c["values"] if v[axis] and not v["alternative"]]
+                counted = [s for s in counted if s not in ("by construction", "not comparable")]
+                assert counted and set(counted) == {"agrees"}, (reference, c["id"], axis, counted)
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_no_agreement_rests_on_a_cell_wider_than_the_claims_scale(reference):
     from trustmass.report.claims.data import claim
 
-    for c, v in _panel_values():
-        value = claim(c["id"]).value(v["name"])
-        if value.kind != "point" or value.value is None or not v["size"] or v["size"]["status"] != "agrees":
-            continue
-        scale, unit = abs(float(value.value)), (100.0 if value.unit == "percent" else 1.0)
-        for population in ("primary", "all"):
-            if not v[population]["judged"]:
+    for c in _claims(reference):
+        for v in c["values"]:
+            value = claim(c["id"]).value(v["name"])
+            numbers = [abs(float(x)) for x in (value.value, value.low, value.high) if x is not None]
+            if not (v["size"] and v["size"]["status"] == "agrees" and numbers and max(numbers)):
                 continue
-            for r in v[population]["regenerated"]:
-                if r["low"] is not None and r["high"] is not None and not r.get("uninformative"):
-                    wide = (r["high"] - r["low"]) * unit > scale
-                    assert not wide or "wider than the claim's scale" in v["size"]["reason"], (c["id"], v["name"], r)
+            scale, unit = max(numbers), (100.0 if value.unit == "percent" else 1.0)
+            for population in ("primary", "all"):
+                for r in v[population]["regenerated"]:
+                    if r["judged"] and r["low"] is not None and r["high"] is not None:
+                        assert (r["high"] - r["low"]) * unit <= scale, (reference, c["id"], v["name"], r)
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_no_flagged_cell_decides_an_answer(reference):
+    """A cell its producer flagged (both arms at the floor, a method at the floor on every item) is shown and
+    counted, never decisive."""
+    for c in _claims(reference):
+        for v in c["values"]:
+            flagged = {
+                r["by_value"] for p in ("primary", "all") for r in v[p]["regenerated"] if r.get("uninformative")
+            }
+            for axis in ("direction", "size"):
+                for cell in (v[axis] or {}).get("decisive") or []:
+                    assert not any(cell.startswith(f"{f} ") for f in flagged if f), (
+                        reference,
+                        c["id"],
+                        v["name"],
+                        cell,
+                    )
 
 
 def test_every_value_the_panel_does_not_produce_says_what_is_missing():

@@ -477,7 +477,7 @@ def test_an_infinite_cap_is_uninformative_not_inconsistent():
     v = claim(93).value("median_c_hat_cap")
     assert size_of(v, [row(math.inf, budget=32)]) == UNINFORMATIVE
     flagged = row(math.inf, budget=32, uninformative="the Wilson cap is infinite: n = 30")
-    assert judge(v, [flagged], PAPER_RUN).size.reason.startswith("the Wilson cap is infinite")
+    assert judge(v, [flagged], PAPER_RUN).size.reason.startswith("32: the Wilson cap is infinite")
 
 
 def test_a_producer_flag_makes_a_cell_uninformative():

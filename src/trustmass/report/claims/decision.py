@@ -97,7 +97,7 @@ def decide(cell: Cell, band: Band, scale: float | None = None) -> Outcome:
     when it lies wholly outside, else the reason it cannot decide.  ``scale``: the claim's own magnitude; an
     interval wider than it cannot establish agreement with a band that has an open end."""
     if cell.uninformative:
-        return cell.uninformative
+        return f"{cell.label()}: {cell.uninformative}"
     if not math.isfinite(cell.estimate):
         return f"{cell.label()}: the estimate is {cell.estimate:g}"
     low, high = _interval(cell)

@@ -127,12 +127,16 @@ def _cell_text(row: Mapping, scale: float) -> str:
     return est
 
 
-def _cells_table(rows: Sequence[Mapping], scale: float) -> list[str]:
-    lines = ["| group | estimate [95 % interval] | records | docs | models | flagged |", "|---|---|---|---|---|---|"]
-    for r in rows:
+def _cells_table(rows: Sequence[tuple[str, Mapping]], scale: float) -> list[str]:
+    """(population, regenerated row) pairs as a table."""
+    lines = [
+        "| population | group | estimate [95 % interval] | records | docs | models | flagged |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for population, r in rows:
         group = ", ".join(f"{k}={v}" for k, v in zip(str(r["by_key"]).split(","), str(r["by_value"]).split(",")))
         lines.append(
-            f"| {_esc(group) if r.get('by_key') else 'overall'} | {_cell_text(r, scale)} | "
+            f"| {population} | {_esc(group) if r.get('by_key') else 'overall'} | {_cell_text(r, scale)} | "
             f"{r.get('n_instances') if r.get('n_instances') is not None else ''} | "
             f"{r.get('n_docs') if r.get('n_docs') is not None else ''} | {_esc(r.get('models') or '')} | "
             f"{_esc(r.get('uninformative') or '')} |"
@@ -153,7 +157,7 @@ def _value_block(value: Mapping) -> list[str]:
     for extra in ("reading", "note"):
         if value.get(extra):
             lines.append(f"  - {'read as' if extra == 'reading' else 'note'}: {_esc(value[extra])}")
-    judged = [r for p in ("primary", "all") for r in value[p]["regenerated"] if r.get("judged")]
+    judged = [(p, r) for p in ("primary", "all") for r in value[p]["regenerated"] if r.get("judged")]
     other = [(p, r) for p in ("primary", "all") for r in value[p]["regenerated"] if not r.get("judged")]
     if judged:
         lines += ["", *_cells_table(judged, scale), ""]
@@ -162,17 +166,7 @@ def _value_block(value: Mapping) -> list[str]:
             "<details><summary>"
             f"{len(other)} cells not judged (another population, or outside the value's filters)</summary>",
             "",
-            *_cells_table(
-                [
-                    dict(
-                        r,
-                        by_key=f"population,{r['by_key'] or ''}".rstrip(","),
-                        by_value=f"{p},{r['by_value'] or ''}".rstrip(","),
-                    )
-                    for p, r in other
-                ],
-                scale,
-            ),
+            *_cells_table(other, scale),
             "",
             "</details>",
             "",
