@@ -13,8 +13,9 @@
 - Degenerate comparisons never decide (``uninformative``, shown and not judged): a comparison whose method under
   test (ContourKV, the variant) scores 0 on every item of its slice (it measures the floor), whose two methods both
   score 100 on every item (the ceiling), or with no speaking condition.  An opponent alone at the floor is the
-  comparison's result (claim 73: SnapKV at 0.00-0.11 against ContourKV at 0.37-1.00).  Margins, hit rates and counts of a comparison all carry it;
-  a count of conditions and a bytes ratio do not (they do not depend on the scores).  Table 5 compares a method's
+  comparison's result (claim 73: SnapKV at 0.00-0.11 against ContourKV at 0.37-1.00).  Margins, hit rates and
+  counts of a comparison all carry it; a count of conditions and a bytes ratio do not (they do not depend on the
+  scores).  Table 5 compares a method's
   own runs: its decomposition says nothing when the unmodified run finds nothing or every run agrees at 0 or 100,
   while a variant at the floor beside a spread unmodified run is the loss the decomposition measures (claim 76's
   -88 points); its "allocation swapped" row compares two methods and follows the rule above.
