@@ -189,9 +189,7 @@ def test_no_flagged_cell_decides_an_answer(reference):
     counted, never decisive."""
     for c in _claims(reference):
         for v in c["values"]:
-            flagged = {
-                r["by_value"] for p in ("primary", "all") for r in v[p]["regenerated"] if r.get("uninformative")
-            }
+            flagged = {r["by_value"] for p in ("primary", "all") for r in v[p]["regenerated"] if r.get("uninformative")}
             for axis in ("direction", "size"):
                 for cell in (v[axis] or {}).get("decisive") or []:
                     assert not any(cell.startswith(f"{f} ") for f in flagged if f), (
