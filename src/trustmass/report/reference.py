@@ -373,7 +373,7 @@ def readme_block(reference: Path, root: Path = Path(".")) -> str:
         "",
         f"**What reproduced** ({answered} of {len(claims['claims'])} claims answered; "
         f"`{reference.as_posix()}/results/claims.md` has every one, its values and cells; the key: "
-        '"The claims report" below). ' + " ".join(claims.get("mapping") or []) + ".",
+        '"The claims report" below). ' + "; ".join(claims.get("mapping") or []) + ".",
         "",
     ]
     lines += readme_lines(claims)
