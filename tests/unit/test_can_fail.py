@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from stated_numbers import stated_numbers
 
 from trustmass.report.claims.axes import AGREES, CONTRADICTED
 from trustmass.report.claims.data import claim, model_roles
@@ -143,18 +144,6 @@ def _outside(value: Value, stated: Any, domain: tuple[float, float]) -> float | 
     return candidates[0] if candidates else None
 
 
-def _stated(value: Value) -> list[tuple[Any, Any]]:
-    """(group key or None, stated number or (low, high)) for the overall value and each stated group."""
-    out = []  # the numbers as the claims file wrote them (their printed digits set the band)
-    if value.kind in ("range", "ci_within") and value.low is not None:
-        out.append((None, (value.low, value.high)))
-    elif value.value is not None:
-        out.append((None, value.value))
-    for key, entry in value.by.get(value.by_dimension(), {}).items() if value.by else []:
-        out.append((key, entry))
-    return out
-
-
 def _cells(spec: HeadlineValue, value: Value, estimates: list[tuple[Any, float]]) -> list[tuple[dict, float]]:
     dim = value.by_dimension()
     cells = []
@@ -171,14 +160,14 @@ SIZED = [
     and _value(s).role != "parameter"
     and _value(s).configured is None
     and _value(s).formula is None
-    and _stated(_value(s))
+    and stated_numbers(_value(s))
 ]
 
 
 @pytest.mark.parametrize("spec", SIZED, ids=[_id(s) for s in SIZED])
 def test_a_frame_that_meets_the_paper_agrees_and_one_that_misses_it_is_contradicted(spec):
     value = _value(spec)
-    stated = _stated(value)
+    stated = stated_numbers(value)
     if value.by and (value.by_dimension() in spec.keys or value.by_dimension() == "model"):
         stated = [(k, x) for k, x in stated if k is not None] or stated  # the groups carry the overall number
     else:

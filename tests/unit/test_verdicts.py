@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 
 import pytest
+from stated_numbers import stated_numbers
 
 from trustmass.report.claims.configured import IMPLIED, Implied
 from trustmass.report.claims.data import claim, load_claims, model_roles, parse_claims
@@ -97,20 +98,10 @@ def _rows(value: Value, estimates: dict, interval: bool = False) -> list[dict]:
     return out
 
 
-def _stated(value: Value):
-    """(group key or None, stated number or (low, high)) for the overall value and every by-group."""
-    out = []
-    if value.kind in ("range", "ci_within") and value.low is not None:
-        out.append((None, (value.low, value.high)))
-    elif value.value is not None:
-        out.append((None, value.value))
-    for key, entry in value.by.get(value.by_dimension(), {}).items() if value.by else []:
-        out.append((key, entry))
-    return out
-
-
 def _sized(v: Value) -> bool:
-    return v.has_size and v.role != "parameter" and v.configured is None and v.formula is None and bool(_stated(v))
+    return (
+        v.has_size and v.role != "parameter" and v.configured is None and v.formula is None and bool(stated_numbers(v))
+    )
 
 
 SIZED = [(c.id, v) for c in load_claims() for v in c.values if _sized(v)]
@@ -145,7 +136,7 @@ def _twice_off(value: Value, x):
 
 @pytest.mark.parametrize("cid,value", SIZED, ids=[f"{c}-{v.name}" for c, v in SIZED])
 def test_the_papers_own_size_agrees_and_twice_it_disagrees(cid, value):
-    stated = _stated(value)
+    stated = stated_numbers(value)
     interval = value.kind == "ci_within"
     good = _rows(value, {k: _perfect(value, x) for k, x in stated}, interval)
     verdict = judge(value, good, PAPER_RUN)

@@ -9,10 +9,10 @@ population the claim is not judged on, or outside the value's filters, sit behin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
-from trustmass.report.claims.axes import AGREES, ANSWERED, CONTRADICTED, PARTIAL
+from trustmass.report.claims.axes import AGREES, ANSWERED, CONTRADICTED, PARTIAL, fmt
+from trustmass.report.claims.cells import missing
 from trustmass.report.claims.report import ANSWERED_CLAIM, CLAIM_STATUSES, QUALITATIVE
 
 __all__ = ["claim_label", "markdown", "readme_lines", "summary_lines"]
@@ -109,21 +109,11 @@ def readme_lines(report: Mapping) -> list[str]:
     return out
 
 
-def _number(x: float) -> str:
-    if math.isfinite(x) and x == int(x) and abs(x) >= 1000:
-        return f"{int(x):,}"
-    return f"{x:.4g}"
-
-
-def _nan(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _cell_text(row: Mapping, scale: float) -> str:
     unit = "%" if scale == 100.0 else ""
-    est = f"{_number(row['estimate'] * scale)}{unit}"
-    if not _nan(row.get("low")) and not _nan(row.get("high")):
-        est += f" [{_number(row['low'] * scale)}, {_number(row['high'] * scale)}]"
+    est = f"{fmt(row['estimate'] * scale)}{unit}"
+    if not missing(row.get("low")) and not missing(row.get("high")):
+        est += f" [{fmt(row['low'] * scale)}, {fmt(row['high'] * scale)}]"
     return est
 
 

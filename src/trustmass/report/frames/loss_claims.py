@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -108,6 +109,16 @@ _MODEL_BUDGET = ("model", "budget")
 _PAIR = ("selector", "model")
 
 #: claim value -> where it is read (the frames of :func:`claim_frames`)
+_ALLOCATION_DELTA = HeadlineValue(
+    97,
+    "allocation_delta_es",
+    "map_allocation",
+    "delta_es",
+    ("model", "unit_budget", "selector"),
+    ci=True,
+    flag="allocation_flag",
+    domain=_ANY,
+)
 HEADLINE: tuple[HeadlineValue, ...] = (
     # the flat switch against top-mass: nats of CE, either sign
     HeadlineValue(
@@ -183,28 +194,10 @@ HEADLINE: tuple[HeadlineValue, ...] = (
         flag="accounting_flag",
         domain=_ANY,
     ),
-    # the allocation panel: pooled es of the map-proportional allocation minus the uniform one's
-    HeadlineValue(
-        97,
-        "allocation_delta_es",
-        "map_allocation",
-        "delta_es",
-        ("model", "unit_budget", "selector"),
-        ci=True,
-        flag="allocation_flag",
-        domain=_ANY,
-    ),
-    # "sign holds at 16 and under top-mass": the same rows, every unit budget and selector, as a sign
-    HeadlineValue(
-        97,
-        "allocation_delta_es_sign",
-        "map_allocation",
-        "delta_es",
-        ("model", "unit_budget", "selector"),
-        ci=True,
-        flag="allocation_flag",
-        domain=_ANY,
-    ),
+    # the allocation panel: pooled es of the map-proportional allocation minus the uniform one's, and the same
+    # rows, every unit budget and selector, as the sign the paper says holds at 16 and under top-mass
+    _ALLOCATION_DELTA,
+    replace(_ALLOCATION_DELTA, value="allocation_delta_es_sign"),
     # the probe against top-mass and balancing
     HeadlineValue(
         57,
