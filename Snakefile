@@ -8,7 +8,7 @@
 # Named targets: one per figure and table of the catalog (trustmass.report.catalog.OUTPUTS, generated
 # below: fig1-fig4, table1-table8, sweep, audit_table, the loss, task, diagnostics, access and
 # deployment tables, ...), and the stage targets written here: selfcheck, bench, captures, records,
-# tasks, loss, deploy, claims, all.  README.md, "Using the workflow", lists each with what it builds.
+# tasks, loss, deploy, claims, controls, all.  README.md, "Using the workflow", lists each with what it builds.
 #
 # The stages hand data over by files, each in its own rules file (and library package):
 #   sources -> capture -> ceiling -> {certification, audit, loss}; sources -> tasks -> capture -> ceiling;
@@ -66,6 +66,7 @@ localrules:
     loss,
     deploy,
     claims,
+    controls,
     certify_manifest,
 
 
@@ -127,6 +128,13 @@ rule claims:
     input:
         rules.claims_report.output.md,
         rules.claims_report.output.json,
+
+
+rule controls:
+    """Every control arm's claims (the sanity checks, trustmass.plan.controls) and the regime each sits in."""
+    input:
+        [study.pooled(layout.CLAIMS["json"]) for study in STUDY.arms().values()],
+        rules.control_regime.output.frame if STUDY.arms() else [],
 
 
 # ---- everything ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ rule audit:
         audit=layout.AUDIT,
         prov=prov(layout.AUDIT),
     params:
-        config=params_from_config("budgets", "enumeration", "labels", "capture/windows"),
+        config=params_of_model("budgets", "enumeration", "labels", "capture/windows"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
@@ -46,7 +46,7 @@ rule row_diagnostics:
         projection=layout.PROJECTION_ROWS,
         prov=[prov(layout.SWAP_ROWS), prov(layout.PROJECTION_ROWS)],
     params:
-        config=params_from_config("seed", "diagnostics/swaps", "diagnostics/projection", "capture/windows"),
+        config=params_of_model("seed", "diagnostics/swaps", "diagnostics/projection", "capture/windows"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:

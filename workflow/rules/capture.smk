@@ -29,10 +29,10 @@ rule capture:
         prov=[prov(layout.CAPTURE_SHARD), prov(layout.CAPTURE_VALIDATION)],
         **({"access": layout.ACCESS_RECORDS, "access_prov": prov(layout.ACCESS_RECORDS)} if STUDY.access_enabled() else {}),
     params:
-        capture=params_from_config("capture"),
-        access=params_from_config("access_law"),
+        capture=params_of_model("capture"),
+        access=params_of_model("access_law"),
         seed=config["seed"],
-        declared=lambda wc: STUDY.entry("models", wc.model, "model").get("declared"),
+        declared=lambda wc: STUDY.of(wc.model).entry("models", wc.model, "model").get("declared"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:

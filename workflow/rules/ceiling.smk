@@ -14,7 +14,7 @@ rule ceiling:
         records=layout.CEILING,
         prov=prov(layout.CEILING),
     params:
-        config=params_from_config("budgets", "enumeration", "balancing", "leverage"),
+        config=params_of_model("budgets", "enumeration", "balancing", "leverage"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:

@@ -11,74 +11,84 @@
 #: what the manifest and the certification read of the config (a change reruns them)
 CERT_CONFIG = ("seed", "budgets/enumerated", "certification", "statistics/primary_docs", "study/headline", "study/models", "study/corpora")
 
-rule certify_manifest:
-    """The certification manifest: instances per (model, budget, dropped-mass decile), seeded, sharded."""
-    input:
-        records=STUDY.headline_records(),
-        code=library_code("trustmass.certification.manifest", "trustmass.plumbing.rule_io"),
-    output:
-        manifest=layout.CERTIFY_MANIFEST,
-        prov=prov(layout.CERTIFY_MANIFEST),
-    params:
-        config=params_from_config(*CERT_CONFIG),
-    log:
-        layout.log("certify_manifest"),
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=10,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/certify_manifest.py"
 
+# one copy of each rule per control arm (trustmass.plan.controls), on the arm's headline population
+for _arm, _study in ARM_STUDIES.items():
 
-rule certify_shard:
-    """Certify one manifest shard: reload each instance, recompute the ES_pool argmin, run the bisection."""
-    input:
-        manifest=rules.certify_manifest.output.manifest,
-        shards=STUDY.headline_shards(),
-        code=library_code("trustmass.certification.runner", "trustmass.plumbing.rule_io"),
-    output:
-        certified=layout.CERTIFY_SHARD,
-        prov=prov(layout.CERTIFY_SHARD),
-    params:
-        config=params_from_config(*CERT_CONFIG),
-    wildcard_constraints:
-        shard="[0-9]{3}",
-    log:
-        layout.log("certify_shard"),
-    threads: 2
-    resources:
-        mem_mb=lambda wc, threads: threads * (int(config["certification"]["memory_limit_mb"]) + 1000),
-        runtime=lambda wc: int(config["certification"]["runtime_min"]),
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/certify_shard.py"
+    rule:
+        name:
+            arm_rule("certify_manifest", _arm)
+        input:
+            records=_study.headline_records(),
+            code=library_code("trustmass.certification.manifest", "trustmass.plumbing.rule_io"),
+        output:
+            manifest=_study.certify_manifest(),
+            prov=prov(_study.certify_manifest()),
+        params:
+            config=config_slice(_study.config, *CERT_CONFIG),
+        log:
+            arm_log("certify_manifest", _arm),
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=10,
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/certify_manifest.py"
 
+    rule:
+        name:
+            arm_rule("certify_shard", _arm)
+        input:
+            manifest=_study.certify_manifest(),
+            shards=_study.headline_shards(),
+            code=library_code("trustmass.certification.runner", "trustmass.plumbing.rule_io"),
+        output:
+            certified=_study.pooled(layout.CERTIFY_SHARD),
+            prov=prov(_study.pooled(layout.CERTIFY_SHARD)),
+        params:
+            config=config_slice(_study.config, *CERT_CONFIG),
+        wildcard_constraints:
+            shard="[0-9]{3}",
+        log:
+            arm_log("certify_shard", _arm),
+        threads: 2
+        resources:
+            mem_mb=lambda wc, threads: threads * (int(config["certification"]["memory_limit_mb"]) + 1000),
+            runtime=lambda wc: int(config["certification"]["runtime_min"]),
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/certify_shard.py"
 
-rule certify_sweep:
-    """Cap-widening sweep at s = 32: ES_pool with e extra keys on a seeded depth-spanning head subset."""
-    input:
-        records=STUDY.headline_records(),
-        shards=STUDY.headline_shards(),
-        code=library_code("trustmass.certification.manifest", "trustmass.certification.runner", "trustmass.plumbing.rule_io"),
-    output:
-        rows=layout.SWEEP_ROWS,
-        prov=prov(layout.SWEEP_ROWS),
-    params:
-        config=params_from_config(
-            "seed", "budgets/enumerated", "certification/sweep", "statistics/primary_docs", "labels/kappa_threshold",
-            "study/headline", "study/models", "study/corpora",
-        ),
-    log:
-        layout.log("certify_sweep"),
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/certify_sweep.py"
+    rule:
+        name:
+            arm_rule("certify_sweep", _arm)
+        input:
+            records=_study.headline_records(),
+            shards=_study.headline_shards(),
+            code=library_code("trustmass.certification.manifest", "trustmass.certification.runner", "trustmass.plumbing.rule_io"),
+        output:
+            rows=_study.sweep_rows(),
+            prov=prov(_study.sweep_rows()),
+        params:
+            config=config_slice(
+                _study.config,
+                "seed", "budgets/enumerated", "certification/sweep", "statistics/primary_docs", "labels/kappa_threshold",
+                "study/headline", "study/models", "study/corpora",
+            ),
+        log:
+            arm_log("certify_sweep", _arm),
+        threads: 2
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/certify_sweep.py"
+
+    workflow.get_rule(arm_rule("certify_manifest", _arm)).docstring = """The certification manifest: instances per (model, budget, dropped-mass decile), seeded, sharded."""
+    workflow.get_rule(arm_rule("certify_shard", _arm)).docstring = """Certify one manifest shard: reload each instance, recompute the ES_pool argmin, run the bisection."""
+    workflow.get_rule(arm_rule("certify_sweep", _arm)).docstring = """Cap-widening sweep at s = 32: ES_pool with e extra keys on a seeded depth-spanning head subset."""

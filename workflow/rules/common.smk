@@ -39,6 +39,9 @@ config.update(_resolved_config)
 
 #: every file this configuration plans, stage by stage (rules take their inputs and target lists from it)
 STUDY = Study(config)
+#: the trained study's plan and each control arm's (trustmass.plan.controls), by arm (None: the trained study);
+#: the pooled stages (certification, statistics, claims) have one rule per arm
+ARM_STUDIES = {None: STUDY, **STUDY.arms()}
 
 # Sidecars written by rule scripts record the snakemake call that asked for them (jobs inherit it).
 os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1:]]))
@@ -83,6 +86,23 @@ def params_from_config(*paths):
     return config_slice(config, *paths)
 
 
+def params_of_model(*paths):
+    """params_from_config for a model-keyed rule: the keys as the plan of the job's model has them (its control
+    arm's for a twin, trustmass.plan.controls; the trained study's otherwise)."""
+    return lambda wc: config_slice(STUDY.of(wc.model).config, *paths)
+
+
+def arm_rule(name, arm):
+    """The name of a pooled rule's copy in a control arm (``certify_manifest_shuffled_text``)."""
+    return name if arm is None else f"{name}_{arm}"
+
+
+def arm_log(name, arm):
+    """The log of a pooled rule's copy in a control arm (under logs/controls/<arm>/)."""
+    path = layout.log(name)
+    return path if arm is None else f"logs/controls/{arm}/{path.removeprefix('logs/')}"
+
+
 def prov(path):
     """The provenance sidecar written next to an output."""
     return f"{path}{SIDECAR_SUFFIX}"
@@ -99,6 +119,8 @@ import os
 from trustmass.report.catalog import HEADLINE_FRAMES, OUTPUTS, STATISTICS, stats_path
 from trustmass.report.claims.data import claim as _claim
 
+#: the frame of the controls' attention regime (rule control_regime)
+CONTROL_REGIME = "control_regime"
 CLAIMS_FILE = os.path.relpath(str(importlib.resources.files("trustmass").joinpath("data", "claims.yaml")))
 #: stages whose results this workflow produces (the rest are "not produced yet")
 PRODUCED_STAGES = STUDY.produced_stages()
@@ -117,25 +139,34 @@ def repository_file(path):
     return os.path.relpath(os.path.join(workflow.basedir, path))
 
 
-def statistics_inputs(entry):
+def statistics_inputs(entry, study=STUDY):
     """The input path lists of a statistics rule: each name its catalog entry gives is a target list of the
-    study plan (trustmass.plan.Study), or ``repo:<path>``, a file of this checkout."""
-    unknown = sorted(k for k in entry.inputs.values() if not k.startswith("repo:") and not callable(getattr(STUDY, k, None)))
+    study plan (trustmass.plan.Study; a control arm's for its copy), or ``repo:<path>``, a file of this checkout."""
+    unknown = sorted(k for k in entry.inputs.values() if not k.startswith("repo:") and not callable(getattr(study, k, None)))
     if unknown:
         raise ValueError(f"{entry.name}: unknown input lists {unknown} in its catalog entry; fix: name a method of "
                          "trustmass.plan.Study (or add one there)")
-    return {name: repository_file(key.removeprefix("repo:")) if key.startswith("repo:") else getattr(STUDY, key)()
+    return {name: repository_file(key.removeprefix("repo:")) if key.startswith("repo:") else getattr(study, key)()
             for name, key in entry.inputs.items()}
 
 
-def statistics_params(entry):
+def statistics_params(entry, study=STUDY):
     """The workflow values a statistics rule takes besides its config slice (the entry's ``params``)."""
-    values = {"content": STUDY.corpus_contents}
+    values = {"content": study.corpus_contents}
     return {name: values[name]() for name in entry.params}
 
 
-#: the statistics rules of stages switched off, their frames, and the outputs and claims that remain
-_OFF_RULES = {r.name for r in STATISTICS if not STUDY.statistics_enabled(r, workflow.basedir)}
-_OFF_FRAMES = {f for r in STATISTICS if r.name in _OFF_RULES for f in r.frames}
+def active_statistics(study):
+    """The statistics rules a plan runs (those of stages switched off are left out)."""
+    return [r for r in STATISTICS if study.statistics_enabled(r, workflow.basedir)]
+
+
+def active_headline_frames(study):
+    """The headline frames a plan's claims report reads: those of its active statistics rules."""
+    off = {f for r in STATISTICS if r not in active_statistics(study) for f in r.frames}
+    return [f for f in HEADLINE_FRAMES if f not in off]
+
+
+#: the outputs (figures and tables) whose frames the trained study computes
+_OFF_FRAMES = {f for r in STATISTICS if r not in active_statistics(STUDY) for f in r.frames}
 ACTIVE_OUTPUTS = [o for o in OUTPUTS if not set(o.frames) & _OFF_FRAMES]
-ACTIVE_HEADLINE_FRAMES = [f for f in HEADLINE_FRAMES if f not in _OFF_FRAMES]

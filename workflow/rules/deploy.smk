@@ -20,7 +20,7 @@ rule deploy_condition:
         rows=layout.DEPLOY_ROWS,
         prov=prov(layout.DEPLOY_ROWS),
     params:
-        config=params_from_config("seed", "deploy", "capture/device"),
+        config=params_of_model("seed", "deploy", "capture/device"),
     wildcard_constraints:
         length="[0-9]+",
     log:
@@ -49,7 +49,7 @@ rule deploy_replay:
         rows=layout.DEPLOY_REPLAY,
         prov=prov(layout.DEPLOY_REPLAY),
     params:
-        config=params_from_config("seed", "deploy", "capture/device"),
+        config=params_of_model("seed", "deploy", "capture/device"),
     log:
         layout.log("deploy_replay"),
     threads: config["deploy"]["threads"]

@@ -23,8 +23,8 @@ rule tokenize_heldout:
         manifest=layout.HELDOUT_MANIFEST,
         prov=[prov(layout.HELDOUT), prov(layout.HELDOUT_MANIFEST)],
     params:
-        documents=lambda wc: STUDY.heldout_settings(wc.model),
-        first_doc=lambda wc: STUDY.heldout_first_doc(wc.model),
+        documents=lambda wc: STUDY.of(wc.model).heldout_settings(wc.model),
+        first_doc=lambda wc: STUDY.of(wc.model).heldout_first_doc(wc.model),
     log:
         layout.log("tokenize_heldout"),
     threads: 1
@@ -41,13 +41,13 @@ rule loss_map:
     """The map the switch uses: median least dropped mass at the map budget per (layer, query head),
     from the capture shards of the map documents (Figure 2's primary slice)."""
     input:
-        shards=lambda wc: STUDY.map_shards(wc.model),
+        shards=lambda wc: STUDY.of(wc.model).map_shards(wc.model),
         code=library_code("trustmass.loss.cell_map", "trustmass.plumbing.rule_io"),
     output:
         map=layout.LOSS_MAP,
         prov=prov(layout.LOSS_MAP),
     params:
-        config=params_from_config("statistics/map_budget", "statistics/flat_mass"),
+        config=params_of_model("statistics/map_budget", "statistics/flat_mass"),
     log:
         layout.log("loss_map"),
     threads: 1
@@ -69,14 +69,14 @@ rule loss_document:
         heldout=layout.HELDOUT,
         capture_documents=layout.DOCUMENTS_MANIFEST,
         map=layout.LOSS_MAP,
-        probe=lambda wc: STUDY.probe_outputs(wc.model),
+        probe=lambda wc: STUDY.of(wc.model).probe_outputs(wc.model),
         code=library_code("trustmass.loss.document", "trustmass.loss.job", "trustmass.loss.probe", "trustmass.plumbing.rule_io"),
     output:
         tokens=layout.LOSS_TOKENS,
         cells=layout.CELLS,
         prov=[prov(layout.LOSS_TOKENS), prov(layout.CELLS)],
     params:
-        config=params_from_config("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
+        config=params_of_model("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
@@ -106,7 +106,7 @@ rule loss_curvature:
         curvature=layout.CURVATURE,
         prov=prov(layout.CURVATURE),
     params:
-        config=params_from_config("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
+        config=params_of_model("seed", "loss", "capture/device", "budgets", "enumeration", "balancing"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:
@@ -125,13 +125,13 @@ rule allocation_panel:
     """The allocation panel (App B.6): map-proportional, mass-greedy and pyramid budgets against a
     uniform one at matched total, pooled es under balancing and top-mass, cell-cluster intervals."""
     input:
-        shards=lambda wc: STUDY.allocation_shards(wc.model),
+        shards=lambda wc: STUDY.of(wc.model).allocation_shards(wc.model),
         code=library_code("trustmass.loss.allocation", "trustmass.plumbing.rule_io"),
     output:
         panel=layout.ALLOCATION,
         prov=prov(layout.ALLOCATION),
     params:
-        config=params_from_config("seed", "loss/allocation", "statistics/bootstrap", "statistics/map_budget"),
+        config=params_of_model("seed", "loss/allocation", "statistics/bootstrap", "statistics/map_budget"),
     log:
         layout.log("allocation_panel"),
     threads: 1
@@ -149,15 +149,15 @@ rule probe_train:
     trained per layer to reproduce the balancing swaps on capture documents (disjoint from the
     held-out ones); its swap recall on the other corpora's capture documents at every mixing weight."""
     input:
-        train=lambda wc: STUDY.probe_shards(wc.model)[0],
-        check=lambda wc: STUDY.probe_shards(wc.model)[1],
+        train=lambda wc: STUDY.of(wc.model).probe_shards(wc.model)[0],
+        check=lambda wc: STUDY.of(wc.model).probe_shards(wc.model)[1],
         code=library_code("trustmass.loss.probe", "trustmass.plumbing.rule_io"),
     output:
         params=layout.PROBE,
         recall=layout.PROBE_RECALL,
         prov=[prov(layout.PROBE), prov(layout.PROBE_RECALL)],
     params:
-        config=params_from_config("seed", "loss/budget", "loss/probe"),
+        config=params_of_model("seed", "loss/budget", "loss/probe"),
     log:
         layout.log("probe_train"),
     threads: config["loss"]["threads"]
@@ -185,7 +185,7 @@ rule loss_diagnostics:
         tokens=layout.DIAGNOSTICS,
         prov=prov(layout.DIAGNOSTICS),
     params:
-        config=params_from_config("seed", "loss", "diagnostics", "capture/device", "budgets", "enumeration", "balancing"),
+        config=params_of_model("seed", "loss", "diagnostics", "capture/device", "budgets", "enumeration", "balancing"),
     wildcard_constraints:
         doc="[0-9]{4}",
     log:

@@ -13,6 +13,8 @@
 #   results/stats/{access_law,access_layers,access_dilution}.parquet                   access_statistics
 #   results/figures/*.png, results/tables/*.{html,csv,md}                            render_<name>
 #   results/claims.{html,md,json}                                                       claims_report
+#   results/controls/<arm>/{certify,stats}/..., claims.*: each control arm's copies      <rule>_<arm>
+#   results/stats/control_regime.parquet: the attention regime of each control           control_regime
 #
 # Compute and render are separate rules everywhere: restyling a figure (trustmass.report.style) or a
 # table layout reruns its render rule only.  Captions (workflow/report/<name>.rst) quote the
@@ -22,33 +24,34 @@
 # catalog, paper_quotes, statistics_inputs (target lists of the plan), statistics_params.
 
 
-# ---- every statistics rule of the catalog: records -> frames ----------------------------------------
-for _stat in STATISTICS:
+# ---- every statistics rule of the catalog: records -> frames (one copy per control arm, under results/controls/<arm>/)
+for _arm, _study in ARM_STUDIES.items():
+    for _stat in STATISTICS if _arm is None else active_statistics(_study):
 
-    rule:
-        name:
-            _stat.name
-        input:
-            **statistics_inputs(_stat),
-            code=library_code(_stat.module, "trustmass.report.statistics", "trustmass.plumbing.rule_io"),
-        output:
-            **_stat.outputs,
-            prov=[prov(p) for p in _stat.outputs.values()],
-        params:
-            config=params_from_config(*_stat.config),
-            **statistics_params(_stat),
-        log:
-            layout.log(_stat.name),
-        threads: 1
-        resources:
-            mem_mb=_stat.mem_mb,
-            runtime=_stat.runtime,
-        conda:
-            "../../envs/trustmass.yaml"
-        script:
-            "../../scripts/statistics.py"
+        rule:
+            name:
+                arm_rule(_stat.name, _arm)
+            input:
+                **statistics_inputs(_stat, _study),
+                code=library_code(_stat.module, "trustmass.report.statistics", "trustmass.plumbing.rule_io"),
+            output:
+                **{key: _study.pooled(path) for key, path in _stat.outputs.items()},
+                prov=[prov(_study.pooled(p)) for p in _stat.outputs.values()],
+            params:
+                config=config_slice(_study.config, *_stat.config),
+                **statistics_params(_stat, _study),
+            log:
+                arm_log(_stat.name, _arm),
+            threads: 1
+            resources:
+                mem_mb=_stat.mem_mb,
+                runtime=_stat.runtime,
+            conda:
+                "../../envs/trustmass.yaml"
+            script:
+                "../../scripts/statistics.py"
 
-    workflow.get_rule(_stat.name).docstring = _stat.doc
+        workflow.get_rule(arm_rule(_stat.name, _arm)).docstring = _stat.doc
 
 
 # ---- every figure and table of the catalog: frames -> files ---------------------------------------
@@ -86,45 +89,91 @@ for _out in OUTPUTS:
             "../../scripts/render.py"
 
 
-rule claims_report:
-    """Paper value, regenerated value with interval, models and verdict for every claim."""
-    input:
-        headline=[stats_path(f) for f in ACTIVE_HEADLINE_FRAMES],
-        claims=CLAIMS_FILE,
-        code=library_code(
-            "trustmass.report.claims.report",
-            "trustmass.report.claims.markdown",
-            "trustmass.report.claims.roles",
-            "trustmass.plumbing.rule_io",
-        ),
-    output:
-        html=report(layout.CLAIMS["html"], caption="../report/claims.rst", category="Claims"),
-        md=layout.CLAIMS["md"],
-        json=layout.CLAIMS["json"],
-        prov=[prov(p) for p in layout.CLAIMS.values()],
-    params:
-        # the study and what the configuration-set values are computed from (trustmass.report.claims.configured)
-        config=params_from_config(
-            "study",
-            "models",
-            "budgets",
-            "documents",
-            "capture",
-            "certification",
-            "loss",
-            "deploy",
-            "corpora",
-            "task_contexts",
-            "statistics",
-        ),
-        stages=PRODUCED_STAGES,
-    log:
-        layout.log("claims_report"),
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../../envs/trustmass.yaml"
-    script:
-        "../../scripts/claims_report.py"
+# ---- the claims report, once per arm; the trained study's reads the arms' as its control readings ----------
+for _arm, _study in ARM_STUDIES.items():
+    _claims = {key: _study.pooled(path) for key, path in layout.CLAIMS.items()}
+
+    rule:
+        name:
+            arm_rule("claims_report", _arm)
+        input:
+            headline=[_study.pooled(stats_path(f)) for f in active_headline_frames(_study)],
+            claims=CLAIMS_FILE,
+            controls=[arm.pooled(layout.CLAIMS["json"]) for arm in STUDY.arms().values()] if _arm is None else [],
+            regime=[stats_path(CONTROL_REGIME)] if _arm is None and STUDY.arms() else [],
+            code=library_code(
+                "trustmass.report.claims.report",
+                "trustmass.report.claims.markdown",
+                "trustmass.report.claims.roles",
+                "trustmass.report.claims.controls",
+                "trustmass.report.html_page",
+                "trustmass.plumbing.rule_io",
+            ),
+        output:
+            html=report(_claims["html"], caption="../report/claims.rst", category="Claims") if _arm is None else _claims["html"],
+            md=_claims["md"],
+            json=_claims["json"],
+            prov=[prov(p) for p in _claims.values()],
+        params:
+            # the study and what the configuration-set values are computed from (trustmass.report.claims.configured)
+            config=config_slice(
+                _study.config,
+                "study",
+                "models",
+                "budgets",
+                "documents",
+                "capture",
+                "certification",
+                "loss",
+                "deploy",
+                "corpora",
+                "task_contexts",
+                "statistics",
+                "controls",
+            ),
+            stages=_study.produced_stages(),
+            control_arms=list(STUDY.arms()) if _arm is None else [],
+        log:
+            arm_log("claims_report", _arm),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=5,
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/claims_report.py"
+
+    workflow.get_rule(arm_rule("claims_report", _arm)).docstring = (
+        "Paper value, regenerated value with interval, models and verdict for every claim"
+        + (", with its readings on the controls." if _arm is None else f" (control arm {_arm}).")
+    )
+
+
+# ---- the regime each control sits in: attention entropy, peak and sink weight of the captured rows ---------
+if STUDY.arms():
+
+    rule control_regime:
+        """Normalised entropy, max weight and weight on token 0 of the captured rows: trained and each control."""
+        input:
+            shards=[shard for study in ARM_STUDIES.values() for shard in study.headline_shards()],
+            code=library_code("trustmass.capture.regime", "trustmass.plumbing.rule_io"),
+        output:
+            frame=stats_path(CONTROL_REGIME),
+            prov=prov(stats_path(CONTROL_REGIME)),
+        params:
+            entries=[
+                {"arm": arm or "trained", "model": m, "corpus": c, "doc": d}
+                for arm, study in ARM_STUDIES.items()
+                for m, c, d in study.headline_documents()
+            ],
+        log:
+            layout.log("control_regime"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            "../../envs/trustmass.yaml"
+        script:
+            "../../scripts/control_regime.py"

@@ -18,15 +18,17 @@ localrules:
 
 
 rule prepare_model:
-    """A model as a plain Hugging Face folder (packaged GGUF converted; local/hub folders linked)."""
+    """A model as a plain Hugging Face folder (packaged GGUF converted; local/hub folders linked; a control
+    twin made from its trained model's folder)."""
     input:
-        code=library_code("trustmass.sources.models", "trustmass.plumbing.rule_io"),
+        trained=lambda wc: STUDY.model_inputs(wc.model),
+        code=library_code("trustmass.sources.models", "trustmass.sources.controls", "trustmass.plumbing.rule_io"),
     output:
         config=layout.MODEL_CONFIG,
         source=layout.MODEL_SOURCE,
         prov=[prov(layout.MODEL_CONFIG), prov(layout.MODEL_SOURCE)],
     params:
-        spec=lambda wc: STUDY.model_params(wc.model),
+        spec=lambda wc: STUDY.of(wc.model).model_params(wc.model),
         cache=STUDY.cache_dir(),
     wildcard_constraints:
         model=SOURCE_NAME,
@@ -37,7 +39,7 @@ rule prepare_model:
     threads: 1
     priority: 10
     resources:
-        mem_mb=lambda wc: STUDY.model_mem_mb(wc.model),
+        mem_mb=lambda wc: STUDY.of(wc.model).model_mem_mb(wc.model),
         runtime=60,
     conda:
         "../../envs/trustmass.yaml"
@@ -81,7 +83,7 @@ rule tokenize_documents:
         manifest=layout.DOCUMENTS_MANIFEST,
         prov=[prov(layout.DOCUMENTS), prov(layout.DOCUMENTS_MANIFEST)],
     params:
-        documents=lambda wc: STUDY.documents_for_model(wc.model),
+        documents=lambda wc: STUDY.of(wc.model).documents_for_model(wc.model),
     wildcard_constraints:
         model=SOURCE_NAME,
         corpus=SOURCE_NAME,

@@ -20,7 +20,7 @@ rule task_documents:
         manifest=layout.fill(layout.DOCUMENTS_MANIFEST, corpus=STUDY.task_corpus()),
         prov=[prov(layout.fill(p, corpus=STUDY.task_corpus())) for p in (layout.DOCUMENTS, layout.DOCUMENTS_MANIFEST)],
     params:
-        settings=lambda wc: STUDY.task_settings(wc.model),
+        settings=lambda wc: STUDY.of(wc.model).task_settings(wc.model),
     wildcard_constraints:
         model=SOURCE_NAME,
     log:

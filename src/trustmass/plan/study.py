@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trustmass.plan import layout
+from trustmass.plan.controls import arm_config, arm_path, arms
 from trustmass.plan.deploy import DeployTargets
 from trustmass.plan.headline import Headline
 from trustmass.plan.loss import LossTargets
@@ -41,8 +42,26 @@ def _files(pattern: str, documents: list[Document]) -> list[str]:
 class Study(LossTargets, DeployTargets, ReportTargets):
     """The files one configuration plans, stage by stage (the loss, deployment and reporting parts in their mixins)."""
 
-    def __init__(self, config: Mapping[str, Any]):
+    def __init__(self, config: Mapping[str, Any], arm: str | None = None):
         self.config = config
+        #: the control arm this plan is (None: the trained study; trustmass.plan.controls)
+        self.arm = arm
+        self._arms: dict[str, Study] | None = None
+
+    # ---- the control arms ----------------------------------------------------------------------------
+    def arms(self) -> dict[str, Study]:
+        """Each control arm's plan (none for an arm's own plan, or without ``controls.arms``)."""
+        if self._arms is None:
+            self._arms = {a: Study(arm_config(self.config, a), arm=a) for a in arms(self.config)} if self.arm is None else {}
+        return self._arms
+
+    def of(self, model: str) -> Study:
+        """The plan a model's jobs follow: its arm's for a control twin, else this one."""
+        return next((s for s in self.arms().values() if model in s.config["study"]["models"]), self)
+
+    def pooled(self, path: str) -> str:
+        """A pooled output (certification, statistics, claims) of this plan's arm."""
+        return arm_path(path, self.arm)
 
     @property
     def headline(self) -> Headline:
@@ -64,6 +83,13 @@ class Study(LossTargets, DeployTargets, ReportTargets):
         `documents` and the claims' metadata `lineage`, `parameters_b`)."""
         skip = ("mem_mb", "documents", "lineage", "parameters_b")
         return {k: v for k, v in self.entry("models", model, "model").items() if k not in skip}
+
+    def model_inputs(self, model: str) -> list[str]:
+        """What prepare_model reads from this run: a control twin's trained model folder (trustmass.plan.controls)."""
+        entry = self.entry("models", model, "model")
+        if entry.get("source") != "control":
+            return []
+        return [layout.MODEL_CONFIG.format(model=entry["of"]), layout.MODEL_SOURCE.format(model=entry["of"])]
 
     def model_mem_mb(self, model: str) -> int:
         """Peak memory of a conversion: fp32 weights twice plus the GGUF, about 4 GB for 0.5B parameters."""
@@ -133,14 +159,15 @@ class Study(LossTargets, DeployTargets, ReportTargets):
 
     # ---- certification -------------------------------------------------------------------------------
     def certify_manifest(self) -> str:
-        return layout.CERTIFY_MANIFEST
+        return self.pooled(layout.CERTIFY_MANIFEST)
 
     def sweep_rows(self) -> str:
-        return layout.SWEEP_ROWS
+        return self.pooled(layout.SWEEP_ROWS)
 
     def certify_shards(self) -> list[str]:
         return [
-            layout.CERTIFY_SHARD.format(shard=f"{i:03d}") for i in range(int(self.config["certification"]["n_shards"]))
+            self.pooled(layout.CERTIFY_SHARD).format(shard=f"{i:03d}")
+            for i in range(int(self.config["certification"]["n_shards"]))
         ]
 
     # ---- self-check --------------------------------------------------------------------------------------
