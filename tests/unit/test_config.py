@@ -81,7 +81,7 @@ def test_unknown_top_level_key_names_it_lists_the_allowed_and_suggests():
     [line] = problems({**DEFAULT, "enumeratoin": {"subset_cap": 5}})
     assert line.startswith("config: unknown key 'enumeratoin' at top level; allowed: ")
     assert (
-        "balancing, benchmark, budgets, cache_dir, capture, certification, corpora, deploy, diagnostics, documents, enumeration"
+        "balancing, benchmark, budgets, cache_dir, capture, certification, controls, corpora, deploy, diagnostics, documents"
         in line
     )
     assert "did you mean 'enumeration'?" in line
