@@ -61,6 +61,9 @@ KEPT = (
     "results/stats/*.parquet",
     "results/claims.md",
     "results/claims.json",
+    "results/controls/*/stats/*.parquet",  # the sanity-check controls' statistics and claims (trustmass.plan.controls)
+    "results/controls/*/claims.md",
+    "results/controls/*/claims.json",
 )
 SIDECAR = ".prov.json"
 MANIFEST = "MANIFEST.json"
