@@ -2,20 +2,23 @@
 
 The first screen answers "what reproduced": the run's models and whom they stand in for (once), then the
 claim ids under each answer, direction and size apart, and the claims without an answer under their reason.
-Then the key (the decision rule), one line per claim (its answers, k of n values, the decisive cells) and,
-per claim, its values with their reasons in full and the cells they were judged on; the cells of a
-population the claim is not judged on, or outside the value's filters, sit behind a fold.
+Where the run has controls (:mod:`trustmass.report.claims.controls`), the sanity checks follow: the claim ids
+that are specific, structural or contradicted, and the attention regime of every arm.  Then the key (the
+decision rule), one line per claim (its answers, k of n values, the decisive cells, the sanity check) and, per
+claim, its values with their reasons in full and the cells they were judged on (and its control readings); the
+cells of a population the claim is not judged on, or outside the value's filters, sit behind a fold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from trustmass.report.claims.axes import AGREES, ANSWERED, CONTRADICTED, PARTIAL, fmt
+from trustmass.report.claims.axes import AGREES, ANSWERED, BY_CONSTRUCTION, CONTRADICTED, PARTIAL, fmt
 from trustmass.report.claims.cells import missing
+from trustmass.report.claims.controls import NO_VERDICT, SPECIFIC, STRUCTURAL, VERDICTS
 from trustmass.report.claims.report import ANSWERED_CLAIM, CLAIM_STATUSES, QUALITATIVE
 
-__all__ = ["claim_label", "markdown", "readme_lines", "summary_lines"]
+__all__ = ["claim_label", "controls_lines", "markdown", "readme_lines", "summary_lines"]
 
 _AXES = (("direction", "direction (the sign, trend or order stated)"), ("size", "size (the paper's number)"))
 _SIDE_NAMES = {"theory": "the theory (no model)", "paper models": "the paper's own models", "analogues": "analogues"}
@@ -109,6 +112,83 @@ def readme_lines(report: Mapping) -> list[str]:
     return out
 
 
+def _regime_lines(rows: Sequence[Mapping] | None) -> list[str]:
+    if not rows:
+        return ["No regime table: the run gave none."]
+    lines = [
+        "| arm | model | corpus | rows | entropy | max weight | weight on token 0 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        numbers = [("—" if missing(r[c]) else fmt(r[c])) for c in ("n_rows", "entropy", "max_weight", "token0_weight")]
+        lines.append(f"| {r['arm']} | {_esc(r['model'])} | {_esc(r['corpus'])} | " + " | ".join(numbers) + " |")
+    return lines
+
+
+def controls_lines(report: Mapping) -> list[str]:
+    """The sanity checks: the claim ids under each verdict (the claim, its direction, its size), the controls
+    that made them structural or contradict the specific ones, the regime each arm sits in.  Nothing without
+    controls."""
+    controls = report.get("controls")
+    if not controls:
+        return []
+    counts, scopes = controls["counts"], ("claims", "direction", "size")
+    arms = controls["arms"]
+    ran = "; ".join(
+        f"**{arm}** on {', '.join(a['models']) or 'no model'}" if a["run"] else f"**{arm}** not run"
+        for arm, a in arms.items()
+    )
+
+    def row(title: str, pick) -> str:
+        return f"| {title} | " + " | ".join(f"{len(pick(counts[s]))}: {_ids(pick(counts[s]))}" for s in scopes) + " |"
+
+    lines = [
+        "## Sanity checks",
+        "",
+        f"The same study, code and decision rule on the controls: {ran}. A claim that agrees on the trained models "
+        "is **specific** when it agrees on no control, **structural** when it agrees on one too (or holds by "
+        "construction); a control that cannot answer makes nothing structural. Per axis, and for the claim as a "
+        "whole (its axes combined by the one aggregation).",
+        "",
+        "| verdict | claims | direction | size |",
+        "|---|---|---|---|",
+    ]
+    for verdict in VERDICTS:
+        lines.append(row(verdict, lambda c, v=verdict: c[v]))
+        if verdict == STRUCTURAL:
+            for via in counts["claims"]["structural via"]:
+                title = f"— {via}" if via == BY_CONSTRUCTION else f"— via {via}"
+                lines.append(row(title, lambda c, w=via: c["structural via"][w]))
+        if verdict == SPECIFIC:
+            for arm in counts["claims"]["specific, contradicted on"]:
+                lines.append(row(f"— contradicted on {arm}", lambda c, a=arm: c["specific, contradicted on"][a]))
+    none = counts["claims"][NO_VERDICT]
+    lines += [
+        "",
+        "No verdict: " + "; ".join(f"{r} ({len(ids)}): {_ids(ids)}" for r, ids in none.items() if ids) + ".",
+        "",
+        f"> {controls['structural means']}",
+        "",
+        *_regime_lines(controls.get("regime")),
+    ]
+    return lines
+
+
+def _sanity(entry: Mapping) -> list[str]:
+    """A claim's verdict and its readings on every control."""
+    c = entry.get("controls")
+    if not c:
+        return []
+    verdict = f"**{c['verdict']}**" if c["verdict"] else f"no verdict ({c['reason']})"
+    why = f" -- {c['reason']}" if c["verdict"] else ""
+    axes = ", ".join(f"{a} {c[a]['verdict'] or 'no verdict'}" for a, _ in _AXES if c.get(a))
+    readings = "; ".join(
+        f"{arm}: " + (", ".join(f"{a} {_answer(r[a])}" for a, _ in _AXES if r.get(a)) or r["answer"])
+        for arm, r in c["arms"].items()
+    )
+    return [f"Sanity check: {verdict}{why}" + (f" ({axes})" if axes else "") + f". Controls: {_esc(readings)}.", ""]
+
+
 def _cell_text(row: Mapping, scale: float) -> str:
     unit = "%" if scale == 100.0 else ""
     est = f"{fmt(row['estimate'] * scale)}{unit}"
@@ -182,6 +262,7 @@ def _decisive(entry: Mapping) -> str:
 def markdown(report: Mapping) -> str:
     """The whole report (module docstring)."""
     counts = report["counts"]
+    checked = bool(report.get("controls"))
     mapping = report.get("mapping") or []
     lines = [
         "# Claims report",
@@ -196,21 +277,25 @@ def markdown(report: Mapping) -> str:
         "",
         *readme_lines(report),
         "",
+        *([*controls_lines(report), ""] if report.get("controls") else []),
         "## The key",
         "",
         report["key"],
         "",
         "## Every claim, one line",
         "",
-        "| # | claim | direction | size | decisive cells |",
-        "|---|---|---|---|---|",
+        "| # | claim | direction | size | " + ("sanity check | " if checked else "") + "decisive cells |",
+        "|---|---|---|---|" + ("---|" if checked else "") + "---|",
     ]
     for e in report["claims"]:
+        sanity = f"{e['controls']['verdict'] or '—'} | " if checked else ""
         if e["status"] == QUALITATIVE:
-            lines.append(f"| {e['id']} | {_esc(claim_label(e))} | — | — | qualitative: the claim states no number |")
+            lines.append(
+                f"| {e['id']} | {_esc(claim_label(e))} | — | — | {sanity}qualitative: the claim states no number |"
+            )
             continue
         lines.append(
-            f"| {e['id']} | {_esc(claim_label(e))} | {_answer(e['direction'])} | {_answer(e['size'])} | "
+            f"| {e['id']} | {_esc(claim_label(e))} | {_answer(e['direction'])} | {_answer(e['size'])} | {sanity}"
             f"{_decisive(e) or e['status']} |"
         )
     lines += ["", "## The values, claim by claim", ""]
@@ -219,7 +304,7 @@ def markdown(report: Mapping) -> str:
         if e["status"] == QUALITATIVE:
             lines += ["Qualitative: the claim states no number.", ""]
             continue
-        lines += [f"Direction: {_answer(e['direction'])}. Size: {_answer(e['size'])}.", ""]
+        lines += [f"Direction: {_answer(e['direction'])}. Size: {_answer(e['size'])}.", "", *_sanity(e)]
         for v in e["values"]:
             lines += _value_block(v)
         lines.append("")
