@@ -12,6 +12,7 @@ import pytest
 
 from trustmass.report.claims.controls import (
     CONTROL_ARMS,
+    CONTROLS_NOT_RUN,
     NOT_RUN,
     REGIME_COLUMNS,
     SPECIFIC,
@@ -128,7 +129,7 @@ def test_axes_are_judged_apart_and_the_claim_is_structural_when_an_agreeing_axis
 def test_a_control_that_is_only_partial_makes_nothing_structural():
     """Claim 13 on a control with the degraded share alone: its size is partial (1 of 2 values), not agrees."""
     trained = c13(0.80, 0.08)
-    report = _checked(trained, c13(0.80), [])
+    report = _checked(trained, c13(0.80), c13(0.50, 0.30))
     c = _controls(report, 13)
     assert c["arms"][RAND]["size"]["status"] == "partial" and c["size"]["verdict"] == SPECIFIC
     assert _controls(_checked(trained, c13(0.80, 0.08), []), 13)["size"]["verdict"] == STRUCTURAL
@@ -148,7 +149,7 @@ def test_by_construction_is_structural():
     """Claim 20's direction cannot fail (a wider pool only raises the label rate): structural on that axis
     whatever the controls; the claim follows its size, the direction set apart."""
     trained = c20(0.356, 0.378, 0.387)
-    report = _checked(trained, c20(0.156, 0.178, 0.187), [])
+    report = _checked(trained, c20(0.156, 0.178, 0.187), c20(0.156, 0.178, 0.187))
     c = _controls(report, 20)
     assert c["direction"]["trained"] == "by construction" and c["direction"]["verdict"] == STRUCTURAL
     assert (c["size"]["verdict"], c["verdict"]) == (SPECIFIC, SPECIFIC)
@@ -166,10 +167,14 @@ def test_by_construction_is_structural():
     assert _controls(attach_controls(edited, {RAND: _report()}, None), 20)["verdict"] is None
 
 
-def test_a_missing_arm_reads_not_run_and_changes_no_verdict():
+def test_a_missing_arm_reads_not_run_and_makes_nothing_specific():
     one = _checked([AGREE2], [FAR2])
     c = _controls(one, 2)
-    assert c["arms"][SHUF]["answer"] == NOT_RUN and c["arms"][SHUF]["size"] is None and c["verdict"] == SPECIFIC
+    assert c["arms"][SHUF]["answer"] == NOT_RUN and c["arms"][SHUF]["size"] is None
+    # specific says the claim fails on every control: one that gave no reading leaves it open
+    assert (c["verdict"], c["reason"], c["size"]["reason"]) == (None, CONTROLS_NOT_RUN, CONTROLS_NOT_RUN)
+    assert 2 in one["controls"]["counts"]["claims"]["no verdict"][CONTROLS_NOT_RUN]
+    assert _controls(_checked([AGREE2], [FAR2], [WIDE2]), 2)["verdict"] == SPECIFIC
     assert one["controls"]["arms"][SHUF] == {"run": False, "models": None}
     assert one["controls"]["arms"][RAND] == {"run": True, "models": ["m"]}
     # an arm that is not run reads as an arm that answers nothing
@@ -193,7 +198,7 @@ def test_no_arms_leave_the_report_as_it_was():
 def test_counts_list_claim_ids_under_each_verdict():
     trained = [AGREE2, *c13(0.80, 0.08), *c20(0.356, 0.378, 0.387)]
     rand = [FAR2, *c13(0.50, 0.30), *c20(0.356, 0.378, 0.387)]
-    report = _checked(trained, rand, [WIDE2])
+    report = _checked(trained, rand, [WIDE2, *c13(0.50, 0.30)])
     counts = report["controls"]["counts"]
     verdicts = {e["id"]: e["controls"]["verdict"] for e in report["claims"]}
     for verdict in (SPECIFIC, STRUCTURAL, "contradicted"):
@@ -222,7 +227,7 @@ def test_the_markdown_shows_the_section_the_regime_and_every_claims_readings():
             "token0_weight": [0.003, 0.29, float("nan")],
         }
     )
-    report = _checked([AGREE2, *c13(0.80, 0.08)], [FAR2, *c13(0.50, 0.30)], None, regime)
+    report = _checked([AGREE2, *c13(0.80, 0.08)], [FAR2, *c13(0.50, 0.30)], [WIDE2, *c13(0.50, 0.30)], regime)
     assert [r["arm"] for r in report["controls"]["regime"]] == ["trained", RAND, SHUF]
     assert report["controls"]["regime"][2]["token0_weight"] is None
     text = markdown(report)
@@ -230,15 +235,13 @@ def test_the_markdown_shows_the_section_the_regime_and_every_claims_readings():
     section = text[text.index("## Sanity checks") : text.index("## The key")]
     assert "| specific | 1: 2 | 0: none | 2: 2, 13 |" in section
     assert f"| — via {RAND} | 1: 13 | 1: 13 | 0: none |" in section
-    assert (
-        f"**{SHUF}** not run" in section
-        and "| randomised_weights | m-rand | c | 768 | 0.66 | 0.19 | 0.003 |" in section
-    )
+    assert f"| — contradicted on {SHUF} | 0: none | 0: none | 1: 13 |" in section
+    assert "| randomised_weights | m-rand | c | 768 | 0.66 | 0.19 | 0.003 |" in section
     assert "| shuffled_text | m | c | 768 | 0.51 | 0.34 | — |" in section and "*Structural* means" in section
     assert "| sanity check |" in text and "| 2 | best subset closes 2-5 % of the gap | — |" in text
     assert (
         "Sanity check: **specific** -- agrees on the trained models and on no control (size specific). Controls: "
-        f"{RAND}: size contradicted (1 of 1 values answered); {SHUF}: not run." in text
+        f"{RAND}: size contradicted (1 of 1 values answered); {SHUF}: size uninformative (1 values)." in text
     )
 
 

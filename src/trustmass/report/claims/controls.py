@@ -19,7 +19,8 @@ axis:
   any text;
 * *contradicted* -> **contradicted** (the controls are read, and say nothing more);
 * *agrees* -> **structural** when the claim *agrees* on the same axis on at least one control (it is not
-  attributable to training, or not to language), else **specific**;
+  attributable to training, or not to language), else **specific** -- provided every control produced it:
+  where one did not (not run, or its stage switched off there), no verdict (*a control did not produce it*);
 * anything else -> **no verdict**, the trained answer as the reason: *partial* (some values agree, the rest
   cannot answer: what agrees is not the claim, so neither is its specificity established), *uninformative*,
   *not produced*, *not comparable*.
@@ -34,12 +35,12 @@ control contradicts is the strong case, and is listed apart).
 combination of its axes' answers (an axis *by construction* or *not comparable* set apart, as a value is).  It
 is *contradicted* when that answer is; *structural* when it is *by construction* (every axis is) or when it
 *agrees* and any of its agreeing axes is structural; *specific* when it agrees and every agreeing axis is
-specific; otherwise no verdict, with that answer as the reason (*partial*: e.g. the direction agrees and the
+specific (no verdict when an agreeing axis has none because a control did not produce it); otherwise no verdict, with that answer as the reason (*partial*: e.g. the direction agrees and the
 size cannot answer -- the axes' own verdicts still stand).  A claim that states no number has no verdict
 (*qualitative*).
 
-An arm absent from ``arms`` (controls off, or the arm not run) reads *not run* on every claim and changes no
-verdict.  With no arms at all the report is returned as it was, plus ``controls: null``.
+An arm absent from ``arms`` (controls off, or the arm not run) reads *not run* on every claim: it makes nothing
+structural, and nothing specific either.  With no arms at all the report is returned as it was, plus ``controls: null``.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from trustmass.report.claims.report import QUALITATIVE
 
 __all__ = [
     "CONTROL_ARMS",
+    "CONTROLS_NOT_RUN",
     "NOT_RUN",
     "NO_VERDICT",
     "REGIME_COLUMNS",
@@ -84,8 +86,11 @@ SPECIFIC, STRUCTURAL = "specific", "structural"
 #: the verdicts a claim (or one of its axes) can get
 VERDICTS = (SPECIFIC, STRUCTURAL, CONTRADICTED)
 NO_VERDICT, NOT_RUN = "no verdict", "not run"
+#: no verdict for a claim that agrees on the trained models while a control did not produce it (not run, or its
+#: stage off there): *specific* says it fails on every control, which only a reading on each can show
+CONTROLS_NOT_RUN = "a control did not produce it"
 #: the reasons for no verdict, in the report's one order (by construction is structural; no number last)
-NO_VERDICT_REASONS = (PARTIAL, *(r for r in NO_ANSWER_ORDER if r != BY_CONSTRUCTION), QUALITATIVE)
+NO_VERDICT_REASONS = (PARTIAL, CONTROLS_NOT_RUN, *(r for r in NO_ANSWER_ORDER if r != BY_CONSTRUCTION), QUALITATIVE)
 #: the columns of the regime table (one row per arm, model and corpus; the trained models' arm is "trained")
 REGIME_COLUMNS = ("arm", "model", "corpus", "n_rows", "entropy", "max_weight", "token0_weight")
 _AXES = ("direction", "size")
@@ -175,6 +180,8 @@ def _axis_verdict(trained: str, readings: Mapping[str, Mapping], axis: str) -> d
         verdict, reason = None, trained
     elif agree:
         verdict, reason = STRUCTURAL, f"agrees on the trained models and on {' and '.join(agree)}"
+    elif unread := [arm for arm, s in on_arms.items() if s in (NOT_RUN, NOT_PRODUCED)]:
+        verdict, reason = None, CONTROLS_NOT_RUN  # specific needs every control's reading: {unread} gave none
     else:
         shown = "; ".join(f"{arm}: {s}" for arm, s in on_arms.items())
         verdict, reason = SPECIFIC, f"agrees on the trained models and on no control ({shown})"
@@ -196,6 +203,8 @@ def _claim_verdict(entry: Mapping, readings: Mapping[str, Mapping]) -> dict:
         verdict, reason = None, trained
     elif agree_on:
         verdict, reason = STRUCTURAL, f"agrees on the trained models and on {' and '.join(agree_on)}"
+    elif any(v["verdict"] is None for v in agreeing):
+        verdict, reason = None, CONTROLS_NOT_RUN
     else:
         verdict, reason = SPECIFIC, "agrees on the trained models and on no control"
     on = {arm: r["answer"] for arm, r in readings.items()}

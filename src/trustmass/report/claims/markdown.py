@@ -116,7 +116,7 @@ def _regime_lines(rows: Sequence[Mapping] | None) -> list[str]:
     if not rows:
         return ["No regime table: the run gave none."]
     lines = [
-        "| arm | model | corpus | rows | entropy | max weight | weight on token 0 |",
+        "| arm | model | corpus | rows | normalised entropy | max weight | weight on token 0 |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -147,7 +147,8 @@ def controls_lines(report: Mapping) -> list[str]:
         "",
         f"The same study, code and decision rule on the controls: {ran}. A claim that agrees on the trained models "
         "is **specific** when it agrees on no control, **structural** when it agrees on one too (or holds by "
-        "construction); a control that cannot answer makes nothing structural. Per axis, and for the claim as a "
+        "construction); a control that cannot answer makes nothing structural, and one that did not produce the "
+        "claim (not run, or its stage off there) leaves it without a verdict. Per axis, and for the claim as a "
         "whole (its axes combined by the one aggregation).",
         "",
         "| verdict | claims | direction | size |",
