@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 import pytest
 
 pytest.importorskip("transformers")
 import torch  # noqa: E402
+from deploy.test_tasks import PROSE, tok  # noqa: E402, F401 (the fixture: two trained BPE tokenizers)
 from safetensors.torch import load_file, save_file  # noqa: E402
-from sources_fixtures import word_tokenizer  # noqa: E402
+from sources_fixtures import word_corpus, word_tokenizer  # noqa: E402
 
 from trustmass.sources import SourceError  # noqa: E402
 from trustmass.sources import models as M  # noqa: E402
 from trustmass.sources.controls import randomise_weights, shuffle_tokens  # noqa: E402
+from trustmass.sources.documents import load_documents, tokenize_documents  # noqa: E402
 
 QUIET = dict(log=lambda s: None)
 COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
@@ -186,3 +191,83 @@ def test_shuffled_rows_are_permutations_with_the_kept_positions_in_place():
     mask[:, 5:12] = True
     masked = shuffle_tokens(ids, seed=5, key="k", keep=mask)
     assert np.array_equal(masked[:, 5:12], ids[:, 5:12])
+
+
+def test_tokenize_documents_shuffles_after_cutting(tmp_path):
+    corpus = tmp_path / "corpora" / "words" / "corpus.txt"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text(word_corpus(100), encoding="utf-8")
+    words = word_tokenizer(tmp_path / "tok", template="<s> $A </s>")
+    kw = dict(doc_tokens=12, n_docs=3, model="m", corpus="words", **QUIET)
+    plain = tokenize_documents(words, corpus, tmp_path / "plain.safetensors", **kw)
+    shuffled = tokenize_documents(words, corpus, tmp_path / "shuffled.safetensors", shuffle=True, seed=3, **kw)
+    a, _ = load_documents(tmp_path / "plain.safetensors")
+    b, manifest = load_documents(tmp_path / "shuffled.safetensors")
+    assert manifest == shuffled and "shuffled" not in plain  # an unshuffled manifest is as before
+    assert (b[:, 0] == 1).all() and (b[:, -1] == 2).all() and not np.array_equal(a, b)
+    assert np.array_equal(np.sort(a, axis=1), np.sort(b, axis=1))  # the same chunk of text, permuted
+    assert manifest["shuffled"] and manifest["shuffle"]["seed"] == 3 and manifest["shuffle"]["key"] == "documents/words"
+    assert manifest["shuffle"]["unshuffled_input_ids_sha256"] == plain["input_ids_sha256"]
+    for p, s, row in zip(plain["documents"], manifest["documents"], b):
+        assert s["corpus_tokens"] == p["corpus_tokens"] and s["chars"] == p["chars"]
+        assert s["unshuffled_tokens_sha256"] == p["tokens_sha256"]
+        assert s["tokens_sha256"] == hashlib.sha256(row.astype("<i8").tobytes()).hexdigest()
+    with pytest.raises(SourceError, match="need the master seed"):
+        tokenize_documents(words, corpus, tmp_path / "x.safetensors", shuffle=True, **kw)
+
+
+def test_the_heldout_documents_must_be_shuffled_like_the_capture_documents(tmp_path):
+    from trustmass.loss.heldout import heldout_document
+
+    corpus = tmp_path / "corpora" / "words" / "corpus.txt"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text(word_corpus(100), encoding="utf-8")
+    words = word_tokenizer(tmp_path / "tok")
+    kw = dict(model="m", corpus="words", **QUIET)
+    tokenize_documents(words, corpus, tmp_path / "capture.safetensors", doc_tokens=8, n_docs=2, **kw)
+    align = (3, json.loads((tmp_path / "capture.json").read_text())["documents"][-1]["corpus_tokens"][1])
+    heldout = tmp_path / "heldout.safetensors"
+    tokenize_documents(words, corpus, heldout, doc_tokens=8, n_docs=4, align=align, shuffle=True, seed=0, **kw)
+    with pytest.raises(ValueError, match="is shuffled but the capture documents .* are not shuffled"):
+        heldout_document(heldout, tmp_path / "capture.json", "0003")
+    tokenize_documents(words, corpus, heldout, doc_tokens=8, n_docs=4, align=align, **kw)
+    ids, record = heldout_document(heldout, tmp_path / "capture.json", "0003")
+    assert ids.shape == (8,) and record["id"] == "words-0003"
+
+
+def test_shuffled_task_contexts_keep_the_task_in_place(tok, tmp_path):  # noqa: F811
+    from trustmass.sources.task_contexts import build_task_documents
+
+    tok.save_pretrained(tmp_path / "model")
+    (tmp_path / "austen").mkdir()
+    haystack = tmp_path / "austen" / "corpus.txt"
+    haystack.write_text(PROSE * 40, encoding="utf-8")
+    kw = dict(
+        types=["niah_single", "vt", "quote_qa"],
+        per_type=1,
+        doc_tokens=600,
+        first_chunk=1,
+        retrieval_rows=2,
+        rows_per_head=6,
+        min_position=100,
+        seed=0,
+        bos="none",
+        log=lambda s: None,
+    )
+    plain = build_task_documents(tmp_path / "model", haystack, tmp_path / "plain.safetensors", **kw)
+    shuffled = build_task_documents(tmp_path / "model", haystack, tmp_path / "shuffled.safetensors", shuffle=True, **kw)
+    a, _ = load_documents(tmp_path / "plain.safetensors")
+    b, manifest = load_documents(tmp_path / "shuffled.safetensors")
+    assert manifest == shuffled and manifest["shuffled"] and manifest["shuffle"]["key"] == "tasks/tasks"
+    assert "shuffled" not in plain
+    for row_a, row_b, p, s in zip(a, b, plain["documents"], manifest["documents"]):
+        assert np.array_equal(np.sort(row_a), np.sort(row_b)) and not np.array_equal(row_a, row_b)
+        assert {k: s[k] for k in ("answer", "planted", "retrieval_positions", "gold")} == {
+            k: p[k] for k in ("answer", "planted", "retrieval_positions", "gold")
+        }
+        start = s["answer"][0]
+        question = len(tok.encode("\nQuestion: " + s["question"] + " Answer:", add_special_tokens=False))
+        kept = [range(x, y) for x, y in s["planted"]] + [range(start - question, 600)]
+        for span in kept:  # the planted spans, the question and the answer, token for token
+            assert np.array_equal(row_a[list(span)], row_b[list(span)]), (s["task"], span)
+        assert s["unshuffled_tokens_sha256"] == p["tokens_sha256"] != s["tokens_sha256"]

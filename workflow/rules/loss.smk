@@ -25,6 +25,7 @@ rule tokenize_heldout:
     params:
         documents=lambda wc: STUDY.heldout_settings(wc.model),
         first_doc=lambda wc: STUDY.heldout_first_doc(wc.model),
+        seed=config["seed"],  # documents.shuffle (the shuffled-text control) draws from it
     log:
         layout.log("tokenize_heldout"),
     threads: 1

@@ -82,6 +82,7 @@ rule tokenize_documents:
         prov=[prov(layout.DOCUMENTS), prov(layout.DOCUMENTS_MANIFEST)],
     params:
         documents=lambda wc: STUDY.documents_for_model(wc.model),
+        seed=config["seed"],  # documents.shuffle (the shuffled-text control) draws from it
     wildcard_constraints:
         model=SOURCE_NAME,
         corpus=SOURCE_NAME,

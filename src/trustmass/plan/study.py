@@ -167,7 +167,11 @@ class Study(LossTargets, DeployTargets, ReportTargets):
         tasks = self.config["task_contexts"]
         return {
             "task_contexts": {**tasks, "first_chunk": task_contexts_first_chunk(self.config, documents)},
-            "documents": {k: documents[k] for k in ("doc_tokens", "bos")},
+            # shuffle: the shuffled-text control (a control model's `documents: {shuffle: true}`)
+            "documents": {
+                **{k: documents[k] for k in ("doc_tokens", "bos")},
+                "shuffle": bool(documents.get("shuffle")),
+            },
             "capture": {k: self.config["capture"][k] for k in ("rows_per_head", "min_position")},
             "seed": self.config["seed"],
         }
