@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trustmass.sources.common import SourceError
+from trustmass.sources.common import SOURCE_RECORD, SourceError
 
 __all__ = ["METHODS", "control_rng", "randomise_weights", "shuffle_tokens"]
 
@@ -72,7 +72,7 @@ def randomise_weights(
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from trustmass.sources.models import SOURCE_RECORD
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX
 
     if method not in METHODS:
         raise SourceError(f"randomisation {method!r} is not one of {', '.join(METHODS)}")
@@ -91,7 +91,7 @@ def randomise_weights(
             and path.suffix != ".safetensors"
             and path.suffix not in _OTHER_WEIGHTS
             and path.name != SOURCE_RECORD
-            and not path.name.endswith(".prov.json")  # the trained rule's provenance sidecars
+            and not path.name.endswith(SIDECAR_SUFFIX)  # the trained rule's provenance sidecars
             and not any(part.startswith(".") for part in relative.parts)
         ):
             (out / relative).parent.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ from typing import Any
 
 from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plumbing.config_checks import gguf_problem
-from trustmass.sources.common import SourceError, check_name, run_tool, sha256_file, tail
+from trustmass.sources.common import SOURCE_RECORD, SourceError, check_name, run_tool, sha256_file, tail
 from trustmass.sources.gguf_convert import convert_gguf, gguf_summary
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
@@ -62,8 +62,6 @@ __all__ = [
     "prepare_model",
 ]
 
-#: written into every prepared model folder
-SOURCE_RECORD = "trustmass_source.json"
 DTYPES = ("float32", "bfloat16", "float16")
 #: files fetched from the hub unless the model entry sets `allow_patterns`
 HUB_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken")
@@ -533,11 +531,13 @@ def _check_hf_folder(name: str, folder: Path, where: str) -> None:
 def _link_folder(src: Path, out: Path, skip_sidecars: bool = False) -> None:
     """Symbolic links in ``out`` to every file below ``src`` (resolved, so HF cache links are followed);
     ``skip_sidecars``: not to the provenance sidecars of a prepared folder (they vouch for it, not for ``out``)."""
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX
+
     for path in sorted(src.rglob("*")):
         if (
             not path.is_file()
             or path.name == SOURCE_RECORD
-            or (skip_sidecars and path.name.endswith(".prov.json"))
+            or (skip_sidecars and path.name.endswith(SIDECAR_SUFFIX))
             or any(p.startswith(".") for p in path.relative_to(src).parts)
         ):
             continue
