@@ -33,6 +33,7 @@ def main(snakemake, started):
             min_position=int(capture["min_position"]),
             seed=int(settings["seed"]),
             bos=documents["bos"],
+            shuffle=bool(documents.get("shuffle", False)),  # the shuffled-text control
             model=model,
             corpus=tasks["corpus"],
             log=print,

@@ -35,6 +35,10 @@ def main(snakemake, started):
             # the corpus's token stream, shared by tokenize_documents and tokenize_heldout (read back, not re-encoded)
             cache_dir=snakemake.config.get("cache_dir")
             or CACHE_DIR,  # read here, not a param: moving the cache reruns nothing
+            # the shuffled-text control (documents.shuffle): permuted after cutting, seeded by the master seed
+            shuffle=bool(settings.get("shuffle", False)),
+            seed=snakemake.params.seed,  # None unless shuffled (trustmass.plan.Study.shuffle_seed)
+            shuffle_key=f"{'heldout' if capture else 'documents'}/{corpus}",
             model=model,
             corpus=corpus,
             log=print,
@@ -43,7 +47,7 @@ def main(snakemake, started):
         snakemake,
         manifest,
         snakemake.input.corpus,
-        {"documents": settings, "model": model, "corpus": corpus},
+        {"documents": settings, "model": model, "corpus": corpus, "seed": snakemake.params.seed},
         started,
         corpus_tokens=manifest["corpus_tokens"],
         docs_available=manifest["docs_available"],

@@ -219,7 +219,7 @@ def test_resolve_config_merges_mappings_and_replaces_lists(tmp_path):
         "corpora": ["stdlib"],
         "headline": {"models": [], "corpus": None},
     }  # list replaced, models kept
-    assert config["documents"] == {"doc_tokens": 2048, "n_docs": 7, "bos": "tokenizer-default"}
+    assert config["documents"] == {"doc_tokens": 2048, "n_docs": 7, "bos": "tokenizer-default", "shuffle": False}
     assert "smollm2-135m" in config["models"] and config["capture"]["min_position"] == 256
     plan = planned_instances(config)
     assert plan.rows() == [("smollm2-135m", "stdlib", 30, 9, 2, 4, 2048, 7, 30 * 9 * 2 * 4 * 7, 3, 30 * 9 * 2 * 4 * 3)]

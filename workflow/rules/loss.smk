@@ -25,6 +25,7 @@ rule tokenize_heldout:
     params:
         documents=lambda wc: STUDY.of(wc.model).heldout_settings(wc.model),
         first_doc=lambda wc: STUDY.of(wc.model).heldout_first_doc(wc.model),
+        seed=lambda wc: STUDY.of(wc.model).shuffle_seed(wc.model),  # the shuffled-text control draws from it
     log:
         layout.log("tokenize_heldout"),
     threads: 1

@@ -84,6 +84,7 @@ rule tokenize_documents:
         prov=[prov(layout.DOCUMENTS), prov(layout.DOCUMENTS_MANIFEST)],
     params:
         documents=lambda wc: STUDY.of(wc.model).documents_for_model(wc.model),
+        seed=lambda wc: STUDY.of(wc.model).shuffle_seed(wc.model),  # the shuffled-text control draws from it
     wildcard_constraints:
         model=SOURCE_NAME,
         corpus=SOURCE_NAME,

@@ -101,6 +101,11 @@ class Study(LossTargets, DeployTargets, ReportTargets):
         settings.update(self.entry("models", model, "model").get("documents") or {})
         return settings
 
+    def shuffle_seed(self, model: str) -> int | None:
+        """The master seed where the model's documents are shuffled (the shuffled-text control), else None: an
+        unshuffled document does not depend on the seed, so changing it retokenizes nothing."""
+        return int(self.config["seed"]) if self.documents_for_model(model).get("shuffle") else None
+
     def doc_ids(self, model: str) -> list[str]:
         """Document ids 0000..n_docs-1 of one model (a model may override documents.n_docs)."""
         return [_doc(i) for i in range(int(self.documents_for_model(model)["n_docs"]))]
@@ -194,7 +199,11 @@ class Study(LossTargets, DeployTargets, ReportTargets):
         tasks = self.config["task_contexts"]
         return {
             "task_contexts": {**tasks, "first_chunk": task_contexts_first_chunk(self.config, documents)},
-            "documents": {k: documents[k] for k in ("doc_tokens", "bos")},
+            # shuffle: the shuffled-text control (a control model's `documents: {shuffle: true}`)
+            "documents": {
+                **{k: documents[k] for k in ("doc_tokens", "bos")},
+                "shuffle": bool(documents.get("shuffle")),
+            },
             "capture": {k: self.config["capture"][k] for k in ("rows_per_head", "min_position")},
             "seed": self.config["seed"],
         }

@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["SourceError", "check_name", "require_tool", "run_tool", "sha256_bytes", "sha256_file"]
+__all__ = ["SOURCE_RECORD", "SourceError", "check_name", "require_tool", "run_tool", "sha256_bytes", "sha256_file"]
+
+#: written into every prepared model folder (:mod:`trustmass.sources.models`): where it came from, its files' sha256
+SOURCE_RECORD = "trustmass_source.json"
 
 _CHUNK = 1 << 20
 #: names of models and corpora become directory names and Snakemake wildcards

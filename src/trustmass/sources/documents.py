@@ -16,7 +16,14 @@ are kept.  How each document begins and ends is the ``bos`` policy:
     no special tokens at all.
 
 ``doc_tokens`` counts every token, special ones included, so each row of the output has exactly
-``doc_tokens`` ids.  Output: ``<out>.safetensors`` (``input_ids``, int64, ``[n_docs, doc_tokens]``) and
+``doc_tokens`` ids.
+
+``shuffle`` (the shuffled-text control, ``documents.shuffle``): after cutting, each document's text
+tokens are permuted (:func:`trustmass.sources.controls.shuffle_tokens`, seeded by the master seed and
+``shuffle_key``), its special prefix and suffix in place: a shuffled document is exactly a permutation
+of the unshuffled one, the same chunk of text (its ``corpus_tokens`` and ``chars`` spans still hold).
+The manifest then says ``shuffled: true`` with the seed and key, and every document's record keeps
+the sha256 of its unshuffled ids.  Output: ``<out>.safetensors`` (``input_ids``, int64, ``[n_docs, doc_tokens]``) and
 ``<out>.json``, a manifest listing every document (index, id ``<corpus>-0003``, sha256 of its ids, its
 token and character span in the corpus) with the policy, the special tokens used and the sha256 of
 the tokenizer files and of the corpus.  Both are byte-identical on rerun.
@@ -43,6 +50,7 @@ __all__ = [
     "finish_document_set",
     "load_documents",
     "manifest_summary",
+    "shuffle_record",
     "special_tokens_for",
     "tokenize_documents",
     "tokenizer_fingerprint",
@@ -137,6 +145,9 @@ def tokenize_documents(
     corpus: str | None = None,
     align: tuple[int, int] | None = None,
     cache_dir: str | os.PathLike | None = None,
+    shuffle: bool = False,
+    seed: int | None = None,
+    shuffle_key: str | None = None,
     log: Log = print,
 ) -> dict:
     """Write ``out_path`` (.safetensors) and its manifest (same name, .json); return the manifest.
@@ -148,7 +159,10 @@ def tokenize_documents(
     shorter ones).
 
     ``cache_dir``: where the corpus's token stream is kept for the next job cutting the same corpus
-    with the same tokenizer (:mod:`~trustmass.sources.token_streams`; None: encode, keep nothing)."""
+    with the same tokenizer (:mod:`~trustmass.sources.token_streams`; None: encode, keep nothing).
+
+    ``shuffle``: permute each document's text tokens after cutting, seeded by ``seed`` (required then)
+    and ``shuffle_key`` (default ``documents/<corpus>``; the held-out chunking passes ``heldout/<corpus>``)."""
     from transformers import AutoTokenizer
 
     from trustmass.sources.token_streams import cached_stream, stream_key
@@ -158,6 +172,8 @@ def tokenize_documents(
     corpus = corpus or corpus_txt.parent.name
     if doc_tokens < 1 or n_docs < 1:
         raise SourceError(f"documents: doc_tokens ({doc_tokens}) and n_docs ({n_docs}) must be positive")
+    if shuffle and seed is None:
+        raise SourceError("shuffled documents need the master seed; fix: pass the config's seed to the rule's params")
     started = time.time()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     prefix, suffix = special_tokens_for(tokenizer, bos)
@@ -186,6 +202,13 @@ def tokenize_documents(
     vocab = len(tokenizer)
     if ids.size and (ids.min() < 0 or ids.max() >= vocab):
         raise SourceError(f"documents {model}/{corpus}: token ids outside the tokenizer's {vocab} tokens")
+    unshuffled = docs
+    if shuffle:
+        from trustmass.sources.controls import shuffle_tokens
+
+        shuffle_key = shuffle_key or f"documents/{corpus}"
+        specials = [*range(len(prefix)), *range(doc_tokens - len(suffix), doc_tokens)]
+        docs = shuffle_tokens(unshuffled, seed=int(seed), key=shuffle_key, keep=specials)
 
     records = []
     for i in range(n_docs):
@@ -199,6 +222,8 @@ def tokenize_documents(
                 "chars": [int(offsets[first][0]), int(offsets[last][1])],
             }
         )
+        if shuffle:
+            records[-1]["unshuffled_tokens_sha256"] = sha256_bytes(unshuffled[i].astype("<i8").tobytes())
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "model": model,
@@ -219,14 +244,31 @@ def tokenize_documents(
         "corpus_chars": len(text),
         **fingerprint,
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
+        **(shuffle_record(unshuffled, seed, shuffle_key, "the special prefix and suffix") if shuffle else {}),
         "documents": records,
     }
-    write_document_set(out_path, docs, manifest, {"bos": bos, "corpus_sha256": corpus_sha})
+    header = {"bos": bos, "corpus_sha256": corpus_sha, **({"shuffled": True, "seed": int(seed)} if shuffle else {})}
+    write_document_set(out_path, docs, manifest, header)
     log(
         f"documents {model}/{corpus}: {n_docs} x {doc_tokens} tokens (bos: {bos}, prefix {manifest['special_prefix_tokens']}), "
-        f"{manifest['docs_available']} available; {out_path}"
+        f"{manifest['docs_available']} available{f', shuffled (seed {seed})' if shuffle else ''}; {out_path}"
     )
     return manifest
+
+
+def shuffle_record(unshuffled: np.ndarray, seed: int, key: str, kept: str) -> dict[str, Any]:
+    """The manifest fields of a shuffled document set (the shuffled-text control): only a shuffled set has them,
+    so an unshuffled manifest is the same bytes as before the control existed."""
+    return {
+        "shuffled": True,
+        "shuffle": {
+            "seed": int(seed),
+            "key": key,
+            "kept_in_place": kept,
+            "what": "each document's other tokens permuted after cutting (trustmass.sources.controls.shuffle_tokens)",
+            "unshuffled_input_ids_sha256": sha256_bytes(np.ascontiguousarray(unshuffled).astype("<i8").tobytes()),
+        },
+    }
 
 
 def write_document_set(

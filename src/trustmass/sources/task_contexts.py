@@ -31,6 +31,12 @@ Context ``k`` of type ``t`` is cut from the haystack chunk ``first_chunk + j`` (
 the list: types in order, ``per_type`` each), so contexts never share haystack text; by default the
 chunks start after the capture documents of the same corpus (the map's), so the planted contexts are
 fresh text.  Every draw is seeded by ``(seed, type, doc_tokens, index)`` alone.
+
+Under the shuffled-text control (``documents.shuffle``) each context is built as above, then its
+haystack tokens are permuted (:func:`trustmass.sources.controls.shuffle_tokens`, key
+``tasks/<corpus>``): the special prefix, the planted spans, the question and the answer stay in
+place, so the retrieval rows, answers and spans of the manifest hold and the task stays solvable,
+while the text around them loses its order.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ Log = Callable[[str], None]
 @dataclass(frozen=True, eq=False)
 class TaskContext:
     """One context: ``ids`` (without the special prefix), the answer span and the planted spans
-    (``[start, end)`` in ``ids``), the gold text."""
+    (``[start, end)`` in ``ids``), the gold text, where the question starts (the haystack text ends)."""
 
     task: str
     index: int
@@ -76,6 +82,12 @@ class TaskContext:
     planted: tuple[tuple[int, int], ...]
     gold: tuple[str, ...]
     question: str
+    question_at: int
+
+    def kept_positions(self, shift: int = 0) -> list[int]:
+        """The positions a shuffled-text control keeps in place: the planted spans, the question and the answer."""
+        spans = [*self.planted, (self.question_at, self.ids.size)]
+        return sorted({shift + p for start, end in spans for p in range(start, end)})
 
     def retrieval_positions(self, shift: int = 0) -> list[int]:
         """The rows that predict the answer's tokens (positions shifted by ``shift``)."""
@@ -103,7 +115,7 @@ def _needle_context(task: str, index: int, *, haystack: np.ndarray, tokenizer, l
     context = np.concatenate([item.context_ids, haystack[used : used + extra]])
     body = np.concatenate([context, item.question_ids])
     ids = np.concatenate([body, answer])
-    return TaskContext(task, index, ids, (body.size, ids.size), item.needles, item.gold, item.question)
+    return TaskContext(task, index, ids, (body.size, ids.size), item.needles, item.gold, item.question, context.size)
 
 
 def _quote_context(index: int, *, haystack: np.ndarray, tokenizer, length: int, seed: int) -> TaskContext:
@@ -139,6 +151,7 @@ def _quote_context(index: int, *, haystack: np.ndarray, tokenizer, length: int, 
         ((q, q + QUOTE_TOKENS + ANSWER_TOKENS),),
         (gold,),
         question,
+        body,
     )
 
 
@@ -182,16 +195,24 @@ def build_task_documents(
     bos: str = "tokenizer-default",
     model: str | None = None,
     corpus: str = "tasks",
+    shuffle: bool = False,
     log: Log = print,
 ) -> dict:
     """Write the task document set ``out_path`` (.safetensors + .json manifest); return the manifest.
 
     Each manifest record adds to the plain document record: ``task``, ``retrieval_positions``,
     ``retrieval_rows`` (what capture draws from them), ``answer`` and ``planted`` spans, ``gold``.
+    ``shuffle``: the shuffled-text control (the module's note), seeded by ``seed``.
     """
     from transformers import AutoTokenizer
 
-    from trustmass.sources.documents import encode_corpus, special_tokens_for, tokenizer_fingerprint, write_document_set
+    from trustmass.sources.documents import (
+        encode_corpus,
+        shuffle_record,
+        special_tokens_for,
+        tokenizer_fingerprint,
+        write_document_set,
+    )
 
     problem = retrieval_design_problem(retrieval_rows, rows_per_head)
     if problem:
@@ -217,10 +238,13 @@ def build_task_documents(
             "task_contexts.per_type or first_chunk, or use a longer haystack"
         )
     docs, records = np.empty((len(plan), doc_tokens), dtype=np.int64), []
+    kept = np.zeros(docs.shape, dtype=bool)  # positions a shuffled-text control keeps in place
+    kept[:, : len(prefix)] = True
     for j, (task, k) in enumerate(plan):
         chunk = stream[(first_chunk + j) * length : (first_chunk + j + 1) * length]
         ctx = build_context(task, k, haystack=chunk, tokenizer=tokenizer, length=length, seed=seed)
         docs[j] = np.concatenate([np.asarray(prefix, dtype=np.int64), ctx.ids])
+        kept[j, ctx.kept_positions(shift=len(prefix))] = True
         positions = ctx.retrieval_positions(shift=len(prefix))
         if len(positions) < retrieval_rows:
             raise SourceError(
@@ -249,6 +273,14 @@ def build_task_documents(
                 "question": ctx.question,
             }
         )
+    unshuffled = docs
+    if shuffle:
+        from trustmass.sources.controls import shuffle_tokens
+
+        docs = shuffle_tokens(unshuffled, seed=seed, key=f"tasks/{corpus}", keep=kept)
+        for j, record in enumerate(records):
+            record["unshuffled_tokens_sha256"] = record["tokens_sha256"]
+            record["tokens_sha256"] = sha256_bytes(docs[j].astype("<i8").tobytes())
     haystack_sha = sha256_file(haystack_txt)
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -271,11 +303,18 @@ def build_task_documents(
         "retrieval_share": retrieval_rows / rows_per_head,
         **tokenizer_fingerprint(tokenizer, model_dir),
         "input_ids_sha256": sha256_bytes(docs.astype("<i8").tobytes()),
+        **(
+            shuffle_record(unshuffled, seed, f"tasks/{corpus}", "the special prefix, planted spans, question, answer")
+            if shuffle
+            else {}
+        ),
         "documents": records,
     }
-    write_document_set(out_path, docs, manifest, {"bos": bos, "haystack_sha256": haystack_sha, "tasks": list(types)})
+    header = {"bos": bos, "haystack_sha256": haystack_sha, "tasks": list(types)}
+    write_document_set(out_path, docs, manifest, {**header, **({"shuffled": True, "seed": seed} if shuffle else {})})
     log(
         f"task contexts {model}/{corpus}: {len(plan)} x {doc_tokens} tokens ({', '.join(types)}; {per_type} each) from "
-        f"{haystack_txt.parent.name} chunks {first_chunk}..{first_chunk + len(plan) - 1} in {time.time() - started:.1f} s"
+        f"{haystack_txt.parent.name} chunks {first_chunk}..{first_chunk + len(plan) - 1}"
+        f"{', shuffled' if shuffle else ''} in {time.time() - started:.1f} s"
     )
     return manifest
