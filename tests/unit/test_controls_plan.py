@@ -57,7 +57,7 @@ def test_arm_config_swaps_the_models_and_keeps_the_trained_text():
         control.task_settings(twin)["task_contexts"]["first_chunk"]
         == trained.task_settings("smollm2-135m")["task_contexts"]["first_chunk"]
     )
-    assert control.doc_ids(twin) == ["0000"]
+    assert control.doc_ids(twin) == ["0000", "0001"]
     assert config["study"]["models"] == ["smollm2-135m"]  # the study's own config untouched
 
 
@@ -126,3 +126,22 @@ def test_a_twin_name_taken_by_another_model_is_refused():
     resolved = default()
     resolved["models"]["smollm2-135m.randomised"] = config["models"]["smollm2-135m.randomised"]
     assert any("is taken" in p for p in control_problems(resolved))
+
+
+def test_a_stage_that_names_no_controlled_model_is_off_in_the_arms():
+    config = default()
+    config["deploy"]["models"] = ["another-reader"]  # not controlled: its twin does not exist
+    for arm in ("randomised_weights", "shuffled_text"):
+        assert arm_config(config, arm)["deploy"]["enabled"] is False
+    config["deploy"]["models"] = ["smollm2-135m", "another-reader"]
+    randomised = arm_config(config, "randomised_weights")
+    assert randomised["deploy"] == {**randomised["deploy"], "enabled": True, "models": ["smollm2-135m.randomised"]}
+
+
+def test_controls_too_short_for_the_probe_are_refused_early():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["controls"]["documents"] = {"n_docs": 1, "doc_tokens": None}
+    with pytest.raises(ConfigError, match=r"controls\.documents\.n_docs: 1 leaves the controls' probe"):
+        start(config, SCHEMA)
+    config["controls"]["skip"] = ["probe"]
+    start(config, SCHEMA)

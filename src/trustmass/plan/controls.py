@@ -99,6 +99,7 @@ def control_problems(config: Mapping[str, Any]) -> list[str]:
             f"controls.corpora: the headline corpus {headline_corpus!r} is missing (every headline claim reads it); "
             "fix: add it, or leave controls.corpora empty"
         )
+    problems += _probe_problems(config)
     taken = set(config.get("models") or {})
     for model in controlled_models(config):
         for arm in arms(config):
@@ -106,6 +107,24 @@ def control_problems(config: Mapping[str, Any]) -> list[str]:
             if twin in taken and (config["models"][twin] or {}).get("source") != "control":
                 problems.append(f"models.{twin}: the name of {model!r}'s {arm} twin is taken; fix: rename that model")
     return problems
+
+
+def _probe_problems(config: Mapping[str, Any]) -> list[str]:
+    """The probe checks its swap recall on documents it was not trained on: on one control corpus, the controls
+    need more capture documents than ``loss.probe.train_docs``."""
+    controls, loss = config.get("controls") or {}, config.get("loss") or {}
+    probe = loss.get("probe") or {}
+    if not probe.get("enabled") or "probe" in (controls.get("skip") or []) or len(control_corpora(config)) > 1:
+        return []
+    n_docs = (controls.get("documents") or {}).get("n_docs") or (config.get("documents") or {}).get("n_docs")
+    train = int(probe.get("train_docs") or 0)
+    if n_docs is None or int(n_docs) > train:
+        return []
+    return [
+        f"controls.documents.n_docs: {n_docs} leaves the controls' probe no document to check its recall on (it "
+        f"trains on loss.probe.train_docs = {train} of the one control corpus); fix: controls.documents.n_docs: "
+        f"{train + 1}, another control corpus, or controls.skip: [probe]"
+    ]
 
 
 def control_entries(config: Mapping[str, Any]) -> dict[str, dict]:
@@ -128,7 +147,9 @@ def control_entries(config: Mapping[str, Any]) -> dict[str, dict]:
 
 
 def _twins(names: list[str], twin: Mapping[str, str]) -> list[str]:
-    """A list of model names mapped onto the arm's twins ([] keeps its meaning: the headline families)."""
+    """A stage's list of model names mapped onto the arm's twins, the uncontrolled ones left out ([] keeps its
+    meaning: the headline families).  A stage whose list names no controlled model is switched off in the arm
+    where it has a switch (the loss stage has none: it then reads the headline twins)."""
     return [twin[m] for m in names if m in twin]
 
 
@@ -142,14 +163,18 @@ def arm_config(config: Mapping[str, Any], arm: str) -> dict:
     out["study"]["models"] = list(twin.values())
     out["study"]["corpora"] = corpora
     out["study"]["headline"] = {"models": _twins(headline_models, twin), "corpus": headline_corpus}
-    for block in (out["loss"], out["loss"]["probe"], out["deploy"], out["task_contexts"]):
-        block["models"] = _twins(list(block.get("models") or []), twin)
+    skipped = list((config.get("controls") or {}).get("skip") or [])
+    for stage, block in (("loss", out["loss"]), ("probe", out["loss"]["probe"]), ("deploy", out["deploy"]),
+                         ("task_contexts", out["task_contexts"])):
+        named = list(block.get("models") or [])
+        block["models"] = _twins(named, twin)
+        if named and not block["models"] and stage in SKIPPABLE:  # the stage names no controlled model: off here
+            skipped.append(stage)
     heldout = out["loss"]["heldout"]
     heldout["corpora"] = [c for c in heldout.get("corpora") or [] if c in corpora]
     # the held-out documents and the task contexts stay the trained study's text, however few capture documents
     # the controls read (their first chunk counts the trained model's capture documents)
     heldout["first_doc"], out["task_contexts"]["first_chunk"] = _first_chunks(config)
-    skipped = list((config.get("controls") or {}).get("skip") or [])
     if arm == "shuffled_text":  # retrieval items plant a needle in raw haystack text: no shuffled version of them yet
         skipped.append("deploy")
     for stage in skipped:
