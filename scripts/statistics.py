@@ -1,5 +1,5 @@
-"""Every statistics rule (generated from trustmass.report.catalog.STATISTICS): the catalog entry named
-like the rule -> its statistics function (inputs, config) -> the frames and their provenance sidecars.
+"""Every statistics rule (generated from trustmass.report.catalog.STATISTICS, and its copy in each control arm):
+the catalog entry the rule names (params.statistics) -> its statistics function (inputs, config) -> the frames and their provenance sidecars.
 Glue only: trustmass.report.statistics."""
 
 from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
@@ -11,7 +11,7 @@ def main(snakemake, started):
     from trustmass.report.statistics import compute
 
     smk = snakemake
-    entry = statistics_rule(smk.rule)
+    entry = statistics_rule(smk.params.statistics)
     inputs = {
         name: [paths] if isinstance(paths, str) else list(paths) for name, paths in smk.input.items() if name != "code"
     }

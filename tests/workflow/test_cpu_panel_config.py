@@ -67,17 +67,22 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     run, done = offline_dry_run(tmp_path, "--configfile", str(PANEL))
     assert_planned_offline(run, done)  # packaged wheels and Debian packages: planned, not fetched
     jobs = planned_jobs(done.output)
-    assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3, 3, 9)
+    # every model has a randomised-weights and a shuffled-text twin (the controls: the headline corpus, 2 documents)
+    twins, control_docs = 2 * len(MODELS), panel_config["controls"]["documents"]["n_docs"]
+    assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3 + twins, 3, 9 + twins)
     tasks = len(panel_config["task_contexts"]["types"]) * panel_config["task_contexts"]["per_type"]
-    assert jobs["task_documents"] == 3  # the task contexts of each headline family
-    assert jobs["capture"] == jobs["ceiling"] == len(MODELS) * (len(CORPORA) * N_DOCS + tasks) == 27 + 3 * tasks
-    # the loss slice on every model, the deployment slice on the two instruction-tuned readers
-    assert jobs["loss_document"] == len(MODELS) * len(CORPORA) and jobs["probe_train"] == len(MODELS)
-    assert jobs["deploy_condition"] == 2
-    captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks")
+    assert jobs["task_documents"] == 3 + twins  # the task contexts of each headline family and of its twins
+    trained_captures = len(MODELS) * (len(CORPORA) * N_DOCS + tasks)
+    assert jobs["capture"] == jobs["ceiling"] == trained_captures + twins * (control_docs + tasks)
+    # the loss slice on every model and twin, the deployment slice on the two instruction-tuned readers (and their
+    # randomised twins: the shuffled-text arm runs no deployment)
+    assert jobs["loss_document"] == len(MODELS) * len(CORPORA) + twins and jobs["probe_train"] == len(MODELS) + twins
+    assert jobs["deploy_condition"] == 2 + 2
+    assert jobs["certify_manifest"] == 1 and jobs["certify_manifest_randomised_weights"] == 1
+    captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks", pl.col("model").is_in(MODELS))
     assert sorted(set(captures["model"])) == sorted(MODELS) and sorted(set(captures["corpus"])) == sorted(CORPORA)
     assert sorted(set(captures["doc"])) == [f"{i:04d}" for i in range(N_DOCS)]
-    from_dag = instances_from_dryrun(done.output, panel_config)
+    from_dag = instances_from_dryrun(done.output, panel_config).filter(pl.col("model").is_in(MODELS))
     assert from_dag.equals(planned_instances(panel_config).sort("model", "corpus"))
     heads = 30 * 9 + 18 * 4 + 24 * 14  # SmolLM2, Gemma 3, Qwen2.5-Coder: layers x query heads
     totals = summed(from_dag)

@@ -263,27 +263,28 @@ def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run, paper_
     run, done = paper_dry_run
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
-    assert (
-        jobs["prepare_model"] == len(ARMS) and jobs["prepare_corpus"] == 1 and jobs["tokenize_documents"] == len(ARMS)
-    )
-    # 20 docs per arm, 3 for the 7B at 16,384 tokens; the task contexts (§2.7) of each headline family
+    # the controls: a randomised-weights and a shuffled-text twin of each headline family, on wikitext
+    twins, control_docs = 2 * len(HEADLINE), paper_config["controls"]["documents"]["n_docs"]
+    assert jobs["prepare_model"] == len(ARMS) + twins and jobs["prepare_corpus"] == 1
+    assert jobs["tokenize_documents"] == len(ARMS) + twins
+    # 20 docs per arm, 3 for the 7B at 16,384 tokens; the task contexts (§2.7) of each headline family and twin
     tasks = len(paper_config["task_contexts"]["types"]) * paper_config["task_contexts"]["per_type"]
-    assert jobs["task_documents"] == len(HEADLINE)
-    assert jobs["capture"] == jobs["ceiling"] == 9 * 20 + 3 + len(HEADLINE) * tasks
+    assert jobs["task_documents"] == len(HEADLINE) + twins
+    assert jobs["capture"] == jobs["ceiling"] == 9 * 20 + 3 + len(HEADLINE) * tasks + twins * (control_docs + tasks)
     # every held-out document gets its curvature (the default slice caps it at one per model)
     assert jobs["loss_curvature"] == jobs["loss_document"] > 0
 
 
 def test_the_planned_capture_jobs_give_the_papers_checksums(paper_dry_run, paper_config):
     _, done = paper_dry_run
-    from_dag = instances_from_dryrun(done.output, paper_config)
+    from_dag = instances_from_dryrun(done.output, paper_config).filter(pl.col("model").is_in(list(ARMS)))  # not the twins
     assert from_dag.equals(planned_instances(paper_config).sort("model", "corpus"))
     assert summed(from_dag, HEADLINE)["primary_instances"] == claimed(15) == 111_744
     seven_b = from_dag.filter(from_dag["model"] == SEVEN_B).row(0, named=True)
     assert (seven_b["doc_tokens"], seven_b["docs"], seven_b["layers"] * seven_b["heads"]) == (16384, 3, 784)
     assert seven_b["primary_instances"] == claimed(16) == 56_448
     # the primary slice is documents 0000-0002 of every arm
-    jobs = planned_captures(done.output).filter(pl.col("corpus") == "wikitext")  # not the task contexts
+    jobs = planned_captures(done.output).filter(pl.col("corpus") == "wikitext", pl.col("model").is_in(list(ARMS)))
     firsts = jobs.filter(jobs["doc"].is_in(["0000", "0001", "0002"]))
     assert firsts.height == len(ARMS) * PRIMARY_DOCS
 

@@ -38,6 +38,7 @@ for _arm, _study in ARM_STUDIES.items():
                 **{key: _study.pooled(path) for key, path in _stat.outputs.items()},
                 prov=[prov(_study.pooled(p)) for p in _stat.outputs.values()],
             params:
+                statistics=_stat.name,  # the catalog entry (the rule's name carries the arm)
                 config=config_slice(_study.config, *_stat.config),
                 **statistics_params(_stat, _study),
             log:
