@@ -252,3 +252,12 @@ def test_inputs_that_cannot_be_read_as_controls_are_refused():
         attach_controls(trained, {RAND: other}, None)
     with pytest.raises(ValueError, match="token0_weight"):
         attach_controls(trained, {RAND: _report(FAR2)}, pl.DataFrame({c: [] for c in REGIME_COLUMNS[:-1]}))
+
+
+def test_the_readme_block_counts_the_verdicts_by_claim_id():
+    from trustmass.report.claims.markdown import readme_lines
+
+    report = _checked([AGREE2, *c13(0.80, 0.08)], [FAR2, *c13(0.50, 0.30)], [WIDE2, *c13(0.50, 0.30)])
+    [line] = [x for x in readme_lines(report) if x.startswith("- **Sanity checks**")]
+    assert "specific (1) 2; structural (1) 13; contradicted (0) none; no verdict: " in line
+    assert not [x for x in readme_lines(_report(AGREE2)) if "Sanity checks" in x]  # no controls: no line

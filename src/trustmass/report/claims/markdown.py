@@ -109,6 +109,16 @@ def readme_lines(report: Mapping) -> list[str]:
         f"- **Theory** (worked examples and bounds, exact on any model): {_ids(summary['theory']['claims'])}.",
         "- **Not answered**: " + "; ".join(f"{s} {_ids(rest[s])}" for s in CLAIM_STATUSES[1:] if rest[s]) + ".",
     ]
+    controls = report.get("controls")
+    if controls:  # the sanity checks, claim by claim ("Sanity checks" below has them per axis)
+        counts = controls["counts"]["claims"]
+        out += [
+            "- **Sanity checks** (the same study on randomised weights and on shuffled text): "
+            + "; ".join(f"{v} ({len(counts[v])}) {_ids(counts[v])}" for v in VERDICTS)
+            + "; no verdict: "
+            + "; ".join(f"{reason} {_ids(ids)}" for reason, ids in counts[NO_VERDICT].items() if ids)
+            + "."
+        ]
     return out
 
 
