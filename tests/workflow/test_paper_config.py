@@ -264,7 +264,7 @@ def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run, paper_
     assert_planned_offline(run, done)
     jobs = planned_jobs(done.output)
     # the controls: a randomised-weights and a shuffled-text twin of each headline family, on wikitext
-    twins, control_docs = 2 * len(HEADLINE), paper_config["controls"]["documents"]["n_docs"]
+    twins, control_docs = 2 * len(HEADLINE), paper_config["controls"]["documents"]["n_docs"] or 20
     assert jobs["prepare_model"] == len(ARMS) + twins and jobs["prepare_corpus"] == 1
     assert jobs["tokenize_documents"] == len(ARMS) + twins
     # 20 docs per arm, 3 for the 7B at 16,384 tokens; the task contexts (§2.7) of each headline family and twin
@@ -309,7 +309,8 @@ def test_the_certification_manifest_is_the_papers_960_at_120_s(paper_dry_run, pa
     ]
     assert len(inputs) == len(HEADLINE) * 20 and {p.split("/")[2] for p in inputs} == set(HEADLINE)
     assert all(p.split("/")[3] == "wikitext" for p in inputs)
-    assert jobs["audit"] == len(HEADLINE) * 20  # the audit scores the headline population only
+    # the audit scores the headline population only (and each control arm's: the twins on the same 20 documents)
+    assert jobs["audit"] == 3 * len(HEADLINE) * 20
     roles = {m: paper_config["models"][m].get("roles") for m in HEADLINE}
     assert roles == {
         "qwen2.5-1.5b": ["reference"],
@@ -338,7 +339,8 @@ def test_paper_dry_run_with_the_slurm_profile(tmp_path, paper_config):
     # every capture job asks the cluster for a GPU
     blocks = [b for b in done.output.split("\n\n") if re.search(r"^rule capture:$", b, re.MULTILINE)]
     tasks = len(paper_config["task_contexts"]["types"]) * paper_config["task_contexts"]["per_type"]
-    assert len(blocks) == from_dag["docs"].sum() + len(HEADLINE) * tasks  # and the task contexts'
+    # and the task contexts' (of each headline family and its two control twins; from_dag counts the twins' documents)
+    assert len(blocks) == from_dag["docs"].sum() + 3 * len(HEADLINE) * tasks
     assert all(re.search(r"^\s+resources: .*\bgpu=1\b", b, re.MULTILINE) for b in blocks), blocks[0]
 
 
@@ -347,7 +349,9 @@ def test_content_run_plans_the_table_2_population(tmp_path):
     run, done = offline_dry_run(tmp_path, "--configfile", str(PAPER), str(CONTENT))
     assert_planned_offline(run, done)
     from_dag = instances_from_dryrun(done.output, config)
-    assert set(from_dag["model"]) == {REFERENCE}
+    assert set(from_dag["model"]) == {REFERENCE, f"{REFERENCE}.randomised", f"{REFERENCE}.shuffled"}  # + the controls
+    assert set(from_dag.filter(pl.col("model") != REFERENCE)["corpus"]) == {"wikitext"}  # the headline corpus only
+    from_dag = from_dag.filter(pl.col("model") == REFERENCE)
     assert sorted(from_dag["corpus"]) == ["handbook-fr", "stdlib", "wikitext"]
     assert summed(from_dag)["primary_instances"] == claimed(41) == 72_576
     # its documents are the ten-arm run's, so the wikitext shards are shared, not captured twice

@@ -104,7 +104,8 @@ class LossTargets:
         the primary documents of the other study corpora (else the headline corpus's remaining ones)."""
         corpus, docs = self.headline.corpus, self.doc_ids(model)
         n_train = int(self.config["loss"]["probe"]["train_docs"])
-        problem = probe_train_docs_problem(n_train, len(docs), model)
+        others = len(self.config["study"]["corpora"]) > 1
+        problem = probe_train_docs_problem(n_train, len(docs), model, others)
         if problem:
             raise ConfigConflict(problem, fields=("loss.probe.train_docs",))
 

@@ -242,15 +242,22 @@ def _loss_problems(config: dict) -> list[str]:
     return problems
 
 
-def probe_train_docs_problem(train_docs: int, n_docs: int, model: str) -> str | None:
-    """What is wrong with training the probe on more documents than a model has captured (None: nothing):
-    the planner's check (trustmass.plan.loss) and the start-up one read it."""
-    if train_docs <= n_docs:
-        return None
-    return (
-        f"config.loss.probe.train_docs: {train_docs} exceeds the {n_docs} capture documents of {model} "
-        f"(documents.n_docs); fix: loss.probe.train_docs: {n_docs} or fewer, or more documents"
-    )
+def probe_train_docs_problem(train_docs: int, n_docs: int, model: str, other_corpora: bool = True) -> str | None:
+    """What is wrong with training the probe on more documents than a model has captured, or (one study corpus)
+    on all of them, leaving none to check its swap recall on (None: nothing): the planner's check
+    (trustmass.plan.loss) and the start-up one read it."""
+    if train_docs > n_docs:
+        return (
+            f"config.loss.probe.train_docs: {train_docs} exceeds the {n_docs} capture documents of {model} "
+            f"(documents.n_docs); fix: loss.probe.train_docs: {n_docs} or fewer, or more documents"
+        )
+    if train_docs == n_docs and not other_corpora:
+        return (
+            f"config.loss.probe.train_docs: {train_docs} takes every capture document of {model} on the one study "
+            f"corpus, leaving none to check the probe's swap recall on; fix: loss.probe.train_docs: {n_docs - 1} "
+            "or fewer, more documents, or another study corpus"
+        )
+    return None
 
 
 def _probe_problems(config: dict) -> list[str]:
@@ -263,7 +270,8 @@ def _probe_problems(config: dict) -> list[str]:
     documents, entries, problems = config.get("documents") or {}, config.get("models") or {}, []
     for model in models:
         n_docs = int({**documents, **((entries.get(model) or {}).get("documents") or {})}.get("n_docs", 0))
-        problem = probe_train_docs_problem(int(probe.get("train_docs", 0)), n_docs, model)
+        others = len(study.get("corpora") or []) > 1
+        problem = probe_train_docs_problem(int(probe.get("train_docs", 0)), n_docs, model, others)
         problems += [problem] if problem else []
     return problems
 
