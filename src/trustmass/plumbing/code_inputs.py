@@ -100,10 +100,8 @@ def check_code_inputs(smk, modules: Mapping[str, ModuleType | None] | None = Non
 
 
 def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive
-        return str(path)
+    """``path`` relative to the working directory when it lies below it, absolute otherwise."""
+    return path.relative_to(Path.cwd()).as_posix() if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def _defining_file(rule: str, scriptdir: str | os.PathLike | None) -> str:
