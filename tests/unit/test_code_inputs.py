@@ -100,7 +100,7 @@ def test_a_rule_without_a_code_input_is_told_to_declare_one():
     ],
 )
 def test_the_fix_names_the_rules_file(rule, where):
-    declared = loaded_files("trustmass.plumbing.config")
+    declared = loaded_files("trustmass.plumbing.rule_io")
     with pytest.raises(UndeclaredCodeError) as caught:
         check_code_inputs(smk(rule, declared))
     assert str(caught.value).endswith(where), str(caught.value)
