@@ -15,7 +15,8 @@ milliseconds.
 Only the job's own process is checked.  The worker processes of the ceiling, audit and certification jobs are
 forked from it and run functions of modules it imported; their function-local imports are in the static closure
 of those modules, hence declared.  A worker that loaded a module by dotted name that its parent never loaded
-would go unseen (none does: the dotted-name loaders run in the job's own process).
+would go unseen (none does: the library's loaders by dotted name -- the deployment roster, the catalog, the loss
+selectors' batched masks -- run in the job's own process).
 """
 
 from __future__ import annotations
