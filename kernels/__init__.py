@@ -35,7 +35,6 @@ softmax and ignore it (checked for shape only), so the CPU path does not depend 
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 from collections.abc import Sequence
@@ -71,7 +70,10 @@ def _load_triton():
             _triton_error = "triton is not installed (pip install 'trustmass[kernels]')"
         else:
             try:
-                _triton_module = importlib.import_module("trustmass.kernels.triton_kernels")
+                # a static import (not importlib by name), so that library_code declares the module
+                from trustmass.kernels import triton_kernels
+
+                _triton_module = triton_kernels
             except Exception as exc:  # noqa: BLE001 -- a broken triton install must not break the CPU path
                 _triton_error = f"importing triton failed: {exc!r}"
     return _triton_module
@@ -261,7 +263,9 @@ def restricted_attention(
 def _load_triton_restricted():
     global _triton_restricted
     if _triton_restricted is None and _load_triton() is not None:
-        _triton_restricted = importlib.import_module("trustmass.kernels.triton_restricted")
+        from trustmass.kernels import triton_restricted  # static, as in _load_triton
+
+        _triton_restricted = triton_restricted
     return _triton_restricted
 
 

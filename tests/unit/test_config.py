@@ -334,3 +334,18 @@ def test_the_map_budget_must_be_enumerated():
     [line] = problems({"statistics": {"map_budget": 5}})
     assert line.startswith("config.statistics.map_budget: 5 is not in budgets.enumerated [4, 8, 16, 32]")
     assert "fix: add 5 to budgets.enumerated" in line
+
+
+def test_scheduling_settings_stay_out_of_config_slices():
+    config = {
+        "certification": {"runtime_min": 30, "memory_limit_mb": 2000, "n_shards": 4},
+        "models": {"a": {"mem_mb": 3000, "dtype": "float32"}, "b": {"dtype": "bfloat16"}},
+        "deploy": {"threads": 1},
+    }
+    assert config_slice(config, "certification", "models", "deploy") == {
+        "certification": {"memory_limit_mb": 2000, "n_shards": 4},  # SCIP's memory limit can change a result
+        "models": {"a": {"dtype": "float32"}, "b": {"dtype": "bfloat16"}},
+        "deploy": {"threads": 1},  # torch's threads split its reductions: kept
+    }
+    assert config_slice(config, "certification", scheduling=True)["certification"]["runtime_min"] == 30
+    assert config["certification"]["runtime_min"] == 30  # the config itself untouched

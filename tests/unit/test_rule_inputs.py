@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from trustmass.plumbing.code_inputs import loaded_modules
 from trustmass.plumbing.errors import IntegrityError
 from trustmass.plumbing.inputs import UnreadableInputError, unreadable_input, verify_inputs
 from trustmass.plumbing.provenance import write_sidecar
@@ -35,7 +36,12 @@ def truncate(path, keep=0.5):
 
 
 def job(tmp_path, inputs):
-    return SimpleNamespace(input=inputs, log=[str(tmp_path / "job.log")], rule="statistics", wildcards=())
+    """A job reading ``inputs`` whose declared code is every library module loaded here (the job-end check's part is
+    tests/unit/test_code_inputs.py)."""
+    code = [str(path) for path in loaded_modules().values()]
+    return SimpleNamespace(
+        input={"data": inputs, "code": code}, log=[str(tmp_path / "job.log")], rule="statistics", wildcards=()
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,9 @@
 #   layout.CERTIFY_SHARD      results/certify/shards/{shard}.parquet: one row per instance of the shard, always
 #   layout.SWEEP_ROWS         results/certify/sweep_rows.parquet: ES_pool per sweep instance and extra-key setting
 
-#: what the manifest and the certification read of the config (a change reruns them)
+#: what the manifest and the certification read of the config (a change reruns them); config_slice leaves out
+#: certification.runtime_min, the cluster time limit of a certify job, which changes no result
+#: (trustmass.plumbing.config.SCHEDULING_KEYS): raising it re-solves nothing
 CERT_CONFIG = ("seed", "budgets/enumerated", "certification", "statistics/primary_docs", "study/headline", "study/models", "study/corpora")
 
 

@@ -6,6 +6,12 @@
 #   layout.DEPLOY_ROWS     results/deploy/{model}/{task}/{length}.parquet: one row per (item, variant, budget, method)
 #   layout.DEPLOY_REPLAY   results/deploy/{model}/replay.parquet: kvpress's own prefill per (item, budget, method)
 
+from trustmass.deploy.roster import library_modules as roster_modules
+
+#: library code of both rules that no import names: the press modules the roster loads by dotted name
+#: (trustmass.deploy.h2o_press), which library_code's static import closure cannot see
+ROSTER_CODE = roster_modules()
+
 
 rule deploy_condition:
     """Every method at every budget on the items of one (model, task, length): one prefill per item serves
@@ -15,7 +21,7 @@ rule deploy_condition:
         source=layout.MODEL_SOURCE,
         haystack=STUDY.deploy_haystack(),
         data=lambda wc: STUDY.benchmark_data(wc.task),
-        code=library_code("trustmass.deploy.job", "trustmass.deploy.ragged", "trustmass.plumbing.rule_io"),
+        code=library_code("trustmass.deploy.job", "trustmass.deploy.ragged", *ROSTER_CODE, "trustmass.plumbing.rule_io"),
     output:
         rows=layout.DEPLOY_ROWS,
         prov=prov(layout.DEPLOY_ROWS),
@@ -44,7 +50,7 @@ rule deploy_replay:
         model=layout.MODEL_CONFIG,
         source=layout.MODEL_SOURCE,
         haystack=STUDY.deploy_haystack(),
-        code=library_code("trustmass.deploy.replay", "trustmass.deploy.job", "trustmass.plumbing.rule_io"),
+        code=library_code("trustmass.deploy.replay", "trustmass.deploy.job", *ROSTER_CODE, "trustmass.plumbing.rule_io"),
     output:
         rows=layout.DEPLOY_REPLAY,
         prov=prov(layout.DEPLOY_REPLAY),

@@ -14,7 +14,16 @@ import importlib
 from dataclasses import dataclass, field
 from functools import partial
 
-__all__ = ["CONTOUR_WINDOW", "FIELDS", "KINDS", "ROSTER", "Method", "default_methods", "configured_methods"]
+__all__ = [
+    "CONTOUR_WINDOW",
+    "FIELDS",
+    "KINDS",
+    "ROSTER",
+    "Method",
+    "configured_methods",
+    "default_methods",
+    "library_modules",
+]
 
 KINDS = ("dense", "uniform", "pyramid", "headwise", "contourkv", "kvzip")
 #: the selector contract's fields (related-methods A.1), in the order :func:`_contract` takes them
@@ -138,3 +147,12 @@ def configured_methods(deploy) -> list[str]:
     """``deploy.methods`` of a deploy config section, or (null or absent) the roster's default list."""
     listed = (deploy or {}).get("methods")
     return default_methods() if listed is None else list(listed)
+
+
+def library_modules() -> list[str]:
+    """The ``trustmass`` modules the entries' presses are loaded from by dotted name (``press``, ``wraps``), which
+    static import analysis cannot see: the deployment rules declare them as code inputs
+    (``workflow/rules/deploy.smk``), so that editing one (``trustmass.deploy.h2o_press``) reruns them.  Every
+    entry's, configured or not: a module that would not run costs a needless rerun at most."""
+    dotted = {name.rpartition(".")[0] for found in ROSTER for name in (found.press, found.wraps) if name}
+    return sorted(name for name in dotted if name == "trustmass" or name.startswith("trustmass."))

@@ -33,6 +33,7 @@ from trustmass.plumbing.config_checks import cross_field_problems
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "SCHEDULING_KEYS",
     "ConfigError",
     "config_slice",
     "embedded_default",
@@ -143,8 +144,18 @@ def _read_defaults(path: Path | str) -> dict:
     return data
 
 
-def config_slice(config: Mapping[str, Any], *paths: str) -> dict:
-    """The parts of ``config`` named by slash paths, nested as in the config.
+#: the settings that only schedule jobs (slash paths; ``*``: any entry, e.g. any model): a cluster job's run time,
+#: a job's memory request.  They change no result, so :func:`config_slice` leaves them out of every rule's params
+#: (raising ``certification.runtime_min`` must not re-solve the certification).  Not here because they can change
+#: a result: ``certification.memory_limit_mb`` (SCIP's limit: a solve that hits it is "unsolved"),
+#: ``certification.n_shards`` (which instance lands in which shard file), ``certification.time_limit_s``, and
+#: ``loss.threads`` / ``deploy.threads`` (torch's intra-op threads split its float reductions differently).
+SCHEDULING_KEYS = ("certification/runtime_min", "models/*/mem_mb")
+
+
+def config_slice(config: Mapping[str, Any], *paths: str, scheduling: bool = False) -> dict:
+    """The parts of ``config`` named by slash paths, nested as in the config, without the settings that only
+    schedule jobs (:data:`SCHEDULING_KEYS`; ``scheduling=True`` keeps them).
 
     ``config_slice(cfg, "seed", "budgets/enumerated")`` -> ``{"seed": 0, "budgets": {"enumerated": [...]}}``.
     Used for rule ``params`` (so only the keys a rule reads trigger its rerun) and for provenance.
@@ -161,7 +172,24 @@ def config_slice(config: Mapping[str, Any], *paths: str) -> dict:
         for key in keys[:-1]:
             target = target.setdefault(key, {})
         target[keys[-1]] = copy.deepcopy(node)
+    if not scheduling:
+        for key in SCHEDULING_KEYS:
+            _drop(out, key.split("/"))
     return out
+
+
+def _drop(node: Any, keys: list[str]) -> None:
+    """Remove the entry at ``keys`` (``*``: every key at that level) from the nested mapping ``node``, if there."""
+    if not isinstance(node, dict):
+        return
+    head, rest = keys[0], keys[1:]
+    for key in list(node) if head == "*" else [head]:
+        if key not in node:
+            continue
+        if rest:
+            _drop(node[key], rest)
+        else:
+            del node[key]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -38,10 +38,14 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
     :class:`~trustmass.plumbing.errors.CleanError`, the parquet and safetensors inputs are probed and an
     unreadable one is reported in one line naming it and the fix; any other failure keeps its traceback.
+    Once ``main`` has returned, every ``trustmass`` module the job's process ran must be among the rule's
+    declared code inputs (:func:`trustmass.plumbing.code_inputs.check_code_inputs`): one that is not fails the
+    job, naming the module, the rule and the rules file to declare it in.
     """
     from trustmass.plumbing.determinism import restore_job_threads
 
     restore_job_threads()  # before numpy loads: snakemake exported the job's `threads` as BLAS threads
+    from trustmass.plumbing.code_inputs import check_code_inputs
     from trustmass.plumbing.errors import CleanError
     from trustmass.plumbing.inputs import unreadable_input, verify_inputs
 
@@ -57,6 +61,7 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
         if unreadable is not None:
             raise unreadable from exc
         raise
+    check_code_inputs(smk)
 
 
 def _flat(items) -> Iterator[str]:
