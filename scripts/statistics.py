@@ -1,6 +1,6 @@
-"""Every statistics rule (generated from trustmass.report.catalog.STATISTICS, and its copy in each control arm):
-the catalog entry the rule names (params.statistics) -> its statistics function (inputs, config) -> the frames and their provenance sidecars.
-Glue only: trustmass.report.statistics."""
+"""Every statistics rule (generated from trustmass.report.catalog.STATISTICS, and its copy in each control
+arm): the catalog entry the rule names (params.statistics) -> its statistics function (inputs, config) -> the
+frames and their provenance sidecars.  Glue only: trustmass.report.statistics."""
 
 from trustmass.plumbing.rule_io import run_rule  # first: it opens the job's log before anything heavy imports
 

@@ -72,11 +72,16 @@ def test_the_shuffled_arm_leaves_out_the_deployment_and_skip_switches_stages_off
 
 def test_pooled_outputs_move_under_the_arm():
     assert arm_path("results/certify/manifest.parquet", None) == "results/certify/manifest.parquet"
-    assert arm_path("results/stats/fig1.parquet", "shuffled_text") == "results/controls/shuffled_text/stats/fig1.parquet"
+    assert (
+        arm_path("results/stats/fig1.parquet", "shuffled_text") == "results/controls/shuffled_text/stats/fig1.parquet"
+    )
     with pytest.raises(ValueError, match="results/"):
         arm_path("resources/models/x/config.json", "shuffled_text")
     study = Study(default())
-    assert study.arms()["randomised_weights"].certify_manifest() == "results/controls/randomised_weights/certify/manifest.parquet"
+    assert (
+        study.arms()["randomised_weights"].certify_manifest()
+        == "results/controls/randomised_weights/certify/manifest.parquet"
+    )
     assert study.of("smollm2-135m.shuffled").arm == "shuffled_text" and study.of("smollm2-135m").arm is None
 
 

@@ -54,15 +54,12 @@ def _deploy_replay(job: dict) -> None:
 
 
 def _statistics(job: dict) -> None:
-    """A statistics rule imports the function its catalog entry names (trustmass.report.statistics.function_of)."""
-    from trustmass.plan.controls import ARMS
+    """A statistics rule imports the function its catalog entry names (params.statistics: a control arm's copy
+    names its entry too; trustmass.report.statistics.function_of)."""
     from trustmass.report.catalog import statistics_rule
     from trustmass.report.statistics import function_of
 
-    name = job["rule"]
-    for arm in ARMS:  # a control arm's copy (<entry>_<arm>) runs its entry's function
-        name = name.removesuffix(f"_{arm}")
-    function_of(statistics_rule(name))
+    function_of(statistics_rule(job["params"]["statistics"]))
 
 
 def _render(job: dict) -> None:

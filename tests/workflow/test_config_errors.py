@@ -24,7 +24,8 @@ def test_misspelled_top_level_key(workflow):
         workflow,
         "enumeratoin:\n  subset_cap: 5\n",
         "config: unknown key 'enumeratoin' at top level",
-        "allowed: access_law, balancing, benchmark, budgets, cache_dir, capture, certification, controls, corpora, deploy, diagnostics, documents",
+        "allowed: access_law, balancing, benchmark, budgets, cache_dir, capture, certification, controls, corpora, "
+        "deploy, diagnostics, documents",
         "did you mean 'enumeration'?",
     )
 

@@ -277,7 +277,9 @@ def test_paper_dry_run_plans_offline_and_downloads_nothing(paper_dry_run, paper_
 
 def test_the_planned_capture_jobs_give_the_papers_checksums(paper_dry_run, paper_config):
     _, done = paper_dry_run
-    from_dag = instances_from_dryrun(done.output, paper_config).filter(pl.col("model").is_in(list(ARMS)))  # not the twins
+    from_dag = instances_from_dryrun(done.output, paper_config).filter(
+        pl.col("model").is_in(list(ARMS))
+    )  # not the twins
     assert from_dag.equals(planned_instances(paper_config).sort("model", "corpus"))
     assert summed(from_dag, HEADLINE)["primary_instances"] == claimed(15) == 111_744
     seven_b = from_dag.filter(from_dag["model"] == SEVEN_B).row(0, named=True)

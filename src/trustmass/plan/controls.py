@@ -164,8 +164,12 @@ def arm_config(config: Mapping[str, Any], arm: str) -> dict:
     out["study"]["corpora"] = corpora
     out["study"]["headline"] = {"models": _twins(headline_models, twin), "corpus": headline_corpus}
     skipped = list((config.get("controls") or {}).get("skip") or [])
-    for stage, block in (("loss", out["loss"]), ("probe", out["loss"]["probe"]), ("deploy", out["deploy"]),
-                         ("task_contexts", out["task_contexts"])):
+    for stage, block in (
+        ("loss", out["loss"]),
+        ("probe", out["loss"]["probe"]),
+        ("deploy", out["deploy"]),
+        ("task_contexts", out["task_contexts"]),
+    ):
         named = list(block.get("models") or [])
         block["models"] = _twins(named, twin)
         if named and not block["models"] and stage in SKIPPABLE:  # the stage names no controlled model: off here

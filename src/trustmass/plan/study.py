@@ -52,7 +52,9 @@ class Study(LossTargets, DeployTargets, ReportTargets):
     def arms(self) -> dict[str, Study]:
         """Each control arm's plan (none for an arm's own plan, or without ``controls.arms``)."""
         if self._arms is None:
-            self._arms = {a: Study(arm_config(self.config, a), arm=a) for a in arms(self.config)} if self.arm is None else {}
+            self._arms = (
+                {a: Study(arm_config(self.config, a), arm=a) for a in arms(self.config)} if self.arm is None else {}
+            )
         return self._arms
 
     def of(self, model: str) -> Study:

@@ -35,8 +35,9 @@ control contradicts is the strong case, and is listed apart).
 combination of its axes' answers (an axis *by construction* or *not comparable* set apart, as a value is).  It
 is *contradicted* when that answer is; *structural* when it is *by construction* (every axis is) or when it
 *agrees* and any of its agreeing axes is structural; *specific* when it agrees and every agreeing axis is
-specific (no verdict when an agreeing axis has none because a control did not produce it); otherwise no verdict, with that answer as the reason (*partial*: e.g. the direction agrees and the
-size cannot answer -- the axes' own verdicts still stand).  A claim that states no number has no verdict
+specific (no verdict when an agreeing axis has none because a control did not produce it); otherwise no
+verdict, with that answer as the reason (*partial*: e.g. the direction agrees and the size cannot answer --
+the axes' own verdicts still stand).  A claim that states no number has no verdict
 (*qualitative*).
 
 An arm absent from ``arms`` (controls off, or the arm not run) reads *not run* on every claim: it makes nothing
@@ -180,8 +181,8 @@ def _axis_verdict(trained: str, readings: Mapping[str, Mapping], axis: str) -> d
         verdict, reason = None, trained
     elif agree:
         verdict, reason = STRUCTURAL, f"agrees on the trained models and on {' and '.join(agree)}"
-    elif unread := [arm for arm, s in on_arms.items() if s in (NOT_RUN, NOT_PRODUCED)]:
-        verdict, reason = None, CONTROLS_NOT_RUN  # specific needs every control's reading: {unread} gave none
+    elif any(s in (NOT_RUN, NOT_PRODUCED) for s in on_arms.values()):  # specific needs a reading on every control
+        verdict, reason = None, CONTROLS_NOT_RUN
     else:
         shown = "; ".join(f"{arm}: {s}" for arm, s in on_arms.items())
         verdict, reason = SPECIFIC, f"agrees on the trained models and on no control ({shown})"
