@@ -24,7 +24,9 @@ def main(snakemake, started):
     with clean_exit_on(ValueError, job=job):
         model, tokenizer, device = open_model(cfg, smk.input.model, smk.threads)
         check_runnable(model, model_name, deploy)
-        items = items_for(cfg, model, tokenizer, smk.input.haystack, task, length, int(deploy["items"]))
+        items = items_for(
+            cfg, model, tokenizer, smk.input.haystack, task, length, int(deploy["items"]), smk.params.shuffle_seed
+        )
     print(
         f"{job}: {len(items)} items, budgets {deploy['budgets']}, {len(deploy['methods'])} methods, "
         f"question-visible {deploy['query_aware']}, on {device}"

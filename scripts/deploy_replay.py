@@ -27,8 +27,9 @@ def main(snakemake, started):
         check_runnable(model, model_name, deploy)
         for task in deploy["tasks"]:
             for length in deploy["lengths"]:
+                n_items = int(deploy["replay"]["items"])
                 items = items_for(
-                    cfg, model, tokenizer, smk.input.haystack, task, int(length), int(deploy["replay"]["items"])
+                    cfg, model, tokenizer, smk.input.haystack, task, int(length), n_items, smk.params.shuffle_seed
                 )
                 frames.append(
                     replay_rows(

@@ -120,3 +120,28 @@ def test_replay_measures_kvpress_own_bytes(kvzip_ready):  # noqa: F811
     for masked in ("adakv", "kvzip"):  # head-wise: the full cache plus the index tensors
         assert by[masked]["frac_full"] > 1.0 and by[masked]["cache_rows"] == n
     assert by["dense"]["cost_over_dense"] == 1.0 and all(r["prefill_s"] > 0 for r in by.values())
+
+
+def test_the_shuffled_text_control_shuffles_each_items_haystack_and_keeps_what_is_planted(llama, tmp_path):  # noqa: F811
+    from trustmass.deploy.job import items_for
+
+    tok, text = char_tok(), tmp_path / "corpus.txt"
+    text.write_text(PROSE * 4, encoding="utf-8")
+    cfg = {"seed": 1, "deploy": {"benchmarks": [], "prompt_format": "plain"}}
+    plain = items_for(cfg, llama, tok, text, "niah_single", 420, 2)
+    shuffled = items_for(cfg, llama, tok, text, "niah_single", 420, 2, shuffle_seed=0)
+    assert shuffled == items_for(cfg, llama, tok, text, "niah_single", 420, 2, shuffle_seed=0)  # seeded
+    for a, b in zip(plain, shuffled, strict=True):
+        assert (a.gold, a.question, a.needle_texts) == (b.gold, b.question, b.needle_texts)
+        assert a.context_ids.size == b.context_ids.size and not np.array_equal(a.context_ids, b.context_ids)
+        for (start, end), needle in zip(b.needles, b.needle_texts, strict=True):  # planted intact
+            assert needle in tok.decode(b.context_ids[start:end].tolist())
+    # item i's haystack is a permutation of window i: the same tokens, outside the planted spans
+    hay = haystack_ids(tok, PROSE * 4, 840)
+    outside = np.ones(shuffled[1].context_ids.size, bool)
+    for start, end in shuffled[1].needles:
+        outside[start:end] = False
+    assert set(shuffled[1].context_ids[outside].tolist()) <= set(hay[420:].tolist())
+    with pytest.raises(ValueError, match="no shuffled version"):
+        bench = {"name": "b", "format": "kvpress", "path": "x", "max_length": 420}
+        items_for({**cfg, "deploy": {**cfg["deploy"], "benchmarks": [bench]}}, llama, tok, text, "b", 420, 1, 0)

@@ -61,10 +61,12 @@ def test_arm_config_swaps_the_models_and_keeps_the_trained_text():
     assert config["study"]["models"] == ["smollm2-135m"]  # the study's own config untouched
 
 
-def test_the_shuffled_arm_leaves_out_the_deployment_and_skip_switches_stages_off():
+def test_skip_switches_stages_off_and_the_shuffled_arm_reads_no_benchmark():
     config = default(skip=["probe"])
+    config["deploy"]["benchmarks"] = [{"name": "b", "format": "kvpress", "path": "x", "max_length": 400}]
     shuffled = arm_config(config, "shuffled_text")
-    assert shuffled["deploy"]["enabled"] is False and shuffled["loss"]["probe"]["enabled"] is False
+    assert shuffled["deploy"]["enabled"] is True and shuffled["deploy"]["benchmarks"] == []  # contexts not shuffled
+    assert shuffled["loss"]["probe"]["enabled"] is False
     randomised = arm_config(config, "randomised_weights")
     assert randomised["deploy"]["enabled"] is True and randomised["loss"]["probe"]["enabled"] is False
     assert config["loss"]["probe"]["enabled"] is True

@@ -27,6 +27,7 @@ rule deploy_condition:
         prov=prov(layout.DEPLOY_ROWS),
     params:
         config=params_of_model("seed", "deploy", "capture/device"),
+        shuffle_seed=lambda wc: STUDY.of(wc.model).shuffle_seed(wc.model),  # the shuffled-text control's haystack
     wildcard_constraints:
         length="[0-9]+",
     log:
@@ -56,6 +57,7 @@ rule deploy_replay:
         prov=prov(layout.DEPLOY_REPLAY),
     params:
         config=params_of_model("seed", "deploy", "capture/device"),
+        shuffle_seed=lambda wc: STUDY.of(wc.model).shuffle_seed(wc.model),  # the shuffled-text control's haystack
     log:
         layout.log("deploy_replay"),
     threads: config["deploy"]["threads"]

@@ -179,15 +179,33 @@ def deploy_for(deploy: Mapping[str, Any], task: str) -> Mapping[str, Any]:
     return {**deploy, "budgets": list(bench["budgets"])} if bench and bench.get("budgets") else deploy
 
 
-def items_for(cfg: Mapping[str, Any], model, tokenizer, corpus_text, task: str, length: int, n_items: int):
+def items_for(
+    cfg: Mapping[str, Any],
+    model,
+    tokenizer,
+    corpus_text,
+    task: str,
+    length: int,
+    n_items: int,
+    shuffle_seed: int | None = None,
+):
     """The items of one (task, length): a synthetic task's, or a ``deploy.benchmarks`` entry's (``task`` its
     name, ``length`` its max_length); bad input (a length above the model's window, a haystack too short, data
-    that cannot be read) fails here, before any prefill."""
+    that cannot be read) fails here, before any prefill.
+
+    ``shuffle_seed`` (the shuffled-text control, trustmass.plan.controls): each item's haystack tokens are
+    permuted before the needle, the chain and the question are spliced in, so the planted content stays intact
+    in text without language."""
     from pathlib import Path
 
     deploy = cfg["deploy"]
     window = getattr(model.config.get_text_config(decoder=True), "max_position_embeddings", None)
     bench = benchmark_of(deploy, task)
+    if bench is not None and shuffle_seed is not None:
+        raise ValueError(
+            f"deploy.benchmarks {task!r}: a benchmark's contexts have no shuffled version; fix: the shuffled-text "
+            "control leaves deploy.benchmarks out (trustmass.plan.controls.arm_config)"
+        )
     if bench is not None:
         frame = external.load_benchmark(bench["format"], bench["path"], bench.get("tasks") or ())
         return external.benchmark_items(
@@ -204,6 +222,11 @@ def items_for(cfg: Mapping[str, Any], model, tokenizer, corpus_text, task: str, 
         )
     text = Path(corpus_text).read_text(encoding="utf-8")
     haystack = haystack_ids(tokenizer, text, n_items * length)
+    if shuffle_seed is not None:
+        from trustmass.sources.controls import shuffle_tokens
+
+        windows = haystack.reshape(n_items, length)  # item i reads window i: each shuffled within itself
+        haystack = shuffle_tokens(windows, seed=shuffle_seed, key=f"deploy/{task}/{length}").reshape(-1)
     return build_items(
         task,
         length,

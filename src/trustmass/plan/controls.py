@@ -179,8 +179,8 @@ def arm_config(config: Mapping[str, Any], arm: str) -> dict:
     # the held-out documents and the task contexts stay the trained study's text, however few capture documents
     # the controls read (their first chunk counts the trained model's capture documents)
     heldout["first_doc"], out["task_contexts"]["first_chunk"] = _first_chunks(config)
-    if arm == "shuffled_text":  # retrieval items plant a needle in raw haystack text: no shuffled version of them yet
-        skipped.append("deploy")
+    if arm == "shuffled_text":  # the retrieval items' haystack is shuffled (trustmass.deploy.job.items_for); a
+        out["deploy"]["benchmarks"] = []  # benchmark's contexts have no shuffled version
     for stage in skipped:
         *path, key = SKIPPABLE[stage]
         node = out
