@@ -35,6 +35,12 @@ softmax and ignore it (checked for shape only), so the CPU path does not depend 
 
 from __future__ import annotations
 
+# Not the top-level `kernels` package (Hugging Face's, which transformers tries to import): with this repository
+# on sys.path -- a workflow job's -- `import kernels` would find this folder, load trustmass.kernels as a side
+# effect and fail anyway.  Fail first, as an absent package does.
+if __name__ != "trustmass.kernels":
+    raise ImportError(f"{__file__} is trustmass.kernels, not the top-level `kernels` package")
+
 import importlib.util
 import os
 from collections.abc import Sequence
