@@ -582,3 +582,11 @@ def test_the_timing_columns_say_who_writes_them():
     assert all(len(writer) > 6 for writer in reference.TIMING_COLUMNS.values())
     for name in reference.TIMING_COLUMNS:  # a ratio of times says so in its name ("cost_over")
         assert reference.SECONDS_NAME.search(name) or "cost_over" in name, name
+
+
+def test_a_list_column_is_compared_as_lists():
+    """certified.parquet's ``best`` (the optimum's kept keys) is a list column."""
+    a = pl.DataFrame({"best": [[1, 2], [3, 4]], "seconds": [1.0, 2.0]})
+    assert reference.compare_frames(a.with_columns(seconds=pl.lit(5.0)), a, 0.0, 0.0) == []
+    b = pl.DataFrame({"best": [[1, 2], [3, 5]], "seconds": [1.0, 2.0]})
+    assert reference.compare_frames(b, a, 0.0, 0.0) == ["column 'best': 1 of 2 rows differ (row 1: [3, 5] vs [3, 4])"]

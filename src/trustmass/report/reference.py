@@ -362,7 +362,8 @@ def compare_frames(got, want, rtol: float, atol: float, limit: int = 5, left_out
             bad &= ~timed_rows
         if bad.any():
             rows = np.flatnonzero(bad)
-            shown = ", ".join(f"row {r}: {g[int(r)]!r} vs {w[int(r)]!r}" for r in rows[:limit])
+            cell = (lambda s, r: s[r].to_list()) if g.dtype.is_nested() else (lambda s, r: s[r])  # a list as a list
+            shown = ", ".join(f"row {r}: {cell(g, int(r))!r} vs {cell(w, int(r))!r}" for r in rows[:limit])
             out.append(
                 f"column {name!r}: {len(rows)} of {len(bad)} rows differ ({shown}{', ...' if len(rows) > limit else ''})"
             )
