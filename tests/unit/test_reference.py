@@ -2,6 +2,7 @@
 difference named by file and column (or claim, or pixel share)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,24 +21,77 @@ def _sidecar(path, config):
     )
 
 
+#: a deployment row as deploy.runner.run_item writes it (a few of its columns): answers, kept entries and
+#: bytes are results, the three seconds beside them timing columns
+DEPLOY_ROWS = {
+    "item_id": ["niah-0", "niah-0"],
+    "method": ["dense", "snapkv"],
+    "answer": [" 8271", " 82"],
+    "score": [100.0, 0.0],
+    "kept_entries": [3072, 512],
+    "bytes_ragged": [786432, 131072],
+    "frac_full": [1.0, 0.1666],
+    "prefill_s": [4.2, 4.2],
+    "score_s": [0.0, 0.13],
+    "decode_s": [0.7, 0.6],
+}
+
+
+def _headline(estimates=(0.5, 1.04), n=(3, 1)):
+    """A headline frame: a value that is a result (claim 4) and one that is a ratio of times (claim 69)."""
+    return pl.DataFrame(
+        {
+            "claim_id": [4, 69],
+            "value_name": ["enforcement_cost", "reconstruction_score_cost_over_prefill"],
+            "population": ["all", "all"],
+            "estimate": list(estimates),
+            "low": [None, None],
+            "n_instances": list(n),
+            "source": ["table3_margins.enforcement_cost", "deploy_timing.replay_cost_over_dense"],
+        },
+        schema_overrides={"low": pl.Float64},
+    )
+
+
 @pytest.fixture
 def run(tmp_path):
     root = tmp_path / "run"
-    for sub in ("stats", "tables", "figures"):
+    for sub in ("stats", "tables", "figures", "deploy/m/niah_single"):
         (root / "results" / sub).mkdir(parents=True)
     frame = root / "results/stats/fig1.parquet"
     pl.DataFrame({"model": ["a", "b"], "c_hat": [0.1, 0.25], "n": [3, 4]}).write_parquet(frame)
     _sidecar(frame, {"budgets": [8]})
     pl.DataFrame({"x": [1.5, 2.5]}).write_csv(root / "results/tables/table1_native.csv")
     (root / "results/tables/table1_native.md").write_text("| x |\n")
-    pl.DataFrame({"seconds": [1.0]}).write_parquet(root / "results/stats/deploy_timing.parquet")
+    pl.DataFrame({"model": ["a"], "n": [3], "prefill_s": [1.0]}).write_parquet(
+        root / "results/stats/deploy_timing.parquet"
+    )
+    pl.DataFrame({"budget": [4], "n_undecided": [0], "median_seconds": [0.1]}).write_parquet(
+        root / "results/stats/table7.parquet"
+    )
+    pl.DataFrame(DEPLOY_ROWS).write_parquet(root / "results/deploy/m/niah_single/1024.parquet")
+    _headline().write_parquet(root / "results/stats/headline_deploy.parquet")
     image = np.zeros((40, 50, 3), dtype=np.uint8)
     Image.fromarray(image).save(root / "results/figures/fig1_ceiling.png")
     claims = {
+        "counts": {"consistent": 1, "mixed": 3},
+        "summary": {"agrees": [2, 18, 20], "not produced": [102]},
         "claims": [
             {"id": 2, "stage": ["INST"], "status": "consistent", "values": [{"value": 0.5}, {"value": float("inf")}]},
-            {"id": 18, "stage": ["CERT"], "status": "mixed", "values": [{"value": 0.9}]},
-        ]
+            {
+                "id": 18,
+                "stage": ["CERT"],
+                "status": "mixed",
+                "values": [{"name": "median_c_hat_certified", "value": 0.9}],
+            },
+            {"id": 20, "stage": ["CERT"], "status": "mixed", "values": [{"name": "label_rate", "value": 0.3}]},
+            {
+                "id": 102,
+                "stage": ["TIME"],
+                "status": "mixed",
+                "values": [{"name": "swap_pairs", "value": 64}, {"name": "swap_round_cost_share", "value": 0.08}],
+            },
+        ],
     }
     (root / "results/claims.json").write_text(json.dumps(claims))
     (root / "results/capture").mkdir()
@@ -51,12 +105,17 @@ def saved(run, tmp_path):
     return ref, manifest
 
 
-def test_the_timed_claim_stages_are_the_claims_own_stage_codes():
+def test_the_load_dependent_stages_are_stages_that_declare_claim_values():
     """The stage names once drifted ("certification" for CERT): the certification claims were compared
-    and a rerun under other load reported them as differences."""
-    from trustmass.report.claims.model import STAGES
+    and a rerun under other load reported them as differences.  A load-dependent stage names the claim
+    values it declares (trustmass.report.declared) and the outputs it writes."""
+    from trustmass.report.declared import DECLARING_MODULES
 
-    assert reference.TIMED_STAGES <= set(STAGES) and "CERT" in reference.TIMED_STAGES
+    assert set(reference.LOAD_DEPENDENT) <= set(DECLARING_MODULES) & set(reference.LOAD_DEPENDENT_OUTPUTS)
+    assert reference.left_out_values(("certification",))[(18, "median_c_hat_certified")] == (
+        "certification: load-dependent"
+    )
+    assert (20, "label_rate") not in reference.left_out_values(("certification",))  # the sweep: compared
 
 
 def test_save_keeps_the_small_outputs_and_their_sidecars(run, tmp_path):
@@ -85,21 +144,31 @@ def test_claims_status_missing_files_pixels_and_configs_are_differences(run, tmp
     ref, _ = saved(run, tmp_path)
     claims = json.loads((run / "results/claims.json").read_text())
     claims["claims"][0]["status"] = "inconsistent"
-    claims["claims"][1]["values"][0]["value"] = 0.1  # a certification claim: timed, not compared
+    claims["claims"][1]["values"][0]["value"] = 0.1  # read from the certification: load-dependent, not compared
     (run / "results/claims.json").write_text(json.dumps(claims))
     (run / "results/tables/table1_native.csv").unlink()
     image = np.zeros((40, 50, 3), dtype=np.uint8)
     image[:10] = 255
     Image.fromarray(image).save(run / "results/figures/fig1_ceiling.png")
     _sidecar(run / "results/stats/fig1.parquet", {"budgets": [8, 16]})
-    pl.DataFrame({"seconds": [2.0]}).write_parquet(run / "results/stats/deploy_timing.parquet")
+    pl.DataFrame({"model": ["a"], "n": [3], "prefill_s": [2.0]}).write_parquet(
+        run / "results/stats/deploy_timing.parquet"
+    )
+    pl.DataFrame({"budget": [4], "n_undecided": [1], "median_seconds": [0.1]}).write_parquet(
+        run / "results/stats/table7.parquet"
+    )
     report = reference.check(run, ref)
     found = {d.path: d.what for d in report.differences}
-    assert "status 'inconsistent'" in found["results/claims.json"]
+    assert "status: 'inconsistent'" in found["results/claims.json"]
     assert found["results/tables/table1_native.csv"] == "missing from the run"
     assert "25.00% of the pixels" in found["results/figures/fig1_ceiling.png"]
     assert "config" in found["results/stats/fig1.parquet.prov.json"]
-    assert report.timed == ["results/stats/deploy_timing.parquet"] and report.not_compared_claims == [18]
+    assert report.left_out == {"results/stats/deploy_timing.parquet": ["prefill_s"]}  # its seconds: equal
+    assert report.timed == [] and report.load_dependent == ["results/stats/table7.parquet"]
+    assert report.not_compared_claims == [
+        "results/claims.json: 18 (every value: certification: load-dependent)",
+        "results/claims.json: 102 (swap_round_cost_share: timing)",
+    ]
     assert len(found) == 4
 
 
@@ -296,3 +365,228 @@ def test_a_statistic_with_its_own_tolerance_is_compared_with_it_and_the_report_s
 def test_every_own_tolerance_states_its_reason():
     for name, (rtol, why) in reference.TOLERANCES.items():
         assert 0 < rtol < 1 and len(why) > 20, name
+
+
+# -- seconds apart from results (issue 38, item 2) ------------------------------------------------------
+
+
+def test_deployment_rows_differing_only_in_their_seconds_compare_equal(run, tmp_path):
+    ref, _ = saved(run, tmp_path)
+    rows = pl.DataFrame(DEPLOY_ROWS).with_columns(
+        prefill_s=pl.col("prefill_s") * 3, score_s=pl.col("score_s") + 1, decode_s=pl.lit(9.0)
+    )
+    rows.write_parquet(run / "results/deploy/m/niah_single/1024.parquet")
+    report = reference.check(run, ref)
+    assert report.differences == [] and report.close == 1
+    assert report.left_out == {"results/deploy/m/niah_single/1024.parquet": ["prefill_s", "score_s", "decode_s"]}
+
+
+@pytest.mark.parametrize(
+    ("column", "value"), [("answer", " 8270"), ("kept_entries", 513), ("bytes_ragged", 131073), ("score", 100.0)]
+)
+def test_a_deployment_rows_answer_kept_entries_or_bytes_is_compared(run, tmp_path, column, value):
+    ref, _ = saved(run, tmp_path)
+    rows = pl.DataFrame(DEPLOY_ROWS).with_columns(prefill_s=pl.col("prefill_s") * 3)
+    changed = rows.with_columns(
+        pl.when(pl.int_range(rows.height) == 1).then(pl.lit(value)).otherwise(pl.col(column)).alias(column)
+    )
+    changed.write_parquet(run / "results/deploy/m/niah_single/1024.parquet")
+    report = reference.check(run, ref)
+    assert [(d.path, d.what.split(":")[0]) for d in report.differences] == [
+        ("results/deploy/m/niah_single/1024.parquet", f"column {column!r}")
+    ]
+
+
+def test_a_headline_row_that_is_a_time_is_compared_but_for_its_estimate(run, tmp_path):
+    """Claim 69's value is a ratio of prefill times (timing: true): its estimate moves with the clock, its row
+    (group, count, source) does not; claim 4's estimate is a result."""
+    ref, _ = saved(run, tmp_path)
+    path = run / "results/stats/headline_deploy.parquet"
+    _headline(estimates=(0.5, 2.5)).write_parquet(path)
+    report = reference.check(run, ref)
+    assert report.differences == []
+    assert report.left_out["results/stats/headline_deploy.parquet"] == [
+        "estimate of 1 timing rows",
+        "low of 1 timing rows",
+    ]
+    _headline(estimates=(0.6, 2.5)).write_parquet(path)
+    assert ["'estimate'" in d.what and "row 0" in d.what for d in reference.check(run, ref).differences] == [True]
+    _headline(estimates=(0.5, 2.5), n=(3, 2)).write_parquet(path)
+    assert ["'n_instances'" in d.what for d in reference.check(run, ref).differences] == [True]
+
+
+def _edit_claims(run, edit):
+    claims = json.loads((run / "results/claims.json").read_text())
+    edit({c["id"]: c for c in claims["claims"]}, claims)
+    (run / "results/claims.json").write_text(json.dumps(claims))
+
+
+def test_cert_and_time_claims_are_compared_but_for_values_that_read_seconds(run, tmp_path):
+    """Claim 20 (CERT: the cap-widening sweep, deterministic) and claim 102's swap_pairs (TIME, a setting)
+    read no seconds and are compared; 102's swap_round_cost_share is a time, and what tallies it (the claim's
+    status, the counts) is left out with it; the summary is compared without claim 102."""
+    ref, _ = saved(run, tmp_path)
+
+    def timing(c, _):
+        c[102]["values"][1]["value"] = 0.5
+        c[102]["status"] = "consistent"
+
+    def counted(c, report):
+        timing(c, report)
+        report["counts"] = {"consistent": 2, "mixed": 2}
+        report["summary"]["agrees"].append(102)
+
+    _edit_claims(run, counted)
+    assert reference.check(run, ref).differences == []
+    for edit, where in (
+        (lambda c, _: c[20]["values"][0].update(value=0.4), "claim 20[0]/value: 0.4"),
+        (lambda c, _: c[102]["values"][0].update(value=32), "claim 102[0]/value: 32"),
+        (lambda c, r: r["summary"]["agrees"].remove(20), "/summary/agrees: 1 entries"),
+        (lambda c, r: r["counts"].update(consistent=3), "/counts/consistent: 2"),
+    ):
+        _edit_claims(run, edit)
+        assert [d.what.split(",")[0] for d in reference.check(run, ref).differences] == [where]
+        (run / "results/claims.json").write_text((ref / "results/claims.json").read_text())
+        _edit_claims(run, counted)
+
+
+def test_the_certification_is_compared_once_it_is_no_longer_load_dependent(run, tmp_path, monkeypatch):
+    """The one-line change (``LOAD_DEPENDENT = ()``): Table 7 compared but for its seconds, claim 18 compared."""
+    ref, _ = saved(run, tmp_path)
+    _edit_claims(run, lambda c, _: c[18]["values"][0].update(value=0.1))
+    pl.DataFrame({"budget": [4], "n_undecided": [0], "median_seconds": [7.0]}).write_parquet(
+        run / "results/stats/table7.parquet"
+    )
+    report = reference.check(run, ref)
+    assert report.differences == [] and report.load_dependent == ["results/stats/table7.parquet"]
+    monkeypatch.setattr(reference, "LOAD_DEPENDENT", ())
+    report = reference.check(run, ref)
+    assert [d.what.split(",")[0] for d in report.differences] == ["claim 18[0]/value: 0.1"]
+    assert report.left_out == {"results/stats/table7.parquet": ["median_seconds"]}
+
+
+def test_a_changed_row_count_or_column_set_of_a_frame_with_seconds_is_a_difference(run, tmp_path):
+    ref, _ = saved(run, tmp_path)
+    path = run / "results/deploy/m/niah_single/1024.parquet"
+    pl.DataFrame(DEPLOY_ROWS).drop("decode_s").write_parquet(path)
+    assert ["columns" in d.what for d in reference.check(run, ref).differences] == [True]
+    pl.DataFrame(DEPLOY_ROWS).head(1).write_parquet(path)
+    assert ["1 rows" in d.what for d in reference.check(run, ref).differences] == [True]
+
+
+def test_save_refuses_a_column_that_says_seconds_but_is_not_a_timing_column(run, tmp_path):
+    pl.DataFrame({"model": ["a"], "n": [3], "prefill_s": [1.0], "wall_s": [2.0]}).write_parquet(
+        run / "results/stats/deploy_timing.parquet"
+    )
+    with pytest.raises(SystemExit, match=r"deploy_timing.parquet: wall_s; fix: add each to TIMING_COLUMNS"):
+        reference.save(run, tmp_path / "ref", [])
+
+
+def test_a_json_output_is_compared_but_for_its_timing_keys(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"rows": [{"n": 3, "seconds": 1.0}], "agrees": True}))
+    b.write_text(json.dumps({"rows": [{"n": 3, "seconds": 9.0}], "agrees": True}))
+    assert reference.compare_file(a, b, "results/selfcheck/x.json").differences == []
+    b.write_text(json.dumps({"rows": [{"n": 4, "seconds": 9.0}], "agrees": True}))
+    assert reference.compare_file(a, b, "results/selfcheck/x.json").differences == [
+        "/rows[0]/n: 3, the reference has 4"
+    ]
+
+
+def test_what_the_check_leaves_out_whole_is_the_benchmark_the_sidecars_and_the_renderings():
+    kinds = {
+        rel: reference.compare_file(Path("-"), Path("-"), rel).kind
+        for rel in ("results/bench/enumeration.json", "results/tables/deploy_timing.md", "results/claims.md")
+    }
+    assert kinds == {
+        "results/bench/enumeration.json": "timed",
+        "results/tables/deploy_timing.md": "rendered",
+        "results/claims.md": "rendered",
+    }
+    for rel in (
+        "results/stats/sweep.parquet",
+        "results/tables/sweep_cap_widening.csv",
+        "results/certify/manifest.parquet",
+    ):
+        assert reference.load_dependent_output(rel) is None and not reference.TIMED.search("/" + rel)
+    for rel in (
+        "results/certify/certified.parquet",
+        "results/stats/table7.parquet",
+        "results/stats/headline_certification.parquet",
+    ):
+        assert reference.load_dependent_output(rel, ("certification",)) == "certification"
+        assert reference.load_dependent_output(rel, ()) is None
+
+
+# -- the guard: every column that holds seconds is a timing column --------------------------------------
+
+
+def _reference_frames():
+    for committed in REFERENCES:
+        manifest = json.loads((REPO / committed / "MANIFEST.json").read_text(encoding="utf-8"))
+        for rel in manifest["files"]:
+            if rel.endswith((".parquet", ".csv")):
+                yield f"{committed}/{rel}", reference._read_frame(REPO / committed / rel)
+
+
+def test_every_column_that_says_seconds_in_the_committed_references_is_a_timing_column():
+    unlisted = {rel: cols for rel, frame in _reference_frames() if (cols := reference.unlisted_timing_columns(frame))}
+    assert unlisted == {}, "name them in reference.TIMING_COLUMNS (with their writer), or rename them"
+
+
+def test_every_schema_column_that_says_seconds_is_a_timing_column():
+    """The writers' declared schemas (``"name": pl.Float64``) in every library module that writes results
+    (cli/ and bench/ print tables or write benchmarks/, which no reference keeps): a timing column added to
+    a writer fails here before any reference holds it."""
+    declared = re.compile(r"\"(\w+)\":\s*pl\.(?:Float|Int|UInt)\d+")
+    found = {}
+    for path in sorted((REPO / "src/trustmass").rglob("*.py")):
+        if path.relative_to(REPO / "src/trustmass").parts[0] in ("cli", "bench"):
+            continue
+        for name in declared.findall(path.read_text(encoding="utf-8")):
+            if reference.SECONDS_NAME.search(name) and name not in reference.TIMING_COLUMNS:
+                found.setdefault(str(path.relative_to(REPO)), []).append(name)
+    assert found == {}
+
+
+def test_every_timing_claim_value_read_from_a_kept_frame_reads_a_timing_column():
+    """A claim value marked ``timing: true`` whose headline row is read from a statistics frame the references
+    keep (claims 69, 115: deploy_timing.replay_cost_over_dense) reads a column the check leaves out."""
+    from trustmass.report.declared import declarations
+
+    kept = {
+        Path(rel).stem
+        for committed in REFERENCES
+        for rel in json.loads((REPO / committed / "MANIFEST.json").read_text(encoding="utf-8"))["files"]
+        if rel.startswith("results/stats/") and rel.endswith(".parquet")
+    }
+    timed = reference.timing_values()
+    read = [
+        (spec.claim, spec.value, spec.source, spec.column)
+        for specs in declarations().values()
+        for spec in specs
+        if (spec.claim, spec.value) in timed and spec.source in kept
+    ]
+    assert read and all(column in reference.TIMING_COLUMNS for *_, column in read), read
+
+
+def test_every_claim_value_in_seconds_is_marked_timing():
+    from trustmass.report.claims.data import load_claims
+
+    for c in load_claims():
+        for v in c.values:
+            assert v.timing or v.unit not in ("ms", "seconds"), (c.id, v.name)
+
+
+def test_the_timing_columns_say_who_writes_them():
+    assert all(len(writer) > 6 for writer in reference.TIMING_COLUMNS.values())
+    for name in reference.TIMING_COLUMNS:  # a ratio of times says so in its name ("cost_over")
+        assert reference.SECONDS_NAME.search(name) or "cost_over" in name, name
+
+
+def test_a_list_column_is_compared_as_lists():
+    """certified.parquet's ``best`` (the optimum's kept keys) is a list column."""
+    a = pl.DataFrame({"best": [[1, 2], [3, 4]], "seconds": [1.0, 2.0]})
+    assert reference.compare_frames(a.with_columns(seconds=pl.lit(5.0)), a, 0.0, 0.0) == []
+    b = pl.DataFrame({"best": [[1, 2], [3, 5]], "seconds": [1.0, 2.0]})
+    assert reference.compare_frames(b, a, 0.0, 0.0) == ["column 'best': 1 of 2 rows differ (row 1: [3, 5] vs [3, 4])"]
