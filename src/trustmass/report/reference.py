@@ -112,6 +112,7 @@ KEPT = (
     "results/claims.md",
     "results/claims.json",
     "results/controls/*/stats/*.parquet",  # the sanity-check controls' statistics and claims (trustmass.plan.controls)
+    "results/controls/*/certify/*.parquet",
     "results/controls/*/claims.md",
     "results/controls/*/claims.json",
 )
