@@ -214,7 +214,11 @@ def test_a_selector_is_one_class(scratch):
 
 ROSTER_ENTRY = '\n    _uniform("knorm_recipe", "kvpress.KnormPress", _contract("key_norm", "none", "0")),'
 
-PARAMS_PROBE = 'include: "Snakefile"\nprint("PARAMS", __import__("json").dumps(workflow.get_rule("deploy_condition").params.config))\n'
+PARAMS_PROBE = (  # a model-keyed rule's params follow the job's model: read the trained reference's
+    'include: "Snakefile"\n_p = workflow.get_rule("deploy_condition").params.config\n'
+    "from types import SimpleNamespace\n"
+    'print("PARAMS", __import__("json").dumps(_p(SimpleNamespace(model="smollm2-135m")) if callable(_p) else _p))\n'
+)
 
 
 def test_a_deployment_method_is_one_roster_entry(scratch):

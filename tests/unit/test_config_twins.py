@@ -92,6 +92,8 @@ TWINS: dict[tuple[str, ...], dict] = {
 
 #: raises that name config keys but read what only a job has: (module, function) -> why no start-up twin
 NEEDS_JOB_DATA: dict[tuple[str, str], str] = {
+    ("deploy/job.py", "items_for"): "whether the job's model reads shuffled text (its control arm's plan); "
+    "trustmass.plan.controls.arm_config already leaves the benchmarks out of that arm: an invariant, not input",
     (
         "capture/prefill.py",
         "sample_positions",

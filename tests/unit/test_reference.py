@@ -189,7 +189,7 @@ def test_a_missing_reference_says_how_to_make_one(run, tmp_path):
 def test_the_readme_opens_with_the_committed_reference():
     """The README's figures and claims counts are the committed CPU panel's (make save-reference-panel
     rewrites both); an edited reference without its README block fails here."""
-    from trustmass.report.reference import BEGIN, END, readme_block
+    from trustmass.report.readme_block import BEGIN, END, readme_block
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
@@ -201,7 +201,7 @@ def test_the_readme_opens_with_the_committed_reference():
 
 
 def test_the_readme_names_the_command_that_regenerates_the_reference():
-    from trustmass.report.reference import run_command
+    from trustmass.report.readme_block import run_command
 
     assert run_command(["config.yaml"]) == "make run"
     assert (

@@ -103,6 +103,8 @@ def test_the_one_script_writes_the_frames_and_their_sidecars(tmp_path, monkeypat
     monkeypatch.setattr(sys, "stdout", sys.stdout)  # start_log redirects them; restored after the test
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    # the job-end code check reads this process's modules, which pytest has filled: it has its own tests
+    monkeypatch.setattr("trustmass.plumbing.code_inputs.check_code_inputs", lambda smk, modules=None: None)
     check = tmp_path / "gpu-check.json"
     check.write_text(json.dumps(CHECK))
     out = tmp_path / stats_path("headline_gpu")
@@ -112,7 +114,7 @@ def test_the_one_script_writes_the_frames_and_their_sidecars(tmp_path, monkeypat
         log=[str(tmp_path / "job.log")],
         input=_Named(check=str(check), code=[str(REPO / "src" / "trustmass" / "report" / "frames" / "gpu.py")]),
         output=_Named(headline_gpu=str(out), prov=[f"{out}.prov.json"]),
-        params=_Named(config={"seed": 0}),
+        params=_Named(config={"seed": 0}, statistics="gpu_statistics"),
     )
     runpy.run_path(str(REPO / "scripts" / "statistics.py"), init_globals={"snakemake": smk})
     sys.stdout.flush()

@@ -74,10 +74,10 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     assert jobs["task_documents"] == 3 + twins  # the task contexts of each headline family and of its twins
     trained_captures = len(MODELS) * (len(CORPORA) * N_DOCS + tasks)
     assert jobs["capture"] == jobs["ceiling"] == trained_captures + twins * (control_docs + tasks)
-    # the loss slice on every model and twin, the deployment slice on the two instruction-tuned readers (and their
-    # randomised twins: the shuffled-text arm runs no deployment)
+    # the loss slice on every model and twin, the deployment slice on the two instruction-tuned readers (and both
+    # their twins)
     assert jobs["loss_document"] == len(MODELS) * len(CORPORA) + twins and jobs["probe_train"] == len(MODELS) + twins
-    assert jobs["deploy_condition"] == 2 + 2
+    assert jobs["deploy_condition"] == 2 + 2 * 2
     assert jobs["certify_manifest"] == 1 and jobs["certify_manifest_randomised_weights"] == 1
     captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks", pl.col("model").is_in(MODELS))
     assert sorted(set(captures["model"])) == sorted(MODELS) and sorted(set(captures["corpus"])) == sorted(CORPORA)

@@ -137,7 +137,10 @@ def control_entries(config: Mapping[str, Any]) -> dict[str, dict]:
         for arm in arms(config):
             entry = {k: copy.deepcopy(trained[k]) for k in _COPIED if k in trained}
             entry.update({"source": "control", "of": model, "control": arm, "seed": int(config["seed"])})
+            own = {**(config.get("documents") or {}), **(trained.get("documents") or {})}
             entry["documents"] = {**(trained.get("documents") or {}), **documents}
+            if "doc_tokens" in documents:  # shorter control documents, never longer than the model's own
+                entry["documents"]["doc_tokens"] = min(int(documents["doc_tokens"]), int(own["doc_tokens"]))
             if arm == "randomised_weights":
                 entry["randomisation"] = controls.get("randomisation", "matched")
             else:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import re
 import shutil
 import sys
@@ -48,6 +47,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
+
+from trustmass.report.readme_block import MANIFEST, write_readme_block
+from trustmass.report.text_numbers import numbers_close, texts_close
 
 #: columns (of a frame or table) and keys (of a JSON record) that hold seconds or a ratio of seconds, each
 #: with the writers that record it: the only parts of an output the check leaves out -- everything else
@@ -117,7 +119,6 @@ KEPT = (
     "results/controls/*/claims.json",
 )
 SIDECAR = ".prov.json"
-MANIFEST = "MANIFEST.json"
 #: the most a reference may hold (the issue: small outputs only)
 MAX_BYTES = 8_000_000
 
@@ -128,7 +129,6 @@ MAX_BYTES = 8_000_000
 #: A statistic goes here only with a measurement that shows it legitimately moves, and the reason.
 TOLERANCES: dict[str, tuple[float, str]] = {}
 #: a number printed in text: sign, digits, decimals, exponent
-NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -209,39 +209,6 @@ def save(run: Path, reference: Path, configs: list[Path]) -> dict:
 # -- comparison ------------------------------------------------------------------------------------
 
 
-def _close(a: float, b: float, rtol: float, atol: float) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and (math.isnan(a) and math.isnan(b) or math.isinf(a) and a == b):
-        return True  # NaN equals NaN, an infinity its own sign (inf - inf is NaN)
-    return abs(a - b) <= atol + rtol * abs(b)
-
-
-def _last_place(text: str) -> float:
-    """One unit in the last printed decimal of a number without exponent ("2.945": 0.001), else 0."""
-    if "e" in text.lower() or "." not in text:
-        return 0.0
-    decimals = len(text.split(".", 1)[1])
-    return 10.0**-decimals if 0 < decimals < 15 else 0.0
-
-
-def texts_close(got: str, want: str, rtol: float, atol: float) -> bool:
-    """Two strings equal but for the numbers printed in them, each within tolerance.
-
-    The text between the numbers must match exactly.  A number printed to a few decimals (a claim's
-    "regenerated 2.945") may also differ by one unit in its last printed place when both are printed
-    to the same decimals: a value within ``rtol`` can round either side of a printed digit.
-    """
-    if got == want:
-        return True
-    if NUMBER.split(got) != NUMBER.split(want):
-        return False
-    for a, b in zip(NUMBER.findall(got), NUMBER.findall(want), strict=True):
-        x, y = float(a), float(b)
-        place = _last_place(a) if _last_place(a) == _last_place(b) else 0.0
-        if not (_close(x, y, rtol, atol) or abs(x - y) <= place * (1 + 1e-9)):
-            return False
-    return True
-
-
 def compare_json(got, want, rtol: float, atol: float, where: str = "", skip: frozenset[str] = frozenset()) -> list[str]:
     """Every place two JSON values differ (numbers, and numbers printed in strings, within tolerance); the
     keys in ``skip`` (timing keys) are not compared, at any depth."""
@@ -269,7 +236,11 @@ def compare_json(got, want, rtol: float, atol: float, where: str = "", skip: fro
         and not isinstance(want, bool)
         and not isinstance(got, bool)
     ):
-        return [] if _close(float(got), float(want), rtol, atol) else [f"{where}: {got!r}, the reference has {want!r}"]
+        return (
+            []
+            if numbers_close(float(got), float(want), rtol, atol)
+            else [f"{where}: {got!r}, the reference has {want!r}"]
+        )
     if isinstance(want, str) and isinstance(got, str):
         return [] if texts_close(got, want, rtol, atol) else [f"{where}: {got!r}, the reference has {want!r}"]
     return [] if got == want else [f"{where}: {got!r}, the reference has {want!r}"]
@@ -580,64 +551,6 @@ def print_report(report: Report, reference: Path, out=None) -> None:
         print(f"  claims not compared: {what}", file=out)
     for d in report.differences:
         print(f"  DIFFERS {d.path}: {d.what}", file=out)
-
-
-# -- the README's opening block ------------------------------------------------------------------
-
-BEGIN, END = "<!-- reference:begin -->", "<!-- reference:end -->"
-#: the figures the README opens with, in order (their files under results/figures/)
-README_FIGURES = ("fig1_ceiling.png", "fig2_map.png", "fig3_method_headroom.png", "fig4_redirect.png")
-
-
-def run_command(configs: list[str]) -> str:
-    """The command that regenerates a run of these config files (config.yaml is always read first)."""
-    overlays = [c for c in configs if c != "config.yaml"]
-    return f"snakemake --cores all --configfile {' '.join(overlays)}" if overlays else "make run"
-
-
-def readme_block(reference: Path, root: Path = Path(".")) -> str:
-    """The README's opening: the reference run's Figures 1-4 (each linking to its provenance sidecar)
-    and its claims summary, computed from the reference folder (``reference``: relative to ``root``,
-    the README's folder)."""
-    manifest = json.loads((root / reference / MANIFEST).read_text(encoding="utf-8"))
-    claims = json.loads((root / reference / "results" / "claims.json").read_text(encoding="utf-8"))
-    code = manifest.get("code") or {}
-    lines = [
-        BEGIN,
-        "",
-        f"Regenerated by `{run_command(manifest['configs'])}` (code `{code.get('describe', '?')}`), "
-        f"kept in `{reference.as_posix()}/`; click a figure for its provenance.",
-        "",
-    ]
-    for name in README_FIGURES:
-        path = reference / "results" / "figures" / name
-        if (root / path).is_file():
-            lines.append(f"[![{name}]({path.as_posix()})]({path.as_posix()}{SIDECAR})")
-    from trustmass.report.claims.markdown import readme_lines
-
-    answered = claims["counts"].get("answered", 0)
-    lines += [
-        "",
-        f"**What reproduced** ({answered} of {len(claims['claims'])} claims answered; "
-        f"`{reference.as_posix()}/results/claims.md` has every one, its values and cells; the key: "
-        '"The claims report" below). ' + "; ".join(claims.get("mapping") or []) + ".",
-        "",
-    ]
-    lines += readme_lines(claims)
-    lines += ["", END]
-    return "\n".join(lines)
-
-
-def write_readme_block(readme: Path, reference: Path) -> bool:
-    """Replace the block between the markers in ``readme``; True when it changed."""
-    text = readme.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: no {BEGIN} ... {END} block to fill")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = head + readme_block(reference, readme.parent) + tail
-    readme.write_text(new, encoding="utf-8")
-    return new != text
 
 
 def main(argv=None) -> int:
