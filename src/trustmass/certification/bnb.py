@@ -12,7 +12,7 @@ bound of all light keys does not).  u is g_F's direction (from G = W W^T, O(1) p
 supergradient steps where that fails.  The root's cut -- no kept set whose heaviest member is lighter
 than rank k -- uses directions of the light tail's hull.  Sound whatever the directions are.
 
-Per instance (`certify_bnb`), with time per probe like the paper's per solve:
+Per instance (`certify_bnb`), with a work budget per probe (the paper has a time limit per solve):
 
 1. hi = ES_pool, best = its argmin; swap descent over all keys from it and from seeded starts in
    mass bands can only lower hi (every set re-scored by `es` in float64);
@@ -20,11 +20,14 @@ Per instance (`certify_bnb`), with time per probe like the paper's per solve:
    with es <= tau lowers hi (improvement) and the probe is repeated at the new hi;
 3. then tau = (1 - 1e-6) hi: proved empty gives lo = tau (optimal to 1e-6);
 4. statuses as the paper's bisection (`misocp.certify`): improved / confirmed_optimal / within_1pct /
-   undecided (a probe ran out of time) -- the fields of `misocp.Certificate`.
+   undecided (a probe spent its work budget) / safety_stop (the seconds safety net stopped a probe)
+   -- the fields of `misocp.Certificate`.  Everything but the seconds is a function of the inputs and
+   the budget: the same on any load, any shard split.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -38,9 +41,11 @@ from trustmass.certification.misocp import (
     IMPROVED,
     INFEASIBLE,
     MATERIAL,
+    SAFETY_STOP,
     TIMELIMIT,
     UNDECIDED,
     WITHIN_1PCT,
+    WORKLIMIT,
     Certificate,
     SolveRecord,
     resolve_incumbent,
@@ -50,8 +55,12 @@ from trustmass.core.simplex import project_onto_hull
 
 #: the probe that makes a pool optimum "within 1 %" (then the one for "optimal")
 GAP_PROBE = MATERIAL
-#: seconds per compiled call between clock checks (the node budget per call adapts to it)
-CHUNK_SECONDS = 0.25
+#: work units per compiled call: the safety net's clock is read between calls (about 0.02-0.05 s)
+CHUNK_WORK = 1 << 25
+#: a probe's work budget when none is given (config.yaml: certification.bnb_work, in millions)
+DEFAULT_PROBE_WORK = 10_000_000_000
+#: the safety net's outcome of a probe (`_Probe.run`), beside bnb_kernels' INFEASIBLE / FOUND / RUNNING
+CLOCK = 3
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
 #: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
@@ -175,14 +184,19 @@ class _Probe:
         self.root, self.u_root = root_cut(prep, s, tau)
         self.tail = prep.tail(tau)
         self.nodes = 0
-        self.chunk = 256
+        self.work = 0
 
-    def run(self, deadline: float):
-        """(outcome, ranks of a found leaf or None) once the search ends or the deadline passes."""
+    def run(self, work_limit: int, deadline: float = math.inf):
+        """(outcome, ranks of a found leaf or None) once the search ends, has spent `work_limit` work
+        units in all (K.RUNNING) or, checked between compiled calls of CHUNK_WORK units, the clock
+        passes `deadline` (CLOCK: the safety net).  Where it stops depends on the work alone."""
         p = self.prep
         while True:
-            t0 = time.perf_counter()
-            out, nodes = K.dfs(
+            if self.work >= work_limit:
+                return K.RUNNING, None
+            if time.perf_counter() >= deadline:
+                return CLOCK, None
+            out, nodes, work = K.dfs(
                 p.W,
                 p.V,
                 p.P,
@@ -195,18 +209,15 @@ class _Probe:
                 self.root,
                 self.u_root,
                 self.ascent,
-                self.chunk,
+                min(CHUNK_WORK, work_limit - self.work),
                 *self.state,
             )
             self.nodes += int(nodes)
-            spent = time.perf_counter() - t0  # aim at CHUNK_SECONDS per compiled call
-            self.chunk = int(min(max(self.chunk * CHUNK_SECONDS / max(spent, 1e-6), 16), 1_000_000))
+            self.work += int(work)
             if out == K.FOUND:
                 return out, self.state[1].copy()
             if out == K.INFEASIBLE:
                 return out, None
-            if time.perf_counter() >= deadline:
-                return K.RUNNING, None
 
 
 def certify_bnb(
@@ -215,21 +226,28 @@ def certify_bnb(
     incumbent=None,
     es_pool: float | None = None,
     *,
-    time_limit: float = 120.0,
-    total_time_limit: float | None = None,
+    work_limit: int = DEFAULT_PROBE_WORK,
+    total_work_limit: int | None = None,
+    time_limit: float | None = None,
     max_solves: int = 64,
     starts: int = 16,
     ascent_iters: int = ASCENT_ITERS,
     seed: int = 0,
 ) -> Certificate:
-    """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring);
-    `time_limit` seconds per probe, `total_time_limit` (default: two probes' worth) for the instance.
-    Returns the bisection's `Certificate` fields."""
+    """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring).
+
+    The budget decides: `work_limit` work units (`bnb_kernels`: WORK) per probe, `total_work_limit`
+    (default: two probes' worth) for the instance; a probe that spends its budget is outcome
+    `worklimit` and the instance `undecided`, the same on any machine.  `time_limit` seconds per
+    probe is only a safety net (None: none): a probe it stops is outcome `timelimit` and the instance
+    `safety_stop`, a status of its own (its result depends on the clock).  Returns the bisection's
+    `Certificate` fields."""
     start = time.perf_counter()
-    stop = start + (2.0 * time_limit if total_time_limit is None else total_time_limit)
+    total = 2 * int(work_limit) if total_work_limit is None else int(total_work_limit)
     es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
     hi, best, lo = es_pool, z0, 0.0
     records: list[SolveRecord] = []
+    spent = 0  # work units of the probes so far
 
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
@@ -253,12 +271,22 @@ def certify_bnb(
     records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search"))
 
     def probe(tau: float) -> str:
-        """Search at tau until proved empty, a set at or below tau, or the time limit."""
-        nonlocal hi, best, lo
+        """Search at tau until proved empty, a set at or below tau, its work budget or the safety net."""
+        nonlocal hi, best, lo, spent
         t1 = time.perf_counter()
+        deadline = math.inf if time_limit is None else t1 + time_limit
         search = _Probe(prep, s, tau, ascent_iters)
+        limit = min(int(work_limit), total - spent)
+
+        def record(outcome: str, found=None) -> None:
+            nonlocal spent
+            spent += search.work
+            records.append(
+                SolveRecord(tau, outcome, time.perf_counter() - t1, search.nodes, found, True, "bnb", work=search.work)
+            )
+
         while True:
-            out, ranks = search.run(min(t1 + time_limit, stop))
+            out, ranks = search.run(limit, deadline)
             if out == K.FOUND:
                 keys = np.sort(prep.order[ranks])
                 found = es(inst, keys)
@@ -266,22 +294,24 @@ def certify_bnb(
                     continue  # the compiled leaf test and float64 disagree: not a set at tau, go on
                 found2, keys2 = _polish(prep, inst, s, ranks)
                 hi, best = (found2, keys2) if found2 < found else (found, keys)
-                records.append(SolveRecord(tau, FEASIBLE, time.perf_counter() - t1, search.nodes, hi, True, "bnb"))
+                record(FEASIBLE, hi)
                 return FEASIBLE
-            outcome = INFEASIBLE if out == K.INFEASIBLE else TIMELIMIT
+            outcome = {K.INFEASIBLE: INFEASIBLE, K.RUNNING: WORKLIMIT, CLOCK: TIMELIMIT}[out]
             if outcome == INFEASIBLE:
                 lo = max(lo, tau)
-            records.append(SolveRecord(tau, outcome, time.perf_counter() - t1, search.nodes, None, True, "bnb"))
+            record(outcome)
             return outcome
 
     outcome = INFEASIBLE
     for factor in (GAP_PROBE, FIRST_PROBE):
-        while len(records) <= max_solves and time.perf_counter() < stop:
+        while len(records) <= max_solves and spent < total:
             outcome = probe(factor * hi)
             if outcome != FEASIBLE:
                 break
-        if outcome == TIMELIMIT:
+        if outcome in (WORKLIMIT, TIMELIMIT):
             break
+    if outcome == TIMELIMIT:
+        return finish(SAFETY_STOP)
     if hi < MATERIAL * es_pool:
         return finish(IMPROVED)
     if lo >= FIRST_PROBE * es_pool and hi == es_pool:
@@ -296,4 +326,4 @@ def warm_up() -> None:
     per instance (`runner.certify_isolated`) inherit them instead of each loading them again."""
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(12))
-    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, time_limit=5.0, starts=1)
+    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, work_limit=1 << 20, starts=1)

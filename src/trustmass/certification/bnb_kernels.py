@@ -26,6 +26,13 @@ Light keys.  Every y_i >= -(||w_i|| + tau p_i) >= -tail[k] for i >= k, with tail
 there: no lighter key can enter the r smallest.  Thousands of keys of an N ~ 4,096 row are that
 light, so a bound costs the keys that matter, not N.  The suffix scans count the keys beyond the
 stop as r values -tail[stop] each (a lower bound: sound).
+
+Work.  `dfs` counts what it does in WORK units -- about one multiply-add over one key: a key scanned
+along g_F's direction (Gram form) costs 2, along an explicit direction d + 2 (the dot product and
+the selection), a descent N - j (the Gram sums of the new node) -- and stops once a call has spent its
+budget.  A node's cost ranges over three orders of magnitude (a Gram-form prune of a few keys to a
+16-step ascent over thousands), so a budget in units, unlike one in nodes, stands for a stable amount
+of time; unlike seconds, it is the same on any machine and under any load.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import numpy as np
 #: outcomes of `dfs` (the search state is kept in its arrays, so RUNNING resumes)
 INFEASIBLE = 0  # every set proved to have es > tau
 FOUND = 1  # a leaf with es <= tau (its ranks in chosen[:s]); resumable
-RUNNING = 2  # node budget spent; resumable
+RUNNING = 2  # work budget spent; resumable
 
 REL_MARGIN = 1e-9
 #: children between two attempts to cut all of a node's remaining children
@@ -166,36 +173,42 @@ def forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y):
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, tail, y, ibuf, vbuf, ubest):
     """Projected supergradient ascent of beta_tau(u) over unit u for the node (F, [lo, N), r), from
-    u0: the best beta found (stops early once it exceeds margin), its u written to ubest."""
+    u0: (the best beta found (stops early once it exceeds margin), the work spent: WORK units); its u
+    is written to ubest."""
     d = V.shape[1]
     u = u0.copy()
     best = -np.inf
+    work = 0
     for it in range(iters):
-        _, total = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
+        stop, total = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
+        work += (stop - lo) * (d + 1) + d
         beta = _dot(u, gF) - tau * pF + total
         if beta > best:
             best = beta
             ubest[:] = u
         if beta > margin:
-            return best
+            return best, work
         g = gF.copy()  # supergradient: g_F + g_B of the minimising B
         for q in range(r):
             k = ibuf[q]
             for t in range(d):
                 g[t] += P[k] * V[k, t]
+        work += (r + 2) * d
         ng = np.sqrt(_dot(g, g))
         if ng == 0.0:
-            return best
+            return best, work
         u = u + (1.0 / (1.0 + it)) * g / ng
         u = u / np.sqrt(_dot(u, u))
-    return best
+    return best, work
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def direction_cut(V, P, gF, pF, lo, r, tau, u, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf):
-    """suffix_cut along a unit u: the first k >= lo from which the node (F, [k, N), r) is proved empty."""
+    """suffix_cut along a unit u: (the first k >= lo from which the node (F, [k, N), r) is proved empty,
+    the work spent)."""
     stop, _ = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
-    return suffix_cut(y, lo, stop, r, _dot(u, gF) - tau * pF, tail, ma, mb, mc, maxw_from, buf)
+    cut = suffix_cut(y, lo, stop, r, _dot(u, gF) - tau * pF, tail, ma, mb, mc, maxw_from, buf)
+    return cut, (stop - lo) * (V.shape[1] + 2)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -234,7 +247,9 @@ def dfs(
     remaining children at once.  tail = max_{i>=k} ||w_i|| + tau p_k.  State arrays: st_t (1,)
     depth, chosen (s,), nxt/first/cut (s+1,), gvec (s+1, d) g_F, pF (s+1,), hF (s+1, N)
     sum_{f in F} G[f, :], sF (s+1,) sum_{f in F} ||w_f||, ubest (s+1, d).  Start with st_t[0] = -1.
-    Returns (outcome, nodes visited this call).
+    Stops (RUNNING) once this call has spent ``budget`` work units (module docstring: WORK), so where a
+    search stops depends on the work done only, never on the clock.  Returns (outcome, nodes visited
+    this call, work spent this call).
     """
     n, d = W.shape
     y = np.empty(n)
@@ -254,14 +269,15 @@ def dfs(
         ubest[0, :] = u_root
     t = st_t[0]
     nodes = 0
+    work = 0
     while True:
-        if nodes >= budget:
+        if work >= budget:
             st_t[0] = t
-            return RUNNING, nodes
+            return RUNNING, nodes, work
         if nxt[t] >= cut[t]:
             if t == 0:
                 st_t[0] = 0
-                return INFEASIBLE, nodes
+                return INFEASIBLE, nodes, work
             t -= 1
             continue
         j = nxt[t]
@@ -270,12 +286,15 @@ def dfs(
             gt = gvec[t]
             margin = REL_MARGIN * (np.sqrt(_dot(gt, gt)) + tau * pF[t] + rc * tail[j])
             nodes += 1
-            if ascent(V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp) > margin:
+            beta, spent = ascent(V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp)
+            work += spent
+            if beta > margin:
                 cut[t] = j
                 continue
             ubest[t, :] = utmp
         nxt[t] += 1
         nodes += 1
+        work += 2 * d
         r = s - t - 1  # keys still to take after j
         gp = gvec[t] + W[j]
         pp = pF[t] + P[j]
@@ -284,7 +303,7 @@ def dfs(
         if r == 0:
             if ng <= tau * pp:
                 st_t[0] = t
-                return FOUND, nodes
+                return FOUND, nodes, work
             continue
         if n - (j + 1) < r:
             cut[t] = j  # no larger rank leaves room either
@@ -297,6 +316,7 @@ def dfs(
         c = n - r + 1
         if ng > 0.0:  # g_F''s direction: the child and the chain of nodes (F', [k, N))
             stop, _ = forward_gram(hF[t], G[j], inv, tau, P, tail, j + 1, r, y, buf)
+            work += 2 * (stop - j - 1)
             c = suffix_cut(y, j + 1, stop, r, ng - tau * pp, tail, ma, mb, mc, maxw_from, buf)
             if c <= j + 1:
                 continue  # the child is empty
@@ -306,11 +326,15 @@ def dfs(
             else:
                 u0 = ubest[t].copy()
             margin = ma + mb * tail[j + 1] + mc * maxw_from[j + 1]
-            if ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp) > margin:
+            beta, spent = ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp)
+            work += spent
+            if beta > margin:
                 continue
-            c = min(
-                c, direction_cut(V, P, gp, pp, j + 1, r, tau, utmp, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf)
+            cd, spent = direction_cut(
+                V, P, gp, pp, j + 1, r, tau, utmp, tail, ma, mb, mc, maxw_from, y, ibuf, vbuf, buf
             )
+            work += spent
+            c = min(c, cd)
             if c <= j + 1:
                 continue
         else:
@@ -321,6 +345,7 @@ def dfs(
         sF[t] = sp
         for i in range(j + 1, n):
             hF[t, i] = hF[t - 1, i] + G[j, i]
+        work += n - j - 1
         ubest[t, :] = utmp
         nxt[t] = j + 1
         first[t] = j + 1
