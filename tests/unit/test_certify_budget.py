@@ -91,3 +91,25 @@ def test_the_safety_net_is_its_own_status():
     c = bnb.certify_bnb(inst, 8, po.kept, po.es_pool, time_limit=1e-9, starts=0)
     assert c.status == cert.SAFETY_STOP and c.solves[-1].outcome == cert.TIMELIMIT
     assert c.lower_bound == 0.0 and c.es_cert <= po.es_pool
+
+
+def test_table7_counts_the_safety_net_apart_from_undecided():
+    import polars as pl
+
+    from trustmass.report.frames import certification as F
+
+    statuses = [cert.UNDECIDED, cert.SAFETY_STOP, cert.SAFETY_STOP]
+    one = {"budget": [4] * 3, "es_pool": [1.0] * 3}
+    man = pl.DataFrame(
+        {"instance": [0, 1, 2], **one, "es_top": [1.2] * 3, "es_bal": [1.0] * 3, "D": [2.0] * 3}
+        | {"c_hat": [0.1] * 3, "kappa_hat_bal": [1.0] * 3}
+    )
+    certified = pl.DataFrame(
+        {"instance": [0, 1, 2], "status": statuses, "es_pool": [1.0] * 3, "es_cert": [1.0] * 3}
+        | {"improvement": [0.0] * 3, "seconds": [0.1] * 3, "certifier": ["bnb"] * 3}
+    )
+    records = pl.DataFrame(
+        {"model": ["m"], "corpus": ["c"], "doc": ["0"], "budget": [4], "c_hat": [0.1], "kappa_hat_bal": [1.0]}
+    )
+    t7 = F.table7(records, man, certified).row(0, named=True)
+    assert (t7["n_undecided"], t7["n_safety_stop"], t7["n_unsolved"]) == (1, 2, 0)
