@@ -62,13 +62,44 @@ def test_directional_bound_is_exact_per_direction_and_sound(seed):
     u /= np.linalg.norm(u)
     gF, pF = prep.W[F].sum(axis=0), float(prep.P[F].sum())
     ub, tail, y = np.empty(d), prep.tail(tau), np.empty(n)
+    scratch = (np.empty(d), np.empty(d))
     beta, _ = K.ascent(
-        prep.V, prep.P, gF, pF, lo, r, tau, u, 1, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub
+        prep.V,
+        prep.P,
+        gF,
+        pF,
+        lo,
+        r,
+        tau,
+        u,
+        1,
+        np.inf,
+        tail,
+        y,
+        np.empty(r + 1, np.int64),
+        np.empty(r + 1),
+        ub,
+        *scratch,
     )
     lin, es_min = _node_min(prep, F, lo, r, tau, u)
     assert beta == pytest.approx(lin, rel=1e-9, abs=1e-12 * (1 + abs(lin)))
     more, _ = K.ascent(
-        prep.V, prep.P, gF, pF, lo, r, tau, u, 30, np.inf, tail, y, np.empty(r + 1, np.int64), np.empty(r + 1), ub
+        prep.V,
+        prep.P,
+        gF,
+        pF,
+        lo,
+        r,
+        tau,
+        u,
+        30,
+        np.inf,
+        tail,
+        y,
+        np.empty(r + 1, np.int64),
+        np.empty(r + 1),
+        ub,
+        *scratch,
     )
     assert more >= beta  # the ascent keeps the best iterate
     if more > 0:

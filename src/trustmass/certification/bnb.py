@@ -180,11 +180,18 @@ class _Probe:
             np.zeros((s + 1, n)),
             np.zeros(s + 1),
             np.zeros((s + 1, d)),
+            np.zeros(s + 1),
         )
         self.root, self.u_root = root_cut(prep, s, tau)
         self.tail = prep.tail(tau)
         self.nodes = 0
         self.work = 0
+
+    def lower(self, tau: float) -> None:
+        """Go on at a lower tau (after a set at the old one was found): every cut made so far holds."""
+        assert tau <= self.tau
+        self.tau = tau
+        self.tail = self.prep.tail(tau)
 
     def run(self, work_limit: int, deadline: float = math.inf):
         """(outcome, ranks of a found leaf or None) once the search ends, has spent `work_limit` work
@@ -270,44 +277,50 @@ def certify_bnb(
     hi, best = improve(prep, inst, s, hi, best, starts, seed)
     records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search"))
 
-    def probe(tau: float) -> str:
-        """Search at tau until proved empty, a set at or below tau, its work budget or the safety net."""
+    def probe(factor: float) -> str:
+        """Search at tau = factor * hi until proved empty, its work budget or the safety net; a set
+        found at or below tau lowers hi and the same search goes on at the new factor * hi."""
         nonlocal hi, best, lo, spent
         t1 = time.perf_counter()
         deadline = math.inf if time_limit is None else t1 + time_limit
-        search = _Probe(prep, s, tau, ascent_iters)
+        search = _Probe(prep, s, factor * hi, ascent_iters)
         limit = min(int(work_limit), total - spent)
+        mark = [0, 0, t1]  # work, nodes and clock at the last record
 
         def record(outcome: str, found=None) -> None:
-            nonlocal spent
-            spent += search.work
-            records.append(
-                SolveRecord(tau, outcome, time.perf_counter() - t1, search.nodes, found, True, "bnb", work=search.work)
-            )
+            now = time.perf_counter()
+            work, nodes = search.work - mark[0], search.nodes - mark[1]
+            records.append(SolveRecord(search.tau, outcome, now - mark[2], nodes, found, True, "bnb", work=work))
+            mark[:] = [search.work, search.nodes, now]
 
         while True:
             out, ranks = search.run(limit, deadline)
             if out == K.FOUND:
                 keys = np.sort(prep.order[ranks])
                 found = es(inst, keys)
-                if found > tau * (1.0 + ACCEPT_REL):
+                if found > search.tau * (1.0 + ACCEPT_REL):
                     continue  # the compiled leaf test and float64 disagree: not a set at tau, go on
                 found2, keys2 = _polish(prep, inst, s, ranks)
                 hi, best = (found2, keys2) if found2 < found else (found, keys)
                 record(FEASIBLE, hi)
-                return FEASIBLE
+                if len(records) > max_solves:
+                    out = K.RUNNING  # as many sets as solves allowed: the budget's end
+                else:
+                    search.lower(min(factor * hi, search.tau))
+                    continue
             outcome = {K.INFEASIBLE: INFEASIBLE, K.RUNNING: WORKLIMIT, CLOCK: TIMELIMIT}[out]
             if outcome == INFEASIBLE:
-                lo = max(lo, tau)
+                lo = max(lo, search.tau)
             record(outcome)
+            spent += search.work
             return outcome
 
     outcome = INFEASIBLE
     for factor in (GAP_PROBE, FIRST_PROBE):
-        while len(records) <= max_solves and spent < total:
-            outcome = probe(factor * hi)
-            if outcome != FEASIBLE:
-                break
+        if spent >= total:
+            outcome = WORKLIMIT
+            break
+        outcome = probe(factor)
         if outcome in (WORKLIMIT, TIMELIMIT):
             break
     if outcome == TIMELIMIT:

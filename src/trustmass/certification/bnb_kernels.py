@@ -46,6 +46,9 @@ FOUND = 1  # a leaf with es <= tau (its ranks in chosen[:s]); resumable
 RUNNING = 2  # work budget spent; resumable
 
 REL_MARGIN = 1e-9
+#: WORK units of a node's fixed cost (bookkeeping, the d-vector g_F) and of one completed set in Gram form
+NODE_WORK = 64
+LEAF_WORK = 4
 #: children between two attempts to cut all of a node's remaining children
 CHAIN_EVERY = 8
 GRAM_MARGIN = 1e-12
@@ -171,34 +174,43 @@ def forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, tail, y, ibuf, vbuf, ubest):
+def ascent(V, P, gF, pF, lo, r, tau, u0, iters, margin, tail, y, ibuf, vbuf, ubest, u, g):
     """Projected supergradient ascent of beta_tau(u) over unit u for the node (F, [lo, N), r), from
     u0: (the best beta found (stops early once it exceeds margin), the work spent: WORK units); its u
-    is written to ubest."""
+    is written to ubest.  u and g are scratch (d,) arrays (u may be u0 itself)."""
     d = V.shape[1]
-    u = u0.copy()
+    if u is not u0:
+        u[:] = u0
     best = -np.inf
     work = 0
     for it in range(iters):
         stop, total = forward_dir(V, P, u, tau, tail, lo, r, vbuf, ibuf, y)
-        work += (stop - lo) * (d + 1) + d
+        work += (stop - lo) * (d + 2) + d
         beta = _dot(u, gF) - tau * pF + total
         if beta > best:
             best = beta
             ubest[:] = u
         if beta > margin:
             return best, work
-        g = gF.copy()  # supergradient: g_F + g_B of the minimising B
+        g[:] = gF  # supergradient: g_F + g_B of the minimising B
         for q in range(r):
             k = ibuf[q]
+            pk = P[k]
             for t in range(d):
-                g[t] += P[k] * V[k, t]
+                g[t] += pk * V[k, t]
         work += (r + 2) * d
         ng = np.sqrt(_dot(g, g))
         if ng == 0.0:
             return best, work
-        u = u + (1.0 / (1.0 + it)) * g / ng
-        u = u / np.sqrt(_dot(u, u))
+        step = 1.0 / ((1.0 + it) * ng)
+        for t in range(d):
+            u[t] += step * g[t]
+        uu = _dot(u, u)
+        if uu == 0.0:  # the step cancelled u (d = 1): no direction left to try
+            return best, work
+        nu = 1.0 / np.sqrt(uu)
+        for t in range(d):
+            u[t] *= nu
     return best, work
 
 
@@ -236,6 +248,7 @@ def dfs(
     hF,
     sF,
     ubest,
+    gn2,
 ):
     """Depth-first search over kept sets in mass order, resumable.
 
@@ -244,9 +257,16 @@ def dfs(
     rank no child may take.  A child is tested along g_F's direction (Gram form) and, with
     ascent_iters > 0, by supergradient ascent from its parent's best direction, which also cuts
     the child's own children; every CHAIN_EVERY children the ascent also tries to cut the node's
-    remaining children at once.  tail = max_{i>=k} ||w_i|| + tau p_k.  State arrays: st_t (1,)
-    depth, chosen (s,), nxt/first/cut (s+1,), gvec (s+1, d) g_F, pF (s+1,), hF (s+1, N)
-    sum_{f in F} G[f, :], sF (s+1,) sum_{f in F} ||w_f||, ubest (s+1, d).  Start with st_t[0] = -1.
+    remaining children at once.  The children of a node at depth s - 1 complete a set: they are
+    scored in one pass in Gram form, ||g_F + w_j||^2 = ||g_F||^2 + 2 sum_F G_fj + G_jj (O(1) each),
+    and a set within the Gram sums' rounding of tau is scored again from its explicit d-vector.
+    tail = max_{i>=k} ||w_i|| + tau p_k.  State arrays: st_t (1,) depth, chosen (s,),
+    nxt/first/cut (s+1,), gvec (s+1, d) g_F, pF (s+1,), hF (s+1, N) sum_{f in F} G[f, :],
+    sF (s+1,) sum_{f in F} ||w_f||, ubest (s+1, d), gn2 (s+1,) ||g_F||^2.  Start with st_t[0] = -1.
+
+    The search may be resumed at a lower tau (after a set at tau was found): every cut made at a
+    tau holds at any lower one, so what was pruned stays pruned.
+
     Stops (RUNNING) once this call has spent ``budget`` work units (module docstring: WORK), so where a
     search stops depends on the work done only, never on the clock.  Returns (outcome, nodes visited
     this call, work spent this call).
@@ -257,6 +277,9 @@ def dfs(
     ibuf = np.empty(s + 1, dtype=np.int64)
     vbuf = np.empty(s + 1)
     utmp = np.empty(d)
+    u0 = np.empty(d)
+    gp = np.empty(d)
+    gs = np.empty(d)
     if st_t[0] < 0:  # fresh start
         st_t[0] = 0
         nxt[0] = 0
@@ -264,6 +287,7 @@ def dfs(
         cut[0] = min(root_cut, n - s + 1)
         pF[0] = 0.0
         sF[0] = 0.0
+        gn2[0] = 0.0
         gvec[0, :] = 0.0
         hF[0, :] = 0.0
         ubest[0, :] = u_root
@@ -274,6 +298,36 @@ def dfs(
         if work >= budget:
             st_t[0] = t
             return RUNNING, nodes, work
+        if t == s - 1:  # the children complete a set: one pass in Gram form
+            j = nxt[t]
+            end = cut[t]
+            found = -1
+            gnorm = np.sqrt(gn2[t])
+            while j < end:
+                pp = pF[t] + P[j]
+                lim = tau * pp
+                if gnorm - maxw_from[j] - lim > REL_MARGIN * (gnorm + lim + maxw_from[j]):
+                    break  # ||g_F + w_i|| >= ||g_F|| - ||w_i||: no key from j on completes a set at tau
+                val = gn2[t] + 2.0 * hF[t, j] + wnorm[j] * wnorm[j]
+                sw = sF[t] + wnorm[j]
+                if val <= lim * lim + GRAM_MARGIN * sw * sw:
+                    acc = 0.0
+                    for q in range(d):
+                        x = gvec[t, q] + W[j, q]
+                        acc += x * x
+                    work += 2 * d
+                    if np.sqrt(acc) <= lim:
+                        found = j
+                        break
+                j += 1
+            work += LEAF_WORK * (j - nxt[t] + 1)
+            nodes += j - nxt[t] + (1 if found >= 0 else 0)
+            if found >= 0:
+                chosen[t] = found
+                nxt[t] = found + 1
+                st_t[0] = t
+                return FOUND, nodes, work
+            nxt[t] = end
         if nxt[t] >= cut[t]:
             if t == 0:
                 st_t[0] = 0
@@ -284,9 +338,12 @@ def dfs(
         if ascent_iters > 0 and j > first[t] and (j - first[t]) % CHAIN_EVERY == 0:
             rc = s - t  # the node (F, [j, N), s - t): every remaining child at once
             gt = gvec[t]
-            margin = REL_MARGIN * (np.sqrt(_dot(gt, gt)) + tau * pF[t] + rc * tail[j])
+            margin = REL_MARGIN * (np.sqrt(gn2[t]) + tau * pF[t] + rc * tail[j])
             nodes += 1
-            beta, spent = ascent(V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp)
+            work += NODE_WORK
+            beta, spent = ascent(
+                V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp, u0, gs
+            )
             work += spent
             if beta > margin:
                 cut[t] = j
@@ -294,17 +351,14 @@ def dfs(
             ubest[t, :] = utmp
         nxt[t] += 1
         nodes += 1
-        work += 2 * d
-        r = s - t - 1  # keys still to take after j
-        gp = gvec[t] + W[j]
+        work += NODE_WORK + 2 * d
+        r = s - t - 1  # keys still to take after j (>= 1: depth s - 1 is handled above)
+        for q in range(d):
+            gp[q] = gvec[t, q] + W[j, q]
         pp = pF[t] + P[j]
-        ng = np.sqrt(_dot(gp, gp))
+        g2 = _dot(gp, gp)
+        ng = np.sqrt(g2)
         chosen[t] = j
-        if r == 0:
-            if ng <= tau * pp:
-                st_t[0] = t
-                return FOUND, nodes, work
-            continue
         if n - (j + 1) < r:
             cut[t] = j  # no larger rank leaves room either
             continue
@@ -320,13 +374,16 @@ def dfs(
             c = suffix_cut(y, j + 1, stop, r, ng - tau * pp, tail, ma, mb, mc, maxw_from, buf)
             if c <= j + 1:
                 continue  # the child is empty
-        if ascent_iters > 0:
+        if ascent_iters > 0 and r >= 2:  # r = 1: the child's one pass over its sets is exact and cheaper
             if t == 0 and ng > 0.0:
-                u0 = gp * inv
+                for q in range(d):
+                    u0[q] = gp[q] * inv
             else:
-                u0 = ubest[t].copy()
+                u0[:] = ubest[t]
             margin = ma + mb * tail[j + 1] + mc * maxw_from[j + 1]
-            beta, spent = ascent(V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp)
+            beta, spent = ascent(
+                V, P, gp, pp, j + 1, r, tau, u0, ascent_iters, margin, tail, y, ibuf, vbuf, utmp, u0, gs
+            )
             work += spent
             if beta > margin:
                 continue
@@ -338,9 +395,11 @@ def dfs(
             if c <= j + 1:
                 continue
         else:
-            utmp[:] = gp * inv
+            for q in range(d):
+                utmp[q] = gp[q] * inv
         t += 1
         gvec[t] = gp
+        gn2[t] = g2
         pF[t] = pp
         sF[t] = sp
         for i in range(j + 1, n):
