@@ -12,16 +12,21 @@ bound of all light keys does not).  u is g_F's direction (from G = W W^T, O(1) p
 supergradient steps where that fails.  The root's cut -- no kept set whose heaviest member is lighter
 than rank k -- uses directions of the light tail's hull.  Sound whatever the directions are.
 
-Per instance (`certify_bnb`), with a work budget per probe (the paper has a time limit per solve):
+Per instance (`certify_bnb`), with a work budget (the paper has a time limit per solve):
 
 1. hi = ES_pool, best = its argmin; swap descent over all keys from it and from seeded starts in
    mass bands can only lower hi (every set re-scored by `es` in float64);
 2. probe tau = 0.99 hi: proved empty gives lo = tau (the pool optimum is then within 1 %); a leaf
-   with es <= tau lowers hi (improvement) and the probe is repeated at the new hi;
+   with es <= tau lowers hi (improvement) and the same search goes on at tau = 0.99 of the new hi
+   (every cut made at a tau holds at a lower one).  Not done after 2 % of its budget, the probe
+   first spends up to 10 % of it on a better incumbent: more starts and an iterated local search
+   (`_Incumbent`).  On the diffuse rows the incumbent of step 1 was often far from the optimum
+   (the sets the search later found were 10-40 % lower), and a probe at 0.99 of a poor incumbent
+   cannot prune: the sets below it keep every node alive;
 3. then tau = (1 - 1e-6) hi: proved empty gives lo = tau (optimal to 1e-6);
 4. statuses as the paper's bisection (`misocp.certify`): improved / confirmed_optimal / within_1pct /
-   undecided (a probe spent its work budget) / safety_stop (the seconds safety net stopped a probe)
-   -- the fields of `misocp.Certificate`.  Everything but the seconds is a function of the inputs and
+   undecided (the work budget ran out) / safety_stop (the seconds safety net stopped a probe) --
+   the fields of `misocp.Certificate`.  Everything but the seconds is a function of the inputs and
    the budget: the same on any load, any shard split.
 """
 
@@ -63,6 +68,13 @@ DEFAULT_PROBE_WORK = 10_000_000_000
 CLOCK = 3
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
+#: the gap probe's share of its budget after which, not done, it escalates: ESCALATE_STARTS more seeded
+#: starts and an iterated local search of ILS_SHARE of its budget for a better incumbent (`_Incumbent`)
+ESCALATE_SHARE = 0.02
+ESCALATE_STARTS = 48
+ILS_SHARE = 0.1
+#: local optima the iterated local search walks from, in turn
+CHAINS = 4
 #: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
 ASCENT_ITERS = 16
 #: tails of the mass order whose hull directions give the root's cut (fractions of N)
@@ -144,22 +156,80 @@ def _polish(
     return es(inst, keys), keys
 
 
-def improve(prep: Prepared, inst: Instance, s: int, hi: float, best: np.ndarray, starts: int, seed: int):
-    """Swap descent from the incumbent and from `starts` seeded sets in mass bands; (hi, best)."""
-    n = prep.P.shape[0]
-    found, keys = _polish(prep, inst, s, prep.ranks(best))
-    if found < hi:
-        hi, best = found, keys
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 15]))
-    bands = [(0, min(n, 4 * s)), (min(n, s), min(n, 32 * s)), (min(n, 8 * s), n), (0, n)]
-    for i in range(starts):
-        lo, up = bands[i % len(bands)]
-        if up - lo < s:
-            lo, up = 0, n
-        found, keys = _polish(prep, inst, s, rng.choice(np.arange(lo, up), size=s, replace=False))
-        if found < hi:
-            hi, best = found, keys
-    return hi, best
+class _Incumbent:
+    """The best set found so far and the local search that improves it (deterministic: seeded).
+
+    `starts` descends (best-improvement swaps over all keys, `bnb_kernels.swap_descent`) from seeded
+    sets in mass bands; `iterate` is an iterated local search from the best local optima found: swap
+    2, s/4 or s/2 keys of a set for keys of its mass range, descend again, keep the result where it is
+    better.  `hi`/`best` is the best set by its float64 es (`trustmass.core.operator.es`), the
+    incumbent the certificate reports; `work` counts s N WORK units per descent round."""
+
+    def __init__(self, prep: Prepared, inst: Instance, s: int, hi: float, best: np.ndarray, seed: int):
+        self.prep, self.inst, self.s = prep, inst, s
+        self.hi, self.best = hi, best
+        self.work = 0
+        self.optima: list[tuple[float, np.ndarray]] = []  # distinct local optima (Gram value, ranks), best first
+        self.rng = np.random.default_rng(np.random.SeedSequence([int(seed), 15]))
+        self.drawn = 0
+        self._keep(*self._descend(prep.ranks(best)))
+
+    def _descend(self, ranks) -> tuple[float, np.ndarray]:
+        A = np.array(ranks, dtype=np.int64)
+        value, done = K.swap_descent(self.prep.G, self.prep.P, A, 200)
+        self.work += (int(done) + 1) * self.s * self.prep.P.shape[0]
+        return float(value), np.sort(A)
+
+    def _keep(self, value: float, A: np.ndarray) -> bool:
+        keys = np.sort(self.prep.order[A])
+        found = es(self.inst, keys)
+        if found < self.hi:
+            self.hi, self.best = found, keys
+        if any(np.array_equal(A, B) for _, B in self.optima):
+            return False
+        self.optima.append((value, A))
+        self.optima.sort(key=lambda o: o[0])
+        del self.optima[CHAINS:]
+        return True
+
+    def starts(self, count: int) -> None:
+        n, s = self.prep.P.shape[0], self.s
+        bands = [(0, min(n, 4 * s)), (min(n, s), min(n, 32 * s)), (min(n, 8 * s), n), (0, n)]
+        for _ in range(count):
+            lo, up = bands[self.drawn % len(bands)]
+            self.drawn += 1
+            if up - lo < s:
+                lo, up = 0, n
+            self._keep(*self._descend(self.rng.choice(np.arange(lo, up), size=s, replace=False)))
+
+    def iterate(self, work: int) -> None:
+        """Iterated local search from each of the CHAINS best local optima in turn, until it has spent
+        `work` units (checked between descents: deterministic)."""
+        n, s = self.prep.P.shape[0], self.s
+        if n <= s:
+            return
+        sizes = tuple(sorted({min(s, 2), max(1, s // 4), max(1, s // 2)}))
+        ranks = np.arange(n)
+        chains = [o for o in self.optima]
+        stop = self.work + int(work)
+        i = 0
+        while self.work < stop:
+            c = i % len(chains)
+            value, A = chains[c]
+            k = sizes[(i // len(chains)) % len(sizes)]
+            i += 1
+            A = A.copy()
+            inside = np.zeros(n, dtype=bool)
+            inside[A] = True
+            up = min(n, 8 * int(A.max()) + 8)  # the set's mass range, and as far again
+            pool = ranks[:up][~inside[:up]]
+            if pool.shape[0] < k:
+                pool = ranks[~inside]
+            A[self.rng.choice(s, size=k, replace=False)] = self.rng.choice(pool, size=k, replace=False)
+            found, A = self._descend(A)
+            if found < value * (1.0 - 1e-12):
+                chains[c] = (found, A)
+                self._keep(found, A)
 
 
 class _Probe:
@@ -243,18 +313,19 @@ def certify_bnb(
 ) -> Certificate:
     """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring).
 
-    The budget decides: `work_limit` work units (`bnb_kernels`: WORK) per probe, `total_work_limit`
-    (default: two probes' worth) for the instance; a probe that spends its budget is outcome
-    `worklimit` and the instance `undecided`, the same on any machine.  `time_limit` seconds per
-    probe is only a safety net (None: none): a probe it stops is outcome `timelimit` and the instance
-    `safety_stop`, a status of its own (its result depends on the clock).  Returns the bisection's
-    `Certificate` fields."""
+    The budget decides: `total_work_limit` work units (`bnb_kernels`: WORK; default: two probes'
+    worth, 2 `work_limit`) for the instance, local search included; the gap probe may use all of it,
+    the optimality probe at most `work_limit` of what is left.  A probe that spends its budget is
+    outcome `worklimit` and the instance `undecided` (unless already decided), the same on any machine.
+    `time_limit` seconds per probe is only a safety net (None: none): a probe it stops is outcome
+    `timelimit` and the instance `safety_stop`, a status of its own (its result depends on the
+    clock).  Returns the bisection's `Certificate` fields."""
     start = time.perf_counter()
     total = 2 * int(work_limit) if total_work_limit is None else int(total_work_limit)
     es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
     hi, best, lo = es_pool, z0, 0.0
     records: list[SolveRecord] = []
-    spent = 0  # work units of the probes so far
+    searched = 0  # work units of the finished searches
 
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
@@ -274,34 +345,59 @@ def certify_bnb(
         return finish(CONFIRMED_OPTIMAL)
     prep = Prepared.of(inst)
     t0 = time.perf_counter()
-    hi, best = improve(prep, inst, s, hi, best, starts, seed)
-    records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search"))
+    local = _Incumbent(prep, inst, s, hi, best, seed)
+    local.starts(starts)
+    hi, best = local.hi, local.best
+    records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search", work=local.work))
+    escalated = False
 
     def probe(factor: float) -> str:
         """Search at tau = factor * hi until proved empty, its work budget or the safety net; a set
-        found at or below tau lowers hi and the same search goes on at the new factor * hi."""
-        nonlocal hi, best, lo, spent
+        found at or below tau lowers hi and the same search goes on at the new factor * hi.  The gap
+        probe, not done after ESCALATE_SHARE of its budget, first spends up to ILS_SHARE of it on a
+        better incumbent (`_Incumbent`)."""
+        nonlocal hi, best, lo, searched, escalated
         t1 = time.perf_counter()
         deadline = math.inf if time_limit is None else t1 + time_limit
         search = _Probe(prep, s, factor * hi, ascent_iters)
-        limit = min(int(work_limit), total - spent)
-        mark = [0, 0, t1]  # work, nodes and clock at the last record
+        local_before = local.work
+        # the gap probe may use the instance's whole budget (the optimality probe only means something
+        # once it is done); the optimality probe gets at most one probe's worth of what is left
+        left = total - searched - local.work
+        budget = left if factor == GAP_PROBE else min(int(work_limit), left)
+        mark = [0, 0, t1, local.work]  # search work, nodes, clock and local work at the last record
 
-        def record(outcome: str, found=None) -> None:
+        def record(outcome: str, found=None, solver: str = "bnb") -> None:
             now = time.perf_counter()
-            work, nodes = search.work - mark[0], search.nodes - mark[1]
-            records.append(SolveRecord(search.tau, outcome, now - mark[2], nodes, found, True, "bnb", work=work))
-            mark[:] = [search.work, search.nodes, now]
+            work = search.work - mark[0] + local.work - mark[3]
+            nodes = search.nodes - mark[1]
+            records.append(SolveRecord(search.tau, outcome, now - mark[2], nodes, found, True, solver, work=work))
+            mark[:] = [search.work, search.nodes, now, local.work]
 
+        def limit() -> int:  # the search's share of the probe's budget: what local search has not taken
+            return max(0, budget - (local.work - local_before))
+
+        escalate = factor == GAP_PROBE and not escalated
         while True:
-            out, ranks = search.run(limit, deadline)
+            out, ranks = search.run(min(int(ESCALATE_SHARE * budget), limit()) if escalate else limit(), deadline)
+            if out == K.RUNNING and escalate:
+                escalate, escalated = False, True
+                local.starts(ESCALATE_STARTS)
+                local.iterate(max(0, int(ILS_SHARE * budget) - (local.work - local_before)))
+                if local.hi < hi:
+                    hi, best = local.hi, local.best
+                    record(FEASIBLE, hi, "local_search")
+                    search.lower(min(factor * hi, search.tau))
+                continue
             if out == K.FOUND:
                 keys = np.sort(prep.order[ranks])
                 found = es(inst, keys)
                 if found > search.tau * (1.0 + ACCEPT_REL):
                     continue  # the compiled leaf test and float64 disagree: not a set at tau, go on
-                found2, keys2 = _polish(prep, inst, s, ranks)
-                hi, best = (found2, keys2) if found2 < found else (found, keys)
+                if found < local.hi:
+                    local.hi, local.best = found, keys
+                local._keep(*local._descend(ranks))  # polished, and a local optimum to walk from
+                hi, best = local.hi, local.best
                 record(FEASIBLE, hi)
                 if len(records) > max_solves:
                     out = K.RUNNING  # as many sets as solves allowed: the budget's end
@@ -312,13 +408,14 @@ def certify_bnb(
             if outcome == INFEASIBLE:
                 lo = max(lo, search.tau)
             record(outcome)
-            spent += search.work
+            searched += search.work
             return outcome
 
     outcome = INFEASIBLE
     for factor in (GAP_PROBE, FIRST_PROBE):
-        if spent >= total:
+        if searched + local.work >= total:  # the budget went before this probe could start
             outcome = WORKLIMIT
+            records.append(SolveRecord(factor * hi, WORKLIMIT, 0.0, 0, None, True, "bnb"))
             break
         outcome = probe(factor)
         if outcome in (WORKLIMIT, TIMELIMIT):

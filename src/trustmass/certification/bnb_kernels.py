@@ -414,30 +414,38 @@ def dfs(
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def swap_descent(G, P, A, max_rounds):
     """Best-improvement swaps (one key out, one in) over all keys from the set A (ranks, modified in
-    place) on the Gram form es^2 = sum_{a,b in A} G_ab / p(A)^2; returns the final Gram value of es."""
+    place) on the Gram form es^2 = sum_{a,b in A} G_ab / p(A)^2; returns (the final Gram value of
+    es, the rounds run: each costs s N WORK units)."""
     n = P.shape[0]
     s = A.shape[0]
     inA = np.zeros(n, dtype=np.bool_)
+    diag = np.empty(n)
+    for j in range(n):
+        diag[j] = G[j, j]
     row = np.zeros(n)  # sum_{a in A} G[a, :]
     pa = 0.0
     for a in A:
         inA[a] = True
         pa += P[a]
-        row += G[a]
+        for j in range(n):
+            row[j] += G[a, j]
     gg = 0.0
     for a in A:
         gg += row[a]
     cur = max(gg, 0.0) / (pa * pa)
+    rounds = 0
     for _ in range(max_rounds):
+        rounds += 1
         best, bi, bj = cur, -1, -1
         for q in range(s):
             a = A[q]
-            base = gg - 2.0 * row[a] + G[a, a]
+            base = gg - 2.0 * row[a] + diag[a]
             pb = pa - P[a]
+            Ga = G[a]
             for j in range(n):
                 if inA[j]:
                     continue
-                val = base + 2.0 * (row[j] - G[a, j]) + G[j, j]
+                val = base + 2.0 * (row[j] - Ga[j]) + diag[j]
                 pm = pb + P[j]
                 val = max(val, 0.0) / (pm * pm)
                 if val < best:
@@ -445,11 +453,12 @@ def swap_descent(G, P, A, max_rounds):
         if bi < 0 or best >= cur * (1.0 - 1e-12):
             break
         a = A[bi]
-        gg = gg - 2.0 * row[a] + G[a, a] + 2.0 * (row[bj] - G[a, bj]) + G[bj, bj]
-        row += G[bj] - G[a]
+        gg = gg - 2.0 * row[a] + diag[a] + 2.0 * (row[bj] - G[a, bj]) + diag[bj]
+        for j in range(n):
+            row[j] += G[bj, j] - G[a, j]
         pa = pa - P[a] + P[bj]
         inA[a] = False
         inA[bj] = True
         A[bi] = bj
         cur = max(gg, 0.0) / (pa * pa)
-    return np.sqrt(cur)
+    return np.sqrt(cur), rounds
