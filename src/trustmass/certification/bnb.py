@@ -18,9 +18,9 @@ Per instance (`certify_bnb`), with a work budget (the paper has a time limit per
    mass bands can only lower hi (every set re-scored by `es` in float64);
 2. probe tau = 0.99 hi: proved empty gives lo = tau (the pool optimum is then within 1 %); a leaf
    with es <= tau lowers hi (improvement) and the same search goes on at tau = 0.99 of the new hi
-   (every cut made at a tau holds at a lower one).  Not done after 2 % of its budget, the probe
-   first spends up to 10 % of it on a better incumbent: more starts and an iterated local search
-   (`_Incumbent`).  On the diffuse rows the incumbent of step 1 was often far from the optimum
+   (every cut made at a tau holds at a lower one).  Not done after ESCALATE_WORK units, the probe
+   first spends up to ILS_WORK units of its budget on a better incumbent: more starts and an
+   iterated local search (`_Incumbent`).  On the diffuse rows the incumbent of step 1 was often far from the optimum
    (the sets the search later found were 10-40 % lower), and a probe at 0.99 of a poor incumbent
    cannot prune: the sets below it keep every node alive;
 3. then tau = (1 - 1e-6) hi: proved empty gives lo = tau (optimal to 1e-6);
@@ -68,11 +68,13 @@ DEFAULT_PROBE_WORK = 10_000_000_000
 CLOCK = 3
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
-#: the gap probe's share of its budget after which, not done, it escalates: ESCALATE_STARTS more seeded
-#: starts and an iterated local search of ILS_SHARE of its budget for a better incumbent (`_Incumbent`)
-ESCALATE_SHARE = 0.02
+#: the gap probe's work after which, not done, it escalates: ESCALATE_STARTS more seeded starts and an
+#: iterated local search of ILS_WORK units for a better incumbent (`_Incumbent`), out of its budget.
+#: Fixed amounts, not shares of the budget: a search with a larger budget goes the same way and further
+#: (one run gives the budget -> gap curve)
+ESCALATE_WORK = 200_000_000
 ESCALATE_STARTS = 48
-ILS_SHARE = 0.1
+ILS_WORK = 2_000_000_000
 #: local optima the iterated local search walks from, in turn
 CHAINS = 4
 #: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
@@ -313,10 +315,10 @@ def certify_bnb(
 ) -> Certificate:
     """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring).
 
-    The budget decides: `total_work_limit` work units (`bnb_kernels`: WORK; default: two probes'
-    worth, 2 `work_limit`) for the instance, local search included; the gap probe may use all of it,
-    the optimality probe at most `work_limit` of what is left.  A probe that spends its budget is
-    outcome `worklimit` and the instance `undecided` (unless already decided), the same on any machine.
+    The budget decides: `work_limit` work units (`bnb_kernels`: WORK) per probe, `total_work_limit`
+    (default: two probes' worth) for the instance, local search included.  A probe that spends its
+    budget is outcome `worklimit` and the instance `undecided` (unless already decided), the same on
+    any machine.
     `time_limit` seconds per probe is only a safety net (None: none): a probe it stops is outcome
     `timelimit` and the instance `safety_stop`, a status of its own (its result depends on the
     clock).  Returns the bisection's `Certificate` fields."""
@@ -354,17 +356,14 @@ def certify_bnb(
     def probe(factor: float) -> str:
         """Search at tau = factor * hi until proved empty, its work budget or the safety net; a set
         found at or below tau lowers hi and the same search goes on at the new factor * hi.  The gap
-        probe, not done after ESCALATE_SHARE of its budget, first spends up to ILS_SHARE of it on a
-        better incumbent (`_Incumbent`)."""
+        probe, not done after ESCALATE_WORK units, first spends up to ILS_WORK units of its budget on
+        a better incumbent (`_Incumbent`)."""
         nonlocal hi, best, lo, searched, escalated
         t1 = time.perf_counter()
         deadline = math.inf if time_limit is None else t1 + time_limit
         search = _Probe(prep, s, factor * hi, ascent_iters)
         local_before = local.work
-        # the gap probe may use the instance's whole budget (the optimality probe only means something
-        # once it is done); the optimality probe gets at most one probe's worth of what is left
-        left = total - searched - local.work
-        budget = left if factor == GAP_PROBE else min(int(work_limit), left)
+        budget = min(int(work_limit), total - searched - local.work)
         mark = [0, 0, t1, local.work]  # search work, nodes, clock and local work at the last record
 
         def record(outcome: str, found=None, solver: str = "bnb") -> None:
@@ -379,11 +378,11 @@ def certify_bnb(
 
         escalate = factor == GAP_PROBE and not escalated
         while True:
-            out, ranks = search.run(min(int(ESCALATE_SHARE * budget), limit()) if escalate else limit(), deadline)
-            if out == K.RUNNING and escalate:
+            out, ranks = search.run(min(ESCALATE_WORK, limit()) if escalate else limit(), deadline)
+            if out == K.RUNNING and escalate and limit() > search.work:
                 escalate, escalated = False, True
                 local.starts(ESCALATE_STARTS)
-                local.iterate(max(0, int(ILS_SHARE * budget) - (local.work - local_before)))
+                local.iterate(min(ILS_WORK, limit() - search.work) - (local.work - local_before))
                 if local.hi < hi:
                     hi, best = local.hi, local.best
                     record(FEASIBLE, hi, "local_search")

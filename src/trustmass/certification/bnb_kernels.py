@@ -27,9 +27,10 @@ there: no lighter key can enter the r smallest.  Thousands of keys of an N ~ 4,0
 light, so a bound costs the keys that matter, not N.  The suffix scans count the keys beyond the
 stop as r values -tail[stop] each (a lower bound: sound).
 
-Work.  `dfs` counts what it does in WORK units -- about one multiply-add over one key: a key scanned
-along g_F's direction (Gram form) costs 2, along an explicit direction d + 2 (the dot product and
-the selection), a descent N - j (the Gram sums of the new node) -- and stops once a call has spent its
+Work.  `dfs` counts what it does in WORK units -- about one multiply-add over one key, 0.56 ns on the
+machine of benchmarks/certify.md: a key scanned along an explicit direction costs d + 2 (the dot
+product and the selection), along g_F's direction GRAM_WORK, a node NODE_WORK, a completed set
+LEAF_WORK, a descent N - j (the Gram sums of the new node) -- and stops once a call has spent its
 budget.  A node's cost ranges over three orders of magnitude (a Gram-form prune of a few keys to a
 16-step ascent over thousands), so a budget in units, unlike one in nodes, stands for a stable amount
 of time; unlike seconds, it is the same on any machine and under any load.
@@ -46,11 +47,15 @@ FOUND = 1  # a leaf with es <= tau (its ranks in chosen[:s]); resumable
 RUNNING = 2  # work budget spent; resumable
 
 REL_MARGIN = 1e-9
-#: WORK units of a node's fixed cost (bookkeeping, the d-vector g_F) and of one completed set in Gram form
-NODE_WORK = 64
-LEAF_WORK = 4
+#: WORK units of a node's fixed cost (bookkeeping, the d-vector g_F), of one completed set in Gram form
+#: and of one key of a scan along g_F's direction (Gram form, with its selection): fitted to CPU time
+#: over 15 probes of default-run rows and search settings (one unit about 0.56 ns here; the fit's
+#: prediction within +-16 % of each probe's time; benchmarks/certify.md)
+NODE_WORK = 512
+LEAF_WORK = 48
+GRAM_WORK = 32
 #: children between two attempts to cut all of a node's remaining children
-CHAIN_EVERY = 8
+CHAIN_EVERY = 16
 GRAM_MARGIN = 1e-12
 
 
@@ -89,10 +94,21 @@ def _push_small_at(vbuf, ibuf, m, r, v, i):
     return m
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _dot(a, b):
-    acc = 0.0
-    for t in range(a.shape[0]):
+    """a.b in a fixed order: four running sums over t mod 4, then ((s0 + s1) + (s2 + s3)) and the rest.
+    No fastmath: the compiler may not reorder it, so every CPU (AVX2 or AVX-512) gives the same bits,
+    and the four independent sums still fill a vector unit."""
+    n = a.shape[0]
+    m = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for t in range(0, m, 4):
+        s0 += a[t] * b[t]
+        s1 += a[t + 1] * b[t + 1]
+        s2 += a[t + 2] * b[t + 2]
+        s3 += a[t + 3] * b[t + 3]
+    acc = (s0 + s1) + (s2 + s3)
+    for t in range(m, n):
         acc += a[t] * b[t]
     return acc
 
@@ -340,7 +356,6 @@ def dfs(
             gt = gvec[t]
             margin = REL_MARGIN * (np.sqrt(gn2[t]) + tau * pF[t] + rc * tail[j])
             nodes += 1
-            work += NODE_WORK
             beta, spent = ascent(
                 V, P, gt, pF[t], j, rc, tau, ubest[t], ascent_iters, margin, tail, y, ibuf, vbuf, utmp, u0, gs
             )
@@ -351,7 +366,7 @@ def dfs(
             ubest[t, :] = utmp
         nxt[t] += 1
         nodes += 1
-        work += NODE_WORK + 2 * d
+        work += NODE_WORK
         r = s - t - 1  # keys still to take after j (>= 1: depth s - 1 is handled above)
         for q in range(d):
             gp[q] = gvec[t, q] + W[j, q]
@@ -370,7 +385,7 @@ def dfs(
         c = n - r + 1
         if ng > 0.0:  # g_F''s direction: the child and the chain of nodes (F', [k, N))
             stop, _ = forward_gram(hF[t], G[j], inv, tau, P, tail, j + 1, r, y, buf)
-            work += 2 * (stop - j - 1)
+            work += GRAM_WORK * (stop - j - 1)
             c = suffix_cut(y, j + 1, stop, r, ng - tau * pp, tail, ma, mb, mc, maxw_from, buf)
             if c <= j + 1:
                 continue  # the child is empty
