@@ -72,7 +72,7 @@ ACCEPT_REL = 1e-7
 #: iterated local search of ILS_WORK units for a better incumbent (`_Incumbent`), out of its budget.
 #: Fixed amounts, not shares of the budget: a search with a larger budget goes the same way and further
 #: (one run gives the budget -> gap curve)
-ESCALATE_WORK = 200_000_000
+ESCALATE_WORK = 2_000_000_000
 ESCALATE_STARTS = 48
 ILS_WORK = 2_000_000_000
 #: local optima the iterated local search walks from, in turn
