@@ -113,3 +113,22 @@ def test_table7_counts_the_safety_net_apart_from_undecided():
     )
     t7 = F.table7(records, man, certified).row(0, named=True)
     assert (t7["n_undecided"], t7["n_safety_stop"], t7["n_unsolved"]) == (1, 2, 0)
+
+
+def test_one_run_gives_the_budget_curve():
+    """A search with a larger budget goes the same way and further: what a run at budget B decides and
+    whether it closes the gap is read off one run at a larger budget (`bench.certify_compare.budget_profile`,
+    the curve of benchmarks/certify.md)."""
+    from trustmass.bench.certify_compare import DECIDED, budget_profile
+
+    inst = _instance(160)
+    po = pool_optimum(inst, 8, 4)
+    big = bnb.certify_bnb(inst, 8, po.kept, po.es_pool, work_limit=400_000_000)
+    profile = budget_profile(big, po.es_pool)
+    assert profile["gap_work"] is not None  # the big run closes it: the comparison below means something
+    for budget in (1_000_000, profile["gap_work"], profile["gap_work"] + 1):
+        c = bnb.certify_bnb(inst, 8, po.kept, po.es_pool, work_limit=int(budget))
+        closed = c.lower_bound >= (1 - 0.01) * c.es_cert * (1 - 1e-12)
+        assert closed == (profile["gap_work"] < budget)  # a search stops once it has spent its budget
+        read = closed or (profile["improved_work"] is not None and profile["improved_work"] < budget)
+        assert (c.status in DECIDED) == read
