@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--work",
         type=int,
-        help="certify --compare: bnb's work budget per probe, millions of units (default 100000: today's 60 s)",
+        help="certify --compare: bnb's work budget per probe, millions of units (default 60000: today's 60 s)",
     )
     parser.add_argument("--scip-nodes", type=int, help="certify --compare: the paper protocol's SCIP nodes per solve")
     parser.add_argument(

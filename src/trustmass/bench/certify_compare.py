@@ -49,10 +49,10 @@ NOT_RUN = "not run"
 COLUMNS = ("decided", "gap_1pct", "median_s", "p90_s")
 
 
-#: bnb's work budget per probe when none is given: 10^11 units, today's 60 s per probe (benchmarks/certify.md)
-DEFAULT_WORK = 100_000
+#: bnb's work budget per probe when none is given: 6 x 10^10 units, today's 60 s per probe (benchmarks/certify.md)
+DEFAULT_WORK = 60_000
 #: the probe budgets (work units) the curve reads off one run
-CURVE = (1e8, 3e8, 1e9, 3e9, 1e10, 3e10, 1e11)
+CURVE = (1e8, 3e8, 1e9, 3e9, 1e10, 3e10, 6e10)
 
 
 def _gap(c) -> float:

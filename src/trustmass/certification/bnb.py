@@ -63,7 +63,7 @@ GAP_PROBE = MATERIAL
 #: work units per compiled call: the safety net's clock is read between calls (about 0.02-0.05 s)
 CHUNK_WORK = 1 << 25
 #: a probe's work budget when none is given (config.yaml: certification.bnb_work, in millions)
-DEFAULT_PROBE_WORK = 10_000_000_000
+DEFAULT_PROBE_WORK = 5_000_000_000
 #: the safety net's outcome of a probe (`_Probe.run`), beside bnb_kernels' INFEASIBLE / FOUND / RUNNING
 CLOCK = 3
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)

@@ -75,7 +75,7 @@ class CertificationSettings:
     per_stratum: int = 1  # certification.per_stratum
     n_shards: int = 2  # certification.n_shards
     time_limit_s: float = 60.0  # certification.time_limit_s: the safety net, seconds per solve / probe
-    bnb_work: int = 10_000  # certification.bnb_work: millions of work units per bnb probe
+    bnb_work: int = 5_000  # certification.bnb_work: millions of work units per bnb probe
     scip_nodes: int | None = None  # certification.scip_nodes: SCIP nodes per solve (None: no limit)
     scip_lp_iterations: int | None = None  # certification.scip_lp_iterations: LP iterations per solve
     memory_limit_mb: float = 2000.0  # certification.memory_limit_mb
