@@ -124,7 +124,7 @@ def test_kill_during_a_scip_solve_then_rerun(run, baseline):
         said = log_says(r, "logs/certify/shard_000.log", "instances, CertificationSettings(")
         started = []
 
-        def condition():  # the instances are being solved (the time limit is 1 s per solve): 3 s in
+        def condition():  # the instances are being solved: 3 s in
             if not started and said():
                 started.append(time.time())
             return bool(started) and time.time() - started[0] > 3

@@ -155,6 +155,9 @@ def test_compare_mode_runs_both_certifiers_on_the_same_rows(tiny_shard):
     share = sum(r["bnb"]["status"] in DECIDED for r in rows) / 4
     assert lines["all"]["bnb_decided"] == share and "median ratio" in out["table"]
     assert summarise(rows, (2, 4)) == out["summary"]
+    shares = [(p["decided"], p["gap_1pct"]) for p in out["curve"]]  # bnb's budget -> gap curve: monotone
+    assert shares == sorted(shares) and "gap <= 1 %" in out["curve_table"]
+    assert shares[-1][1] == lines["all"]["bnb_gap_1pct"]  # the curve's last point is the run's own budget
 
 
 def test_compare_mode_reloads_each_row_from_its_own_shard(same_named_shards):

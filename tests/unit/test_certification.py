@@ -12,7 +12,15 @@ from unit.instances import random_instance
 from trustmass.ceiling.records import CeilingSettings, shard_records
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
-from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, STATUSES, UNDECIDED, UNSOLVED
+from trustmass.certification.misocp import (
+    CONFIRMED_OPTIMAL,
+    IMPROVED,
+    SAFETY_STOP,
+    STATUSES,
+    UNDECIDED,
+    UNSOLVED,
+    WITHIN_1PCT,
+)
 from trustmass.core import operator as op
 from trustmass.core.stats import median_cap, wilson_upper
 from trustmass.report.frames import certification as F
@@ -130,7 +138,10 @@ def test_certify_rows_one_row_per_instance(tiny_capture):
 def test_timeout_and_memory_give_a_status_row():
     inst = random_instance(3, n=60, d=16)
     row = R.certify_one(inst, 8, 2, R.CertificationSettings(time_limit_s=0.01))
-    assert row["status"] == UNDECIDED and row["es_cert"] <= row["es_pool"] and len(row["best"]) == 8
+    assert row["status"] == SAFETY_STOP and row["es_cert"] <= row["es_pool"] and len(row["best"]) == 8
+    row = R.certify_one(inst, 8, 2, R.CertificationSettings(scip_lp_iterations=1))
+    assert row["solve_outcomes"].startswith("worklimit") and row["status"] in (UNDECIDED, WITHIN_1PCT)
+    assert row["work"] > 0 and row["nodes"] > 0
     row = R.certify_one(inst, 8, 2, R.CertificationSettings(time_limit_s=5, memory_limit_mb=0.0))
     assert row["status"] == UNSOLVED
     row = R.certify_one(inst, 80, 2, R.CertificationSettings())  # s > N: pool_optimum / certify raise -> a row

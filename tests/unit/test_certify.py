@@ -110,15 +110,29 @@ def test_partition_reduction(u):
         assert c.status in (cert.CONFIRMED_OPTIMAL, cert.IMPROVED, cert.WITHIN_1PCT)
 
 
-def test_time_limit_is_undecided_not_optimal():
+def test_a_spent_work_budget_is_undecided_and_the_safety_net_its_own_status():
+    """The LP-iteration budget stops a solve at the same point on any machine (outcome worklimit:
+    the bisection stops, as the paper's time limit stopped it); the seconds limit is the safety net
+    and its hit is status safety_stop, never undecided."""
     inst = random_instance(3, n=60, d=16)
     s = 8
     po = pool_optimum(inst, s, 2)
+    runs = [cert.certify(inst, s, po.kept, lp_iteration_limit=1) for _ in range(2)]
+    c = runs[0]
+    assert c.solves[0].outcome == cert.WORKLIMIT and c.solves[0].scip_status == "userinterrupt"
+    assert c.status in (cert.UNDECIDED, cert.WITHIN_1PCT) and c.lower_bound < (1 - 1e-6) * c.es_pool
+    assert [(r.outcome, r.nodes, r.work, r.tau) for r in runs[0].solves] == [
+        (r.outcome, r.nodes, r.work, r.tau) for r in runs[1].solves
+    ]
     c = cert.certify(inst, s, po.kept, time_limit=0.01)
-    assert c.status == cert.UNDECIDED
-    assert cert.TIMELIMIT in [r.outcome for r in c.solves]
-    assert c.lower_bound < (1 - 1e-6) * c.es_pool
+    assert c.status == cert.SAFETY_STOP and cert.TIMELIMIT in [r.outcome for r in c.solves]
     assert c.es_cert <= c.es_pool
+
+
+def test_node_limit_stops_a_solve_as_work():
+    assert cert._classify("totalnodelimit") == cert._classify("nodelimit") == cert.WORKLIMIT
+    assert cert._classify("userinterrupt", budget_hit=True) == cert.WORKLIMIT
+    assert cert._classify("userinterrupt") == "" and cert._classify("timelimit") == cert.TIMELIMIT
 
 
 def test_memory_limit_and_crash_are_unsolved(monkeypatch):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conftest import REPO
+from trustmass.certification import WORK_UNIT_SECONDS
 from trustmass.cli import costs
 from trustmass.cli.plan import main
 from trustmass.plumbing.config import validate_config
@@ -18,7 +19,7 @@ UNITS = {
     "cpu": {
         "ceiling": {"core_seconds_per_unit": 0.5, "at_doc_tokens": 1000},
         "audit": {"core_seconds_per_unit": 2.0, "at_doc_tokens": 1000},
-        "certification": {"per_certifier": {"bnb": {"seconds_per_unit_over_time_limit": 3.0}}, "measured": "today"},
+        "certification": {"per_certifier": {"bnb": {"seconds_per_unit_over_budget": 3.0}}, "measured": "today"},
     },
     "gpu": {},
 }
@@ -55,7 +56,8 @@ def small_config(**overrides) -> dict:
             "certifier": "bnb",
             "per_stratum": 2,
             "n_shards": 3,
-            "time_limit_s": 10,
+            "time_limit_s": 60,
+            "bnb_work": 10_000,  # 10^10 work units per probe: 5.6 s at WORK_UNIT_SECONDS
             "sweep": {"budget": 16},  # the sweep widens an enumerated budget
         },
         "loss": {
@@ -106,9 +108,10 @@ def test_cpu_hours_are_per_unit_costs_times_units_scaled_by_tokens():
     assert stages["ceiling/enumeration"]["cpu_hours"] == pytest.approx(ceiling_core_s / 3600)
     assert stages["ceiling/enumeration"]["units"] == {"instances": 8 * A_PER_DOC + 4 * B_PER_DOC}
     assert stages["audit"]["cpu_hours"] == pytest.approx(2.0 * 4 * A_PER_DOC * 0.5 / 3600)
-    # bnb: 3.0 x 10 s per instance; manifest: 1 family x 3 budgets x 10 deciles x 2 per stratum = 60
+    # bnb: 3.0 x the budget's 5.6 s per instance (not the 60 s safety net); manifest: 1 family x 3 budgets
+    # x 10 deciles x 2 per stratum = 60
     assert stages["certification"]["units"] == {"instances": 60}
-    assert stages["certification"]["cpu_hours"] == pytest.approx(60 * 30.0 / 3600)
+    assert stages["certification"]["cpu_hours"] == pytest.approx(60 * 3.0 * 1e10 * WORK_UNIT_SECONDS / 3600)
     assert stages["deployment"]["gpu_hours"] == 0.0 and "stage off" in stages["deployment"]["basis"]
 
 
@@ -220,8 +223,8 @@ def test_the_committed_unit_costs_follow_from_their_inputs():
         )
         assert entry["source"] and entry["measured"] and entry["scaling"]
     for rule in units["cpu"]["certification"]["per_certifier"].values():
-        assert rule["seconds_per_unit_over_time_limit"] == pytest.approx(
-            rule["inputs"]["median_seconds"] / rule["inputs"]["time_limit_s"], rel=1e-4
+        assert rule["seconds_per_unit_over_budget"] == pytest.approx(
+            rule["inputs"]["median_seconds"] / rule["inputs"]["budget_s"], rel=1e-4
         )
         assert rule["source"]
 

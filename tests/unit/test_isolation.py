@@ -11,7 +11,7 @@ from unit.test_certification import tiny_capture  # noqa: F401 -- the shared fix
 
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
-from trustmass.certification.misocp import UNDECIDED, UNSOLVED
+from trustmass.certification.misocp import SAFETY_STOP, UNSOLVED
 from trustmass.plumbing.isolation import CRASHED, RAISED, TIMEOUT, isolated_call
 
 
@@ -79,11 +79,11 @@ def test_a_solver_segfault_is_an_unsolved_row(tiny_capture, monkeypatch):  # noq
     assert out.filter(pl.col("status") != UNSOLVED).height >= 1
 
 
-def test_guard_expiry_is_undecided(monkeypatch):
+def test_guard_expiry_is_the_safety_net_not_undecided(monkeypatch):
     monkeypatch.setattr(R.CertificationSettings, "guard_s", property(lambda self: 0.3))
     monkeypatch.setattr(R, "certify", lambda *a, **k: time.sleep(30))
     row = R.certify_isolated(random_instance(0, n=12, d=4), 4, 2, R.CertificationSettings())
-    assert row["status"] == UNDECIDED and row["message"].startswith("timeout")
+    assert row["status"] == SAFETY_STOP and row["message"].startswith("timeout")
 
 
 def test_a_crashing_solve_is_an_error_solve_and_an_unsolved_instance(monkeypatch):

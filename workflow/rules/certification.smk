@@ -10,7 +10,9 @@
 
 #: what the manifest and the certification read of the config (a change reruns them); config_slice leaves out
 #: certification.runtime_min, the cluster time limit of a certify job, which changes no result
-#: (trustmass.plumbing.config.SCHEDULING_KEYS): raising it re-solves nothing
+#: (trustmass.plumbing.config.SCHEDULING_KEYS): raising it re-solves nothing.  The work budget (bnb_work,
+#: scip_nodes, scip_lp_iterations) decides every outcome; time_limit_s, the safety net, stays in too: a row it
+#: stopped is status safety_stop, and must be re-solved when the net is raised
 CERT_CONFIG = ("seed", "budgets/enumerated", "certification", "statistics/primary_docs", "study/headline", "study/models", "study/corpora")
 
 

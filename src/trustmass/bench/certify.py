@@ -26,7 +26,7 @@ import time
 import numpy as np
 import polars as pl
 
-from trustmass.bench.certify_compare import compare_manifest, run_compare
+from trustmass.bench.certify_compare import DEFAULT_WORK, compare_manifest, run_compare
 from trustmass.bench.certify_rows import shard_rows
 from trustmass.certification import manifest as M
 from trustmass.certification import runner as R
@@ -143,6 +143,9 @@ def run(
     per_stratum: int = 1,
     n_deciles: int = 10,
     certifiers=("paper", "bnb"),
+    work: int = DEFAULT_WORK,
+    scip_nodes: int | None = None,
+    scip_lp_iterations: int | None = None,
 ) -> dict:
     shards = [shard] if isinstance(shard, str) else list(shard or [])
     if compare and shards:
@@ -157,6 +160,9 @@ def run(
             max(memory_limit_mb, 8192.0),
             budgets,
             certifiers,
+            work=work,
+            scip_nodes=scip_nodes,
+            scip_lp_iterations=scip_lp_iterations,
         )
     if shards:
         return run_shard(shards[0], instances, seed, min_keys, time_limit, memory_limit_mb, budgets)
@@ -189,10 +195,15 @@ def run(
         def path_of(it):
             return os.path.join(capture_root, it["model"], it["corpus"], f"{it['doc']}.safetensors")
 
-        return {
-            **compare_manifest(man, path_of, time_limit, paper_time_limit, memory_limit_mb, budgets, certifiers, seed),
-            "mode": "compare-records",
+        settings = {
+            "time_limit": time_limit,
+            "paper_time_limit": paper_time_limit,
+            "memory_limit_mb": memory_limit_mb,
+            "work": work,
+            "scip_nodes": scip_nodes,
+            "scip_lp_iterations": scip_lp_iterations,
         }
+        return {**compare_manifest(man, path_of, settings, budgets, certifiers, seed), "mode": "compare-records"}
     rng = np.random.default_rng(seed)
     picked = []
     for s in budgets:

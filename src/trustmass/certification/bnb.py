@@ -12,19 +12,27 @@ bound of all light keys does not).  u is g_F's direction (from G = W W^T, O(1) p
 supergradient steps where that fails.  The root's cut -- no kept set whose heaviest member is lighter
 than rank k -- uses directions of the light tail's hull.  Sound whatever the directions are.
 
-Per instance (`certify_bnb`), with time per probe like the paper's per solve:
+Per instance (`certify_bnb`), with a work budget (the paper has a time limit per solve):
 
 1. hi = ES_pool, best = its argmin; swap descent over all keys from it and from seeded starts in
    mass bands can only lower hi (every set re-scored by `es` in float64);
 2. probe tau = 0.99 hi: proved empty gives lo = tau (the pool optimum is then within 1 %); a leaf
-   with es <= tau lowers hi (improvement) and the probe is repeated at the new hi;
+   with es <= tau lowers hi (improvement) and the same search goes on at tau = 0.99 of the new hi
+   (every cut made at a tau holds at a lower one).  Not done after ESCALATE_WORK units, the probe
+   first spends up to ILS_WORK units of its budget on a better incumbent: more starts and an
+   iterated local search (`_Incumbent`).  On the diffuse rows the incumbent of step 1 was often far from the optimum
+   (the sets the search later found were 10-40 % lower), and a probe at 0.99 of a poor incumbent
+   cannot prune: the sets below it keep every node alive;
 3. then tau = (1 - 1e-6) hi: proved empty gives lo = tau (optimal to 1e-6);
 4. statuses as the paper's bisection (`misocp.certify`): improved / confirmed_optimal / within_1pct /
-   undecided (a probe ran out of time) -- the fields of `misocp.Certificate`.
+   undecided (the work budget ran out) / safety_stop (the seconds safety net stopped a probe) --
+   the fields of `misocp.Certificate`.  Everything but the seconds is a function of the inputs and
+   the budget: the same on any load, any shard split.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -38,9 +46,11 @@ from trustmass.certification.misocp import (
     IMPROVED,
     INFEASIBLE,
     MATERIAL,
+    SAFETY_STOP,
     TIMELIMIT,
     UNDECIDED,
     WITHIN_1PCT,
+    WORKLIMIT,
     Certificate,
     SolveRecord,
     resolve_incumbent,
@@ -50,10 +60,23 @@ from trustmass.core.simplex import project_onto_hull
 
 #: the probe that makes a pool optimum "within 1 %" (then the one for "optimal")
 GAP_PROBE = MATERIAL
-#: seconds per compiled call between clock checks (the node budget per call adapts to it)
-CHUNK_SECONDS = 0.25
+#: work units per compiled call: the safety net's clock is read between calls (about 0.02-0.05 s)
+CHUNK_WORK = 1 << 25
+#: a probe's work budget when none is given (config.yaml: certification.bnb_work, in millions)
+DEFAULT_PROBE_WORK = 5_000_000_000
+#: the safety net's outcome of a probe (`_Probe.run`), beside bnb_kernels' INFEASIBLE / FOUND / RUNNING
+CLOCK = 3
 #: a found set counts when its float64 es <= tau (1 + ACCEPT_REL)
 ACCEPT_REL = 1e-7
+#: the gap probe's work after which, not done, it escalates: ESCALATE_STARTS more seeded starts and an
+#: iterated local search of ILS_WORK units for a better incumbent (`_Incumbent`), out of its budget.
+#: Fixed amounts, not shares of the budget: a search with a larger budget goes the same way and further
+#: (one run gives the budget -> gap curve)
+ESCALATE_WORK = 2_000_000_000
+ESCALATE_STARTS = 48
+ILS_WORK = 2_000_000_000
+#: local optima the iterated local search walks from, in turn
+CHAINS = 4
 #: supergradient steps per bound where g_F's direction does not prune (more prune more, each O(N d))
 ASCENT_ITERS = 16
 #: tails of the mass order whose hull directions give the root's cut (fractions of N)
@@ -135,22 +158,80 @@ def _polish(
     return es(inst, keys), keys
 
 
-def improve(prep: Prepared, inst: Instance, s: int, hi: float, best: np.ndarray, starts: int, seed: int):
-    """Swap descent from the incumbent and from `starts` seeded sets in mass bands; (hi, best)."""
-    n = prep.P.shape[0]
-    found, keys = _polish(prep, inst, s, prep.ranks(best))
-    if found < hi:
-        hi, best = found, keys
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 15]))
-    bands = [(0, min(n, 4 * s)), (min(n, s), min(n, 32 * s)), (min(n, 8 * s), n), (0, n)]
-    for i in range(starts):
-        lo, up = bands[i % len(bands)]
-        if up - lo < s:
-            lo, up = 0, n
-        found, keys = _polish(prep, inst, s, rng.choice(np.arange(lo, up), size=s, replace=False))
-        if found < hi:
-            hi, best = found, keys
-    return hi, best
+class _Incumbent:
+    """The best set found so far and the local search that improves it (deterministic: seeded).
+
+    `starts` descends (best-improvement swaps over all keys, `bnb_kernels.swap_descent`) from seeded
+    sets in mass bands; `iterate` is an iterated local search from the best local optima found: swap
+    2, s/4 or s/2 keys of a set for keys of its mass range, descend again, keep the result where it is
+    better.  `hi`/`best` is the best set by its float64 es (`trustmass.core.operator.es`), the
+    incumbent the certificate reports; `work` counts s N WORK units per descent round."""
+
+    def __init__(self, prep: Prepared, inst: Instance, s: int, hi: float, best: np.ndarray, seed: int):
+        self.prep, self.inst, self.s = prep, inst, s
+        self.hi, self.best = hi, best
+        self.work = 0
+        self.optima: list[tuple[float, np.ndarray]] = []  # distinct local optima (Gram value, ranks), best first
+        self.rng = np.random.default_rng(np.random.SeedSequence([int(seed), 15]))
+        self.drawn = 0
+        self._keep(*self._descend(prep.ranks(best)))
+
+    def _descend(self, ranks) -> tuple[float, np.ndarray]:
+        A = np.array(ranks, dtype=np.int64)
+        value, done = K.swap_descent(self.prep.G, self.prep.P, A, 200)
+        self.work += (int(done) + 1) * self.s * self.prep.P.shape[0]
+        return float(value), np.sort(A)
+
+    def _keep(self, value: float, A: np.ndarray) -> bool:
+        keys = np.sort(self.prep.order[A])
+        found = es(self.inst, keys)
+        if found < self.hi:
+            self.hi, self.best = found, keys
+        if any(np.array_equal(A, B) for _, B in self.optima):
+            return False
+        self.optima.append((value, A))
+        self.optima.sort(key=lambda o: o[0])
+        del self.optima[CHAINS:]
+        return True
+
+    def starts(self, count: int) -> None:
+        n, s = self.prep.P.shape[0], self.s
+        bands = [(0, min(n, 4 * s)), (min(n, s), min(n, 32 * s)), (min(n, 8 * s), n), (0, n)]
+        for _ in range(count):
+            lo, up = bands[self.drawn % len(bands)]
+            self.drawn += 1
+            if up - lo < s:
+                lo, up = 0, n
+            self._keep(*self._descend(self.rng.choice(np.arange(lo, up), size=s, replace=False)))
+
+    def iterate(self, work: int) -> None:
+        """Iterated local search from each of the CHAINS best local optima in turn, until it has spent
+        `work` units (checked between descents: deterministic)."""
+        n, s = self.prep.P.shape[0], self.s
+        if n <= s:
+            return
+        sizes = tuple(sorted({min(s, 2), max(1, s // 4), max(1, s // 2)}))
+        ranks = np.arange(n)
+        chains = [o for o in self.optima]
+        stop = self.work + int(work)
+        i = 0
+        while self.work < stop:
+            c = i % len(chains)
+            value, A = chains[c]
+            k = sizes[(i // len(chains)) % len(sizes)]
+            i += 1
+            A = A.copy()
+            inside = np.zeros(n, dtype=bool)
+            inside[A] = True
+            up = min(n, 8 * int(A.max()) + 8)  # the set's mass range, and as far again
+            pool = ranks[:up][~inside[:up]]
+            if pool.shape[0] < k:
+                pool = ranks[~inside]
+            A[self.rng.choice(s, size=k, replace=False)] = self.rng.choice(pool, size=k, replace=False)
+            found, A = self._descend(A)
+            if found < value * (1.0 - 1e-12):
+                chains[c] = (found, A)
+                self._keep(found, A)
 
 
 class _Probe:
@@ -171,18 +252,30 @@ class _Probe:
             np.zeros((s + 1, n)),
             np.zeros(s + 1),
             np.zeros((s + 1, d)),
+            np.zeros(s + 1),
         )
         self.root, self.u_root = root_cut(prep, s, tau)
         self.tail = prep.tail(tau)
         self.nodes = 0
-        self.chunk = 256
+        self.work = 0
 
-    def run(self, deadline: float):
-        """(outcome, ranks of a found leaf or None) once the search ends or the deadline passes."""
+    def lower(self, tau: float) -> None:
+        """Go on at a lower tau (after a set at the old one was found): every cut made so far holds."""
+        assert tau <= self.tau
+        self.tau = tau
+        self.tail = self.prep.tail(tau)
+
+    def run(self, work_limit: int, deadline: float = math.inf):
+        """(outcome, ranks of a found leaf or None) once the search ends, has spent `work_limit` work
+        units in all (K.RUNNING) or, checked between compiled calls of CHUNK_WORK units, the clock
+        passes `deadline` (CLOCK: the safety net).  Where it stops depends on the work alone."""
         p = self.prep
         while True:
-            t0 = time.perf_counter()
-            out, nodes = K.dfs(
+            if self.work >= work_limit:
+                return K.RUNNING, None
+            if time.perf_counter() >= deadline:
+                return CLOCK, None
+            out, nodes, work = K.dfs(
                 p.W,
                 p.V,
                 p.P,
@@ -195,18 +288,15 @@ class _Probe:
                 self.root,
                 self.u_root,
                 self.ascent,
-                self.chunk,
+                min(CHUNK_WORK, work_limit - self.work),
                 *self.state,
             )
             self.nodes += int(nodes)
-            spent = time.perf_counter() - t0  # aim at CHUNK_SECONDS per compiled call
-            self.chunk = int(min(max(self.chunk * CHUNK_SECONDS / max(spent, 1e-6), 16), 1_000_000))
+            self.work += int(work)
             if out == K.FOUND:
                 return out, self.state[1].copy()
             if out == K.INFEASIBLE:
                 return out, None
-            if time.perf_counter() >= deadline:
-                return K.RUNNING, None
 
 
 def certify_bnb(
@@ -215,21 +305,29 @@ def certify_bnb(
     incumbent=None,
     es_pool: float | None = None,
     *,
-    time_limit: float = 120.0,
-    total_time_limit: float | None = None,
+    work_limit: int = DEFAULT_PROBE_WORK,
+    total_work_limit: int | None = None,
+    time_limit: float | None = None,
     max_solves: int = 64,
     starts: int = 16,
     ascent_iters: int = ASCENT_ITERS,
     seed: int = 0,
 ) -> Certificate:
-    """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring);
-    `time_limit` seconds per probe, `total_time_limit` (default: two probes' worth) for the instance.
-    Returns the bisection's `Certificate` fields."""
+    """Certify (or improve) the pool optimum with the branch-and-bound search (module docstring).
+
+    The budget decides: `work_limit` work units (`bnb_kernels`: WORK) per probe, `total_work_limit`
+    (default: two probes' worth) for the instance, local search included.  A probe that spends its
+    budget is outcome `worklimit` and the instance `undecided` (unless already decided), the same on
+    any machine.
+    `time_limit` seconds per probe is only a safety net (None: none): a probe it stops is outcome
+    `timelimit` and the instance `safety_stop`, a status of its own (its result depends on the
+    clock).  Returns the bisection's `Certificate` fields."""
     start = time.perf_counter()
-    stop = start + (2.0 * time_limit if total_time_limit is None else total_time_limit)
+    total = 2 * int(work_limit) if total_work_limit is None else int(total_work_limit)
     es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
     hi, best, lo = es_pool, z0, 0.0
     records: list[SolveRecord] = []
+    searched = 0  # work units of the finished searches
 
     def finish(status: str) -> Certificate:
         improvement = 0.0 if es_pool <= 0.0 else 1.0 - hi / es_pool
@@ -249,39 +347,80 @@ def certify_bnb(
         return finish(CONFIRMED_OPTIMAL)
     prep = Prepared.of(inst)
     t0 = time.perf_counter()
-    hi, best = improve(prep, inst, s, hi, best, starts, seed)
-    records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search"))
+    local = _Incumbent(prep, inst, s, hi, best, seed)
+    local.starts(starts)
+    hi, best = local.hi, local.best
+    records.append(SolveRecord(hi, FEASIBLE, time.perf_counter() - t0, 0, hi, True, "local_search", work=local.work))
+    escalated = False
 
-    def probe(tau: float) -> str:
-        """Search at tau until proved empty, a set at or below tau, or the time limit."""
-        nonlocal hi, best, lo
+    def probe(factor: float) -> str:
+        """Search at tau = factor * hi until proved empty, its work budget or the safety net; a set
+        found at or below tau lowers hi and the same search goes on at the new factor * hi.  The gap
+        probe, not done after ESCALATE_WORK units, first spends up to ILS_WORK units of its budget on
+        a better incumbent (`_Incumbent`)."""
+        nonlocal hi, best, lo, searched, escalated
         t1 = time.perf_counter()
-        search = _Probe(prep, s, tau, ascent_iters)
+        deadline = math.inf if time_limit is None else t1 + time_limit
+        search = _Probe(prep, s, factor * hi, ascent_iters)
+        local_before = local.work
+        budget = min(int(work_limit), total - searched - local.work)
+        mark = [0, 0, t1, local.work]  # search work, nodes, clock and local work at the last record
+
+        def record(outcome: str, found=None, solver: str = "bnb") -> None:
+            now = time.perf_counter()
+            work = search.work - mark[0] + local.work - mark[3]
+            nodes = search.nodes - mark[1]
+            records.append(SolveRecord(search.tau, outcome, now - mark[2], nodes, found, True, solver, work=work))
+            mark[:] = [search.work, search.nodes, now, local.work]
+
+        def limit() -> int:  # the search's share of the probe's budget: what local search has not taken
+            return max(0, budget - (local.work - local_before))
+
+        escalate = factor == GAP_PROBE and not escalated
         while True:
-            out, ranks = search.run(min(t1 + time_limit, stop))
+            out, ranks = search.run(min(ESCALATE_WORK, limit()) if escalate else limit(), deadline)
+            if out == K.RUNNING and escalate and limit() > search.work:
+                escalate, escalated = False, True
+                local.starts(ESCALATE_STARTS)
+                local.iterate(min(ILS_WORK, limit() - search.work) - (local.work - local_before))
+                if local.hi < hi:
+                    hi, best = local.hi, local.best
+                    record(FEASIBLE, hi, "local_search")
+                    search.lower(min(factor * hi, search.tau))
+                continue
             if out == K.FOUND:
                 keys = np.sort(prep.order[ranks])
                 found = es(inst, keys)
-                if found > tau * (1.0 + ACCEPT_REL):
+                if found > search.tau * (1.0 + ACCEPT_REL):
                     continue  # the compiled leaf test and float64 disagree: not a set at tau, go on
-                found2, keys2 = _polish(prep, inst, s, ranks)
-                hi, best = (found2, keys2) if found2 < found else (found, keys)
-                records.append(SolveRecord(tau, FEASIBLE, time.perf_counter() - t1, search.nodes, hi, True, "bnb"))
-                return FEASIBLE
-            outcome = INFEASIBLE if out == K.INFEASIBLE else TIMELIMIT
+                if found < local.hi:
+                    local.hi, local.best = found, keys
+                local._keep(*local._descend(ranks))  # polished, and a local optimum to walk from
+                hi, best = local.hi, local.best
+                record(FEASIBLE, hi)
+                if len(records) > max_solves:
+                    out = K.RUNNING  # as many sets as solves allowed: the budget's end
+                else:
+                    search.lower(min(factor * hi, search.tau))
+                    continue
+            outcome = {K.INFEASIBLE: INFEASIBLE, K.RUNNING: WORKLIMIT, CLOCK: TIMELIMIT}[out]
             if outcome == INFEASIBLE:
-                lo = max(lo, tau)
-            records.append(SolveRecord(tau, outcome, time.perf_counter() - t1, search.nodes, None, True, "bnb"))
+                lo = max(lo, search.tau)
+            record(outcome)
+            searched += search.work
             return outcome
 
     outcome = INFEASIBLE
     for factor in (GAP_PROBE, FIRST_PROBE):
-        while len(records) <= max_solves and time.perf_counter() < stop:
-            outcome = probe(factor * hi)
-            if outcome != FEASIBLE:
-                break
-        if outcome == TIMELIMIT:
+        if searched + local.work >= total:  # the budget went before this probe could start
+            outcome = WORKLIMIT
+            records.append(SolveRecord(factor * hi, WORKLIMIT, 0.0, 0, None, True, "bnb"))
             break
+        outcome = probe(factor)
+        if outcome in (WORKLIMIT, TIMELIMIT):
+            break
+    if outcome == TIMELIMIT:
+        return finish(SAFETY_STOP)
     if hi < MATERIAL * es_pool:
         return finish(IMPROVED)
     if lo >= FIRST_PROBE * es_pool and hi == es_pool:
@@ -296,4 +435,4 @@ def warm_up() -> None:
     per instance (`runner.certify_isolated`) inherit them instead of each loading them again."""
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(12))
-    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, time_limit=5.0, starts=1)
+    certify_bnb(Instance.from_arrays(p, rng.standard_normal((12, 3))), 3, work_limit=1 << 20, starts=1)

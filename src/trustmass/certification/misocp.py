@@ -49,21 +49,30 @@ from trustmass.core.simplex import project_onto_hull
 CONFIRMED_OPTIMAL = "confirmed_optimal"
 IMPROVED = "improved"
 WITHIN_1PCT = "within_1pct"
-UNDECIDED = "undecided"
+UNDECIDED = "undecided"  # the work budget ran out before the question was answered
 UNSOLVED = "unsolved"
-STATUSES = (CONFIRMED_OPTIMAL, IMPROVED, WITHIN_1PCT, UNDECIDED, UNSOLVED)
+#: the seconds safety net stopped a solve or probe: a result that depends on the machine's speed, kept
+#: apart from undecided (which depends on the inputs and the budget only)
+SAFETY_STOP = "safety_stop"
+STATUSES = (CONFIRMED_OPTIMAL, IMPROVED, WITHIN_1PCT, UNDECIDED, UNSOLVED, SAFETY_STOP)
 
 #: per-solve outcomes
 FEASIBLE = "feasible"
 INFEASIBLE = "infeasible"
+#: the solve's work budget (SCIP: nodes / LP iterations; bnb: work units) ran out: deterministic
+WORKLIMIT = "worklimit"
+#: the seconds safety net stopped the solve: depends on the clock
 TIMELIMIT = "timelimit"
 MEMLIMIT = "memlimit"
 ERROR = "error"
 #: SCIP reported a solution whose float64 es exceeds tau beyond tolerance (not trusted)
 NUMERICAL = "numerical"
 
-#: paper protocol defaults
+#: paper protocol defaults: the work budget per solve (SCIP nodes, LP iterations; None: no limit) and
+#: the seconds safety net (the paper's own 120 s limit; config.yaml states their measured equivalence)
 DEFAULT_TIME_LIMIT = 120.0
+DEFAULT_NODE_LIMIT: int | None = None
+DEFAULT_LP_ITERATION_LIMIT: int | None = None
 FIRST_PROBE = 1.0 - 1e-6
 MATERIAL = 0.99
 DEFAULT_REL_GAP = 1e-3
@@ -80,7 +89,7 @@ FLOOR_EPS = 1e-9
 @dataclass(frozen=True)
 class SolveRecord:
     tau: float
-    outcome: str  # feasible / infeasible / timelimit / memlimit / error / numerical
+    outcome: str  # feasible / infeasible / worklimit / timelimit / memlimit / error / numerical
     seconds: float  # wall seconds for build + solve
     nodes: int
     es_found: float | None  # float64 es of the returned subset (feasible / numerical)
@@ -88,6 +97,7 @@ class SolveRecord:
     scip_status: str
     message: str = ""
     mass_floor: float = 0.0  # the program's p^T z >= mass_floor (0: plain program)
+    work: int = 0  # the budget's counter: SCIP's LP iterations, bnb's work units
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,14 @@ class Certificate:
     def max_solve_seconds(self) -> float:
         return max((r.seconds for r in self.solves), default=0.0)
 
+    @property
+    def nodes(self) -> int:
+        return sum(r.nodes for r in self.solves)
+
+    @property
+    def work(self) -> int:
+        return sum(r.work for r in self.solves)
+
 
 @dataclass(frozen=True)
 class MinimiseResult:
@@ -124,7 +142,9 @@ class MinimiseResult:
 
 @dataclass(frozen=True)
 class SolverOptions:
-    time_limit: float = DEFAULT_TIME_LIMIT  # seconds per solve (SCIP limits/time)
+    time_limit: float = DEFAULT_TIME_LIMIT  # seconds per solve (SCIP limits/time): the safety net
+    node_limit: int | None = DEFAULT_NODE_LIMIT  # SCIP limits/totalnodes per solve (None: none)
+    lp_iteration_limit: int | None = DEFAULT_LP_ITERATION_LIMIT  # LP iterations per solve (None: none)
     memory_limit_mb: float = 8192.0  # SCIP limits/memory
     feastol: float = DEFAULT_FEASTOL
     seed: int = 0
@@ -156,7 +176,40 @@ def _new_model(opts: SolverOptions):
     m.setParam("parallel/maxnthreads", int(opts.threads))
     m.setParam("lp/threads", int(opts.threads))
     m.setParam("timing/clocktype", 2)  # wall clock
+    if opts.node_limit is not None:
+        m.setParam("limits/totalnodes", int(opts.node_limit))  # every node, across restarts
+    if opts.lp_iteration_limit is not None:
+        _LPBudget.attach(m, int(opts.lp_iteration_limit))
     return m
+
+
+class _LPBudget:
+    """Stops a solve once its LP iterations reach a limit: SCIP has no such limit of its own, so an
+    event handler reads SCIPgetNLPIterations after every solved LP and interrupts the solve.  The
+    count, and so where the solve stops, does not depend on the clock (one thread)."""
+
+    @staticmethod
+    def attach(m, limit: int):
+        import pyscipopt as ps
+
+        class Handler(ps.Eventhdlr):
+            hit = False
+
+            def eventinit(self):
+                self.model.catchEvent(ps.SCIP_EVENTTYPE.LPSOLVED, self)
+
+            def eventexit(self):
+                self.model.dropEvent(ps.SCIP_EVENTTYPE.LPSOLVED, self)
+
+            def eventexec(self, event):
+                if not self.hit and self.model.getNLPIterations() >= limit:
+                    self.hit = True
+                    self.model.interruptSolve()
+
+        h = Handler()
+        m.includeEventhdlr(h, "trustmass_lp_budget", "interrupts the solve at an LP-iteration budget")
+        m.data = h  # keeps the handler alive with the model; read by _classify
+        return h
 
 
 def _build(inst: Instance, s: int, Wt: np.ndarray, opts: SolverOptions):
@@ -218,14 +271,23 @@ def _read_subset(m, z) -> np.ndarray | None:
     return np.flatnonzero([m.getSolVal(best, v) > 0.5 for v in z]).astype(np.int64)
 
 
-def _classify(scip_status: str) -> str:
+def _classify(scip_status: str, budget_hit: bool = False) -> str:
     if scip_status == "infeasible":
         return INFEASIBLE
+    if scip_status in ("nodelimit", "totalnodelimit") or (scip_status == "userinterrupt" and budget_hit):
+        return WORKLIMIT
     if scip_status == "timelimit":
         return TIMELIMIT
     if scip_status == "memlimit":
         return MEMLIMIT
     return ""
+
+
+def _lp_iterations(m) -> int:
+    try:
+        return int(m.getNLPIterations())
+    except Exception:  # noqa: BLE001 -- a model that never solved an LP
+        return 0
 
 
 def low_mass_bound(inst: Instance, floor: float) -> float:
@@ -261,7 +323,7 @@ def solve_feasibility(
     (relative ACCEPT_REL), i.e. outcome "feasible".  Never raises.
     """
     t0 = time.perf_counter()
-    scip_status, nodes, accepted, keys = "", 0, False, None
+    scip_status, nodes, work, accepted, keys = "", 0, 0, False, None
     try:
         c = _scale(inst, z0)
         Wt = inst.w / c
@@ -281,9 +343,9 @@ def solve_feasibility(
         accepted = _add_start(m, z, y, [(t, float(pt[z0].sum()))], Wt, z0)
         m.optimize()
         scip_status = m.getStatus()
-        nodes = int(m.getNNodes())
+        nodes, work = int(m.getNTotalNodes()), _lp_iterations(m)
         keys = _read_subset(m, z)
-        outcome = _classify(scip_status)
+        outcome = _classify(scip_status, bool(getattr(m.data, "hit", False)))
         if keys is not None and outcome not in (MEMLIMIT,):
             found = es(inst, keys)
             ok = len(keys) == s and found <= tau * (1.0 + ACCEPT_REL) + 1e-300
@@ -298,13 +360,14 @@ def solve_feasibility(
                 scip_status,
                 msg,
                 mass_floor,
+                work,
             )
             return rec, (keys if ok else None)
         if not outcome:
             outcome = ERROR
         msg = "" if outcome != ERROR else f"unexpected SCIP status {scip_status!r} without a solution"
         return SolveRecord(
-            tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor
+            tau, outcome, time.perf_counter() - t0, nodes, None, accepted, scip_status, msg, mass_floor, work
         ), None
     except Exception as exc:  # noqa: BLE001 - crash: record, never raise
         msg = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
@@ -315,17 +378,19 @@ def solve_feasibility(
 
 
 def _solve(inst: Instance, s: int, tau: float, z0: np.ndarray, opts: SolverOptions, mass_floor: float, isolate: bool):
-    """solve_feasibility, in a forked child when `isolate` (a crash or a hang is outcome `error`)."""
+    """solve_feasibility, in a forked child when `isolate` (a crash is outcome `error`; a solve still
+    running 1.5 x its seconds limit + 60 s later is the safety net's, `timelimit`)."""
     if not isolate:
         return solve_feasibility(inst, s, tau, z0, opts, mass_floor)
-    from trustmass.plumbing.isolation import isolated_call
+    from trustmass.plumbing.isolation import TIMEOUT, isolated_call
 
     t0 = time.perf_counter()
     out = isolated_call(solve_feasibility, (inst, s, tau, z0, opts, mass_floor), timeout_s=1.5 * opts.time_limit + 60.0)
     if out.ok:
         return out.value
     message = f"solve {out.reason}: {out.message}"[:1000]
-    return SolveRecord(tau, ERROR, time.perf_counter() - t0, 0, None, False, "", message, mass_floor), None
+    outcome = TIMELIMIT if out.reason == TIMEOUT else ERROR
+    return SolveRecord(tau, outcome, time.perf_counter() - t0, 0, None, False, "", message, mass_floor), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,6 +422,8 @@ def certify(
     es_pool: float | None = None,
     *,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    node_limit: int | None = DEFAULT_NODE_LIMIT,
+    lp_iteration_limit: int | None = DEFAULT_LP_ITERATION_LIMIT,
     memory_limit_mb: float = 8192.0,
     rel_gap: float = DEFAULT_REL_GAP,
     feastol: float = DEFAULT_FEASTOL,
@@ -371,11 +438,25 @@ def certify(
     `pool_optimum(inst, s, extras_for_budget(s))`.  `es_pool`, if given, must equal
     es(incumbent) and is otherwise recomputed.  Never raises on solver trouble.  With
     `isolate_solves` every solve runs in a forked child: a SCIP crash (heap corruption was seen,
-    see solve_feasibility) or a solve hung past 1.5 x its limit + 60 s is outcome `error`.
+    see solve_feasibility) is outcome `error`.
+
+    Each solve stops at its work budget -- `node_limit` SCIP nodes (limits/totalnodes, one thread),
+    `lp_iteration_limit` LP iterations -- outcome `worklimit`, which ends the bisection as the
+    paper's time limit did (`undecided` unless already decided): the same on any machine and load.
+    `time_limit` seconds per solve is the safety net: a solve it stops (or one still running 1.5 x
+    the limit + 60 s later, isolated) is outcome `timelimit`, and the instance `safety_stop`.
     """
     start = time.perf_counter()
     es_pool, z0 = resolve_incumbent(inst, s, es_pool, incumbent)
-    opts = SolverOptions(time_limit=time_limit, memory_limit_mb=memory_limit_mb, feastol=feastol, seed=seed, cone=cone)
+    opts = SolverOptions(
+        time_limit=time_limit,
+        node_limit=node_limit,
+        lp_iteration_limit=lp_iteration_limit,
+        memory_limit_mb=memory_limit_mb,
+        feastol=feastol,
+        seed=seed,
+        cone=cone,
+    )
     records: list[SolveRecord] = []
     hi, best, lo = es_pool, z0, 0.0
 
@@ -417,24 +498,28 @@ def certify(
     def improved() -> bool:
         return hi < MATERIAL * es_pool
 
+    # spec: bisection continues only while no solve has hit its limit (or was untrustworthy); the
+    # limit is the work budget, the time limit only the safety net's
+    halts = (WORKLIMIT, TIMELIMIT, NUMERICAL)
     first = probe(FIRST_PROBE * es_pool)
     if first == INFEASIBLE:
         return finish(CONFIRMED_OPTIMAL)
     if first in (MEMLIMIT, ERROR):
         return finish(UNSOLVED)
-    # spec: bisection continues only while no solve has timed out (or was untrustworthy)
-    stopped = first in (TIMELIMIT, NUMERICAL)
+    stopped = first in halts
     if not improved() and first != NUMERICAL:
-        second = probe(MATERIAL * es_pool)  # step 3: also run after a first-probe time limit
+        second = probe(MATERIAL * es_pool)  # step 3: also run after a first-probe limit
         if second in (MEMLIMIT, ERROR):
             return finish(UNSOLVED)
-        stopped = stopped or second in (TIMELIMIT, NUMERICAL)
+        stopped = stopped or second in halts
     scale = radius(inst)
     while not stopped and hi - lo > rel_gap * hi and not is_zero(hi, scale) and len(records) < max_solves:
         outcome = probe(0.5 * (lo + hi))
         if outcome in (MEMLIMIT, ERROR):
             return finish(IMPROVED if improved() else UNSOLVED)
-        stopped = outcome in (TIMELIMIT, NUMERICAL)
+        stopped = outcome in halts
+    if any(r.outcome == TIMELIMIT for r in records):
+        return finish(SAFETY_STOP)  # a clock decided part of it: never passed off as undecided
     if improved():
         return finish(IMPROVED)
     if lo >= MATERIAL * es_pool:

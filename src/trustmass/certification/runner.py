@@ -4,9 +4,12 @@ and the cap-widening sweep's pools.  Orchestration over the two certifiers (``ce
 the branch-and-bound search (:mod:`trustmass.certification.bnb`).
 
 * :func:`certify_rows` -- one output row per manifest instance, always: the instance is reloaded
-  from its capture shard, the ES_pool argmin recomputed (the incumbent), and the certifier run.  A
-  time limit gives ``undecided``; memory, a crash or any exception gives ``unsolved`` (with the
-  message), never a missing row.
+  from its capture shard, the ES_pool argmin recomputed (the incumbent), and the certifier run.  The
+  work budget (``certification.bnb_work``; ``scip_nodes`` / ``scip_lp_iterations``) decides: spent,
+  it gives ``undecided``, the same on any machine, load or shard split.  The seconds limit is a
+  safety net: its hit is ``safety_stop``; memory, a crash or any exception gives ``unsolved`` (with
+  the message), never a missing row.  Only the seconds columns (:data:`TIMING_COLUMNS`) depend on the
+  machine.
 * :func:`sweep_rows` -- ES_pool of every sweep instance at every extra-key setting.
 
 The manifest is :mod:`trustmass.certification.manifest`; substitution, Table 7 and the sweep table
@@ -25,11 +28,18 @@ import polars as pl
 
 from trustmass.certification.bnb import certify_bnb, warm_up
 from trustmass.certification.manifest import IDENTITY
-from trustmass.certification.misocp import UNDECIDED, UNSOLVED, certify
+from trustmass.certification.misocp import SAFETY_STOP, UNSOLVED, certify
 from trustmass.core import operator as op
 from trustmass.core.config_conflict import ConfigConflict
 
-__all__ = ["CERTIFIED_SCHEMA", "CertificationSettings", "certify_rows", "load_instance", "sweep_rows"]
+__all__ = [
+    "CERTIFIED_SCHEMA",
+    "TIMING_COLUMNS",
+    "CertificationSettings",
+    "certify_rows",
+    "load_instance",
+    "sweep_rows",
+]
 
 CERTIFIED_SCHEMA = {
     "instance": pl.Int64,
@@ -44,6 +54,8 @@ CERTIFIED_SCHEMA = {
     "seconds": pl.Float64,
     "enumeration_seconds": pl.Float64,
     "n_solves": pl.Int64,
+    "nodes": pl.Int64,
+    "work": pl.Int64,
     "solve_outcomes": pl.Utf8,
     "max_solve_seconds": pl.Float64,
     "message": pl.Utf8,
@@ -51,6 +63,8 @@ CERTIFIED_SCHEMA = {
     "low_mass_bound": pl.Float64,
     "certifier": pl.Utf8,
 }
+#: the columns of CERTIFIED_SCHEMA that hold seconds (the rest is a function of inputs and budget)
+TIMING_COLUMNS = ("seconds", "enumeration_seconds", "max_solve_seconds")
 #: certification.certifier: the paper's MISOCP bisection with SCIP (`misocp.certify`), or the
 #: branch-and-bound search (`bnb.certify_bnb`)
 CERTIFIERS = ("paper", "bnb")
@@ -60,7 +74,10 @@ CERTIFIERS = ("paper", "bnb")
 class CertificationSettings:
     per_stratum: int = 1  # certification.per_stratum
     n_shards: int = 2  # certification.n_shards
-    time_limit_s: float = 10.0  # certification.time_limit_s (per solve)
+    time_limit_s: float = 60.0  # certification.time_limit_s: the safety net, seconds per solve / probe
+    bnb_work: int = 5_000  # certification.bnb_work: millions of work units per bnb probe
+    scip_nodes: int | None = None  # certification.scip_nodes: SCIP nodes per solve (None: no limit)
+    scip_lp_iterations: int | None = None  # certification.scip_lp_iterations: LP iterations per solve
     memory_limit_mb: float = 2000.0  # certification.memory_limit_mb
     max_solves: int = 64  # certification.max_solves
     primary_docs: int = 3  # statistics.primary_docs
@@ -77,7 +94,8 @@ class CertificationSettings:
 
     @property
     def guard_s(self) -> float:
-        """Wall-clock guard per isolated instance: every solve at its limit, twice over, plus a minute."""
+        """Wall-clock guard per isolated instance (the safety net's last line): every solve at its
+        seconds limit, twice over, plus a minute."""
         return 2.0 * self.max_solves * self.time_limit_s + 60.0
 
 
@@ -120,6 +138,7 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
                 s,
                 incumbent=po.kept,
                 es_pool=po.es_pool,
+                work_limit=int(settings.bnb_work) * 1_000_000,
                 time_limit=settings.time_limit_s,
                 max_solves=settings.max_solves,
                 seed=settings.seed,
@@ -131,6 +150,8 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
                 incumbent=po.kept,
                 es_pool=po.es_pool,
                 time_limit=settings.time_limit_s,
+                node_limit=settings.scip_nodes,
+                lp_iteration_limit=settings.scip_lp_iterations,
                 memory_limit_mb=settings.memory_limit_mb,
                 seed=settings.seed,
                 max_solves=settings.max_solves,
@@ -144,6 +165,8 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
             best=np.asarray(cert.best, dtype=np.int64),
             seconds=cert.seconds,
             n_solves=cert.n_solves,
+            nodes=cert.nodes,
+            work=cert.work,
             solve_outcomes=",".join(r.outcome for r in cert.solves),
             max_solve_seconds=cert.max_solve_seconds,
             message="; ".join(sorted({r.message for r in cert.solves if r.message}))[:500],
@@ -158,7 +181,8 @@ def certify_one(inst: op.Instance, s: int, extra: int, settings: CertificationSe
 
 def certify_isolated(inst: op.Instance, s: int, extra: int, settings: CertificationSettings) -> dict:
     """``certify_one`` in a forked child when ``settings.isolate``: a crash in SCIP (segfault, abort,
-    OOM kill) becomes status ``unsolved`` and a guard expiry status ``undecided``, with the reason."""
+    OOM kill) becomes status ``unsolved`` and a guard expiry (a clock) status ``safety_stop``, with
+    the reason."""
     if not settings.isolate:
         return certify_one(inst, s, extra, settings)
     from trustmass.plumbing.isolation import TIMEOUT, isolated_call
@@ -167,7 +191,7 @@ def certify_isolated(inst: op.Instance, s: int, extra: int, settings: Certificat
     outcome = isolated_call(certify_one, (inst, s, extra, settings), timeout_s=settings.guard_s)
     if outcome.ok:
         return outcome.value
-    status = UNDECIDED if outcome.reason == TIMEOUT else UNSOLVED
+    status = SAFETY_STOP if outcome.reason == TIMEOUT else UNSOLVED
     return {
         "n_keys": inst.n_keys,
         "certifier": settings.certifier,

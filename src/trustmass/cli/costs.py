@@ -222,11 +222,11 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
     if rule is None:
         row.update(cpu_hours=None, basis=f"no measured per-instance cost for certifier {cert['certifier']!r}")
     else:
-        per = rule["seconds_per_unit_over_time_limit"] * cert["time_limit_s"]
+        per = rule["seconds_per_unit_over_budget"] * cert["budget_s"]
         row.update(
             cpu_hours=per * cert["instances"] / 3600,
-            basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_time_limit']:.3g} x "
-            f"{cert['time_limit_s']:g} s limit, "
+            basis=f"{cert['certifier']}: {per:.0f} s per instance ({rule['seconds_per_unit_over_budget']:.3g} x "
+            f"a budget of {cert['budget_s']:.3g} s per probe, "
             f"median, {cpu['certification']['measured']}); manifest and sweep not costed",
         )
     rows.append(row)

@@ -309,7 +309,9 @@ def instances_from_dryrun(
 def planned_manifest(config: Mapping[str, Any]) -> dict[str, Any]:
     """The certification manifest a configuration plans: headline families x enumerated budgets x
     dropped-mass deciles x ``certification.per_stratum`` instances (a stratum with fewer records gives
-    all it has, which the paper's scale never meets), and the solver's limit per solve."""
+    all it has, which the paper's scale never meets), the safety net's seconds per solve and the
+    seconds its work budget stands for (`trustmass.certification.budget_seconds`)."""
+    from trustmass.certification import budget_seconds
     from trustmass.certification.manifest import N_DECILES
 
     study = _require(config, "study")
@@ -322,6 +324,7 @@ def planned_manifest(config: Mapping[str, Any]) -> dict[str, Any]:
         "instances": len(families) * len(budgets) * N_DECILES * per_stratum,
         "per_budget": len(families) * N_DECILES * per_stratum,
         "time_limit_s": float(cert["time_limit_s"]),
+        "budget_s": budget_seconds(cert),
         "shards": int(cert["n_shards"]),
         "certifier": str(cert.get("certifier", "bnb")),
     }

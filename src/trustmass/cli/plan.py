@@ -73,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cert = planned_manifest(config)
     print(
         f"certification manifest: {cert['instances']:,} instances ({len(cert['families'])} headline families, "
-        f"{cert['per_budget']:,} per budget) in {cert['shards']} shards, {cert['time_limit_s']:g} s per solve, "
+        f"{cert['per_budget']:,} per budget) in {cert['shards']} shards, a budget of {cert['budget_s']:.3g} s per solve "
+        f"(safety net {cert['time_limit_s']:g} s), "
         f"certifier {cert['certifier']}"
     )
     return 0

@@ -148,7 +148,9 @@ def _read_defaults(path: Path | str) -> dict:
 #: a job's memory request.  They change no result, so :func:`config_slice` leaves them out of every rule's params
 #: (raising ``certification.runtime_min`` must not re-solve the certification).  Not here because they can change
 #: a result: ``certification.memory_limit_mb`` (SCIP's limit: a solve that hits it is "unsolved"),
-#: ``certification.n_shards`` (which instance lands in which shard file), ``certification.time_limit_s``, and
+#: ``certification.n_shards`` (which instance lands in which shard file), the work budget (``certification.bnb_work``,
+#: ``scip_nodes``, ``scip_lp_iterations``: it decides every outcome), ``certification.time_limit_s`` (only a safety
+#: net, but a row it stopped is status safety_stop and must be re-solved when it is raised), and
 #: ``loss.threads`` / ``deploy.threads`` (torch's intra-op threads split its float reductions differently).
 SCHEDULING_KEYS = ("certification/runtime_min", "models/*/mem_mb")
 

@@ -25,7 +25,14 @@ import numpy as np
 import polars as pl
 
 from trustmass.certification.manifest import IDENTITY
-from trustmass.certification.misocp import CONFIRMED_OPTIMAL, IMPROVED, UNDECIDED, UNSOLVED, WITHIN_1PCT
+from trustmass.certification.misocp import (
+    CONFIRMED_OPTIMAL,
+    IMPROVED,
+    SAFETY_STOP,
+    UNDECIDED,
+    UNSOLVED,
+    WITHIN_1PCT,
+)
 from trustmass.core import operator as op
 from trustmass.core import stats
 from trustmass.core.operator import REL_TOL
@@ -100,6 +107,7 @@ TABLE7_SCHEMA = {
     "n_solved": pl.Int64,
     "n_unsolved": pl.Int64,
     "n_undecided": pl.Int64,
+    "n_safety_stop": pl.Int64,
     "n_confirmed": pl.Int64,
     "n_within_1pct": pl.Int64,
     "improved": pl.Int64,
@@ -161,6 +169,7 @@ def table7(records: pl.DataFrame, man: pl.DataFrame, certified: pl.DataFrame) ->
                 "n_solved": n_solved,
                 "n_unsolved": n_unsolved,
                 "n_undecided": sum(st == UNDECIDED for st in status),
+                "n_safety_stop": sum(st == SAFETY_STOP for st in status),
                 "n_confirmed": sum(st == CONFIRMED_OPTIMAL for st in status),
                 "n_within_1pct": sum(st == WITHIN_1PCT for st in status),
                 "improved": k,

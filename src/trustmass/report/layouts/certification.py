@@ -20,6 +20,7 @@ TABLE7_COLUMNS = (
     Column("solved", "n_solved", None),
     Column("unsolved", "n_unsolved", None),
     Column("undecided", "n_undecided", None),
+    Column("safety stop", "n_safety_stop", None),
     Column("confirmed", "n_confirmed", None),
     Column("f_hi", "f_hi", 4),
     Column("median ĉ", "median_c_hat", 4),
@@ -57,7 +58,9 @@ LAYOUTS: dict[str, TableLayout] = {
         ("budget",),
         TABLE7_COLUMNS,
         (
-            "improved: the solver found a set more than 1% below ES_pool. f_hi: Wilson-95 upper bound on the improvement rate. "
+            "improved: the solver found a set more than 1% below ES_pool. undecided: the work budget ran out first; "
+            "safety stop: the seconds safety net stopped it (a clock-dependent row). "
+            "f_hi: Wilson-95 upper bound on the improvement rate. "
             "Caps: the median ĉ after raising at most a fraction f_hi of the values (distribution-free). "
             "certifier: SCIP bisection (paper) is the paper's MISOCP protocol; branch-and-bound is "
             "trustmass.certification.bnb (certification.certifier).",
