@@ -239,3 +239,16 @@ def test_the_paper_config_prints_its_projection(tmp_path, capsys):
     assert "96 certify_shard" in lines["certification"] and "960 instances" in lines["certification"]
     assert "80 audit" in lines["audit"] and "96 loss_document" in lines["loss"]
     assert "GPU cost: not measured yet (make gpu-check)" in lines["capture"] and "stage off" in lines["deployment"]
+
+
+def test_every_basis_is_formatted(tmp_path, capsys):
+    """The rehearsal (issue 39) found the ceiling and audit bases printed as unformatted f-string fragments
+    (``x tokens / {c['at_doc_tokens']:,} ({c['measured']})``): no basis may hold a placeholder."""
+    for row in costs.projection(small_config(), UNITS, gpu=None):
+        assert "{" not in row["basis"] and "}" not in row["basis"], row
+    stages = by_stage(costs.projection(small_config(), UNITS, gpu=None))
+    assert stages["ceiling/enumeration"]["basis"] == "500.00 core-ms per instance at 1,000 keys, x tokens / 1,000 (today)"
+    assert stages["audit"]["basis"] == "2000.0 core-ms per headline instance at 1,000 keys, x tokens / 1,000 (today)"
+    main(["--configfile", str(REPO / "config" / "paper.yaml"), "--costs", "--gpu-json", str(tmp_path / "none.json")])
+    out = capsys.readouterr().out
+    assert "{" not in out and "}" not in out, out

@@ -204,7 +204,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
             "gpu_hours": None,
             "cpu_hours": core_s / 3600,
             "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, "
-            "x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
+            f"x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
         }
     )
 
@@ -243,7 +243,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
             "gpu_hours": None,
             "cpu_hours": core_s / 3600,
             "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at "
-            "{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
+            f"{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
         }
     )
 
