@@ -28,11 +28,40 @@ def start_log(smk) -> float:
     return started
 
 
+def drop_checkout_roots(path: list[str] | None = None) -> list[str]:
+    """Take the folders that hold a trustmass checkout (a ``Snakefile`` beside ``kernels/__init__.py``) off
+    ``sys.path`` (or ``path``); the entries removed.
+
+    Snakemake puts the Snakefile's folder on ``sys.path`` and hands every job script its search path, so in a job
+    the repository's ``kernels/`` folder -- installed as ``trustmass.kernels`` -- was importable as a top-level
+    ``kernels`` package.  transformers probes for the Hugging Face ``kernels`` package on import
+    (``transformers.integrations.hub_kernels``: ``try: from kernels import ...``), so every job that loaded a
+    model ran trustmass's kernels under that name, loaded ``trustmass.kernels`` with it, and failed the job-end
+    check of its declared code inputs (found by the rehearsal, issue 39: every ``prepare_model`` of the paper's
+    configurations).  Nothing a job imports lives at the checkout's root: the library is the installed package.
+    """
+    from pathlib import Path
+
+    entries = sys.path if path is None else path
+    roots = list(
+        dict.fromkeys(
+            p
+            for p in entries
+            if p and (Path(p) / "Snakefile").is_file() and (Path(p) / "kernels" / "__init__.py").is_file()
+        )
+    )
+    for root in roots:
+        while root in entries:
+            entries.remove(root)
+    return roots
+
+
 def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     """The one entry point of every rule script: ``run_rule(snakemake, main)``.
 
     Puts back the BLAS thread counts the workflow chose (snakemake replaced them by the job's
-    ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), opens the job's log
+    ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), takes the checkout's root off
+    ``sys.path`` (:func:`drop_checkout_roots`), opens the job's log
     (:func:`start_log`), checks every declared input that has a provenance sidecar against it
     (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job before it
     reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
@@ -45,6 +74,7 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     from trustmass.plumbing.determinism import restore_job_threads
 
     restore_job_threads()  # before numpy loads: snakemake exported the job's `threads` as BLAS threads
+    drop_checkout_roots()  # before transformers loads: it imports a top-level `kernels` (see there)
     from trustmass.plumbing.code_inputs import check_code_inputs
     from trustmass.plumbing.errors import CleanError
     from trustmass.plumbing.inputs import unreadable_input, verify_inputs
