@@ -247,7 +247,9 @@ def test_every_basis_is_formatted(tmp_path, capsys):
     for row in costs.projection(small_config(), UNITS, gpu=None):
         assert "{" not in row["basis"] and "}" not in row["basis"], row
     stages = by_stage(costs.projection(small_config(), UNITS, gpu=None))
-    assert stages["ceiling/enumeration"]["basis"] == "500.00 core-ms per instance at 1,000 keys, x tokens / 1,000 (today)"
+    assert (
+        stages["ceiling/enumeration"]["basis"] == "500.00 core-ms per instance at 1,000 keys, x tokens / 1,000 (today)"
+    )
     assert stages["audit"]["basis"] == "2000.0 core-ms per headline instance at 1,000 keys, x tokens / 1,000 (today)"
     main(["--configfile", str(REPO / "config" / "paper.yaml"), "--costs", "--gpu-json", str(tmp_path / "none.json")])
     out = capsys.readouterr().out
