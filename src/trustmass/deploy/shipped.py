@@ -19,7 +19,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +43,41 @@ __all__ = [
 ]
 
 
+@functools.cache
+def _tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name)
+
+
+class _LoadedOnce:
+    """``AutoTokenizer`` for kvpress's KVzip: each name read from disk once per process (:func:`_tokenizer_once`)."""
+
+    @staticmethod
+    def from_pretrained(name, *args, **kwargs):
+        if args or kwargs:
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(name, *args, **kwargs)
+        return _tokenizer(str(name))
+
+
+@contextmanager
+def _tokenizer_once():
+    """KVzip's pass loads the model's tokenizer (``AutoTokenizer.from_pretrained(name_or_path)``) every time it runs:
+    twice per item in the deployment runner (its own prefix and the decomposition's), once per item and budget in
+    the replay -- a 150,000-token vocabulary read from disk each time, seconds apiece.  It only encodes its
+    prompt with it, so the one loaded first serves every pass of the job."""
+    import kvpress.presses.kvzip_press as kvzip
+
+    saved = kvzip.AutoTokenizer
+    kvzip.AutoTokenizer = _LoadedOnce
+    try:
+        yield
+    finally:
+        kvzip.AutoTokenizer = saved
+
+
 def clear_masks(model) -> None:
     """Drop kvpress's head-wise masks from every attention module (they belong to one prefill)."""
     for module in model.modules():
@@ -57,7 +94,7 @@ def press_prefill(model, ids: torch.Tensor, press) -> tuple[DynamicCache, float]
         if press is None:
             model.model(input_ids=ids, past_key_values=cache)
         else:
-            with press(model), layer_typed_rope(model):
+            with _tokenizer_once(), press(model), layer_typed_rope(model):
                 model.model(input_ids=ids, past_key_values=cache)
     return cache, time.perf_counter() - start
 
@@ -73,7 +110,7 @@ def reconstruction_pass(model, ids: torch.Tensor, press: KVzipPress, cache: Dyna
     """
     clear_masks(model)
     start = time.perf_counter()
-    with torch.inference_mode(), press(model):
+    with torch.inference_mode(), _tokenizer_once(), press(model):
         press._context_ids, press._cache = ids, copy.deepcopy(cache)  # what kvpress's wrapped forward records
     return time.perf_counter() - start
 
