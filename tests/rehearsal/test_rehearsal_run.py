@@ -19,7 +19,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 def test_the_rehearsal_runs_every_rule_of_the_papers_plans_offline(tmp_path):
     root = tmp_path / "rehearsal"
     done = subprocess.run(
-        [sys.executable, "-m", "trustmass.rehearsal", "run", "--dir", str(root), "--cores", os.environ.get("CORES", "all")],
+        [
+            sys.executable,
+            "-m",
+            "trustmass.rehearsal",
+            "run",
+            "--dir",
+            str(root),
+            "--cores",
+            os.environ.get("CORES", "all"),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -6,7 +6,8 @@ layout and columns of the real ones.
   (the deployment's needles go at sentence boundaries) and wikitext's `` @-@ `` / `` @,@ `` escapes;
 * RULER in kvpress's format (``simonjegou/ruler``, one ``data_dir`` per length): ``context``, ``question``,
   ``answer_prefix``, ``answer`` (a list), ``task``, ``max_new_tokens``, one record per task of
-  :data:`RULER_TASKS` (a single-needle and a QA task: both of RULER's metrics), its context longer than the configured ``max_length`` so that LongBench's middle truncation runs;
+  :data:`RULER_TASKS` (a single-needle and a QA task: both of RULER's metrics), its context longer than the
+  configured ``max_length`` so that LongBench's middle truncation runs;
 * LongBench in kvpress's format (``Xnhyacinth/LongBench``, one ``data_dir`` per task): ``context``,
   ``question``, ``answer_prefix``, ``answers``, ``all_classes``, ``length``, ``task``, ``max_new_tokens``, one
   record per task, Chinese text for the Chinese tasks, classes for the classification tasks;
