@@ -138,7 +138,7 @@ def build(
             key = (name, None, data_dir)
             if key in done:
                 continue
-            sentences = max(8, int(bench["max_length"]) // 6)  # a context longer than max_length: truncated
+            sentences = max(8, int(bench["max_length"]) // 10)  # a context longer than max_length: truncated
             if bench["family"] == "ruler":
                 rows = data.ruler_rows(seed, int(bench["max_length"]), sentences)
             else:

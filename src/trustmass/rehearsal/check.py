@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from trustmass.rehearsal.plans import PLANS, REPO, config_files, paper_files
+from trustmass.rehearsal.plans import PLANS, REPO, paper_files
+from trustmass.rehearsal.run import WORKDIR
 
 __all__ = ["check", "finished_jobs"]
 
@@ -25,19 +26,20 @@ def finished_jobs(workdir: Path) -> Counter:
 
 
 def check(root: Path, plans: Iterable[str] = tuple(PLANS), repo: Path = REPO) -> tuple[bool, str]:
-    """(every planned rule finished at least one job, the table)."""
+    """(every rule the paper's configurations plan finished at least one job in the rehearsal, the table).  Rules
+    outside the paper's DAG (a named target asked for while debugging, ``-- records``) are listed, not counted: the
+    rehearsal's own DAG has no rule the paper's lacks (tests/workflow/test_rehearsal.py)."""
     from trustmass.rehearsal.dag import planned_jobs
 
-    paper, rehearsal, done = Counter(), Counter(), Counter()
+    paper: Counter = Counter()
     for plan in plans:
         paper.update(Counter(j["rule"] for j in planned_jobs(paper_files(plan, repo))))
-        rehearsal.update(Counter(j["rule"] for j in planned_jobs(config_files(plan, repo))))
-        done.update(finished_jobs(Path(root) / plan))
-    lines = [f"{'rule':<36} {'paper jobs':>10} {'rehearsal':>10} {'finished':>9}"]
+    done = finished_jobs(Path(root) / WORKDIR)
+    lines = [f"{'rule':<40} {'paper jobs':>10} {'finished':>9}"]
     for rule in sorted(set(paper) | set(done)):
-        mark = "" if (rule in paper) == (rule in done) else ("  NOT RUN" if rule in paper else "  not planned")
-        lines.append(f"{rule:<36} {paper[rule]:>10} {rehearsal[rule]:>10} {done[rule]:>9}{mark}")
-    planned, executed = sorted(paper), sorted(done)
+        mark = "" if (rule in paper) == (rule in done) else ("  NOT RUN" if rule in paper else "  (a named target)")
+        lines.append(f"{rule:<40} {paper[rule]:>10} {done[rule]:>9}{mark}")
+    planned, executed = sorted(paper), sorted(r for r in done if r in paper)
     equal = planned == executed
     lines.append(
         f"rules planned by the paper's configurations: {len(planned)}; rules executed: {len(executed)}; "
@@ -45,5 +47,4 @@ def check(root: Path, plans: Iterable[str] = tuple(PLANS), repo: Path = REPO) ->
     )
     if not equal:
         lines.append(f"  planned, not executed: {sorted(set(planned) - set(executed))}")
-        lines.append(f"  executed, not planned: {sorted(set(executed) - set(planned))}")
     return equal, "\n".join(lines)

@@ -71,7 +71,7 @@ def _chinese(rng: np.random.Generator, chars: int) -> str:
     return "".join(out[:chars])
 
 
-def wikitext_rows(seed: int, chars: int = 400_000) -> list[dict]:
+def wikitext_rows(seed: int, chars: int = 80_000) -> list[dict]:
     """Rows of a wikitext-103-raw test split: articles of headings, blank rows and paragraphs, ``chars`` long."""
     rng = _seeded(seed, "wikitext")
     rows, total = [], 0
@@ -132,7 +132,7 @@ def ruler_rows(seed: int, length: int, sentences: int) -> list[dict]:
                 "answer_prefix": prefix,
                 "answer": answer,
                 "task": task,
-                "max_new_tokens": 8,
+                "max_new_tokens": 2,
             }
         )
     return rows
@@ -147,7 +147,7 @@ def longbench_rows(seed: int, task: str, sentences: int) -> list[dict]:
     rng = _seeded(seed, f"longbench-{task}")
     metric = LONGBENCH[task]
     zh = task in LONGBENCH_ZH
-    context = _chinese(rng, 40 * sentences) if zh else _prose(rng, sentences)
+    context = _chinese(rng, 20 * sentences) if zh else _prose(rng, sentences)
     if metric in ("retrieval", "retrieval_zh"):
         paragraphs = [_chinese(rng, 60) if zh else _prose(rng, 3) for _ in range(5)]
         context = "\n\n".join(f"{'段落' if zh else 'Paragraph'} {i + 1}: {p}" for i, p in enumerate(paragraphs))
@@ -172,7 +172,7 @@ def longbench_rows(seed: int, task: str, sentences: int) -> list[dict]:
             "all_classes": _CLASSES.get(task),
             "length": len(context.split()),
             "task": task,
-            "max_new_tokens": 8,
+            "max_new_tokens": 2,
         }
     ]
 

@@ -1,7 +1,9 @@
 """Run the rehearsal: the cache built, then each plan (:data:`~trustmass.rehearsal.plans.PLANS`) through snakemake
 as a user runs the paper, with ``config/rehearsal.yaml`` after the paper's files, ``HF_HUB_OFFLINE=1`` and
 ``HF_HOME`` at the rehearsal's cache, every network connection of the workflow's Python refused and recorded
-(the guard of tests/workflow/test_paper_config.py), each plan in its own working directory.
+(the guard of tests/workflow/test_paper_config.py).  The plans run one after the other in one working directory
+(``<root>/work``), as a user runs the content run after the ten-arm run in the same checkout: paper-content.yaml's
+wikitext shards are the ten-arm run's very files, so the content run reuses them instead of capturing them again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from pathlib import Path
 
 from trustmass.rehearsal.plans import PLANS, REPO, config_files
 
-__all__ = ["GUARD", "environment", "run_plan", "snakemake_command"]
+__all__ = ["GUARD", "WORKDIR", "environment", "run_plan", "snakemake_command"]
+
+#: the plans' one working directory under the rehearsal's root
+WORKDIR = "work"
 
 Log = Callable[[str], None]
 
@@ -93,26 +98,44 @@ def snakemake_command(
         "--directory", str(workdir),
         "--cores", str(cores),
         "--keep-going",
+        *extra,  # targets and options before the list-valued options below, which would take them in
         "--configfile", *[str(f) for f in config_files(plan, repo)],
         "--config", f"cache_dir={cache}",
-        *extra,
     ]  # fmt: skip
 
 
 def run_plan(
     plan: str, root: Path, hf_home: Path, cores: str, cache: Path, extra: Sequence[str] = (), log: Log = print
 ) -> dict:
-    """Run one plan in ``root/<plan>``; its return code, seconds and log file."""
-    workdir = root / plan
+    """Run one plan in ``root/work``; its return code, seconds, CPU seconds and log file."""
+    workdir = root / WORKDIR
     workdir.mkdir(parents=True, exist_ok=True)
     cmd = snakemake_command(plan, workdir, cores, cache, extra)
     log(f"rehearsal {plan}: {' '.join(cmd)}")
-    started = time.time()
+    started, before = time.time(), _children_cpu()
     with open(root / f"{plan}.log", "w", encoding="utf-8") as out:
         done = subprocess.run(cmd, cwd=workdir, env=environment(root, hf_home), stdout=out, stderr=subprocess.STDOUT)
-    seconds = time.time() - started
-    log(f"rehearsal {plan}: exit {done.returncode} after {seconds / 60:.1f} min (log {root / f'{plan}.log'})")
-    return {"plan": plan, "returncode": done.returncode, "seconds": round(seconds, 1), "log": str(root / f"{plan}.log")}
+    seconds, cpu = time.time() - started, _children_cpu() - before
+    log(
+        f"rehearsal {plan}: exit {done.returncode} after {seconds / 60:.1f} min, {cpu / 60:.1f} CPU-min "
+        f"(log {root / f'{plan}.log'})"
+    )
+    return {
+        "plan": plan,
+        "returncode": done.returncode,
+        "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
+        "log": str(root / f"{plan}.log"),
+    }
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process: snakemake and its jobs.  Beside the wall time,
+    it tells how much of a run's time was its own work on a machine shared with others."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def rehearse(
