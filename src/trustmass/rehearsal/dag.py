@@ -48,7 +48,8 @@ def planned_jobs(
     """Every job of the forced DAG of ``configfiles`` (merged over config.yaml): ``{rule, wildcards}``."""
     with tempfile.TemporaryDirectory(prefix="rehearsal-dag-") as tmp:
         out = Path(tmp) / "jobs.json"
-        code = f"from trustmass.rehearsal.dag import _dump; _dump(*{[str(workdir or tmp), str(out), *map(str, configfiles)]!r})"
+        files = [str(Path(c).resolve()) for c in configfiles]
+        code = f"from trustmass.rehearsal.dag import _dump; _dump(*{[str(workdir or tmp), str(out), *files]!r})"
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp)
         if done.returncode != 0:
             raise RuntimeError(f"snakemake could not plan {[str(c) for c in configfiles]}:\n{done.stderr[-4000:]}")
