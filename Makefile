@@ -19,7 +19,7 @@ STAMP := $(VENV)/.trustmass-installed
 # read from pyproject.toml so there is one place to change it.
 TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 
-.PHONY: help venv run run-panel test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench gpu-check gpu-wheels job-times dry-run clean
+.PHONY: help venv run run-panel rehearse test test-slow test-faults test-cluster check-reference save-reference check-reference-panel save-reference-panel bench gpu-check gpu-wheels job-times dry-run clean
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
@@ -28,6 +28,7 @@ help:
 	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
+	@echo "make rehearse   the dress rehearsal of the paper's run, offline, on small random-weight models (docs/rehearsal.md; about 20 min on 2 cores)"
 	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents; about 65 min on 2 cores)"
 	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
@@ -95,6 +96,14 @@ check-reference-panel: $(STAMP)
 save-reference-panel: $(STAMP)
 	$(BIN)/python -m trustmass.report.reference save --reference $(PANEL_REFERENCE) --config config.yaml --config $(PANEL)
 	$(BIN)/python -m trustmass.report.reference readme --reference $(PANEL_REFERENCE)
+
+# The dress rehearsal (issue 39; docs/rehearsal.md): a local Hugging Face cache of small random-weight models of
+# every paper architecture and a few records of every dataset, then config/paper.yaml + paper-deploy.yaml and
+# paper.yaml + paper-content.yaml with config/rehearsal.yaml over them, HF_HUB_OFFLINE=1, in $(REHEARSAL)/;
+# it ends by printing the rules executed against the rules the paper's configurations plan.  Fresh each time.
+REHEARSAL ?= rehearsal
+rehearse: $(STAMP)
+	$(BIN)/python -m trustmass.rehearsal run --dir $(REHEARSAL) --cores $(CORES) --fresh
 
 bench: $(STAMP)
 	$(BIN)/python -m trustmass.bench enumeration

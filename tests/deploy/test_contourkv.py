@@ -302,3 +302,34 @@ def test_reconstruction_pass_on_a_prefill_equals_kvzips_own_run(tmp_path):
     assert all(
         torch.equal(layer.keys, k) and torch.equal(layer.values, v) for layer, (k, v) in zip(dense.layers, before)
     )
+
+
+def test_kvzips_passes_read_the_tokenizer_from_disk_once(tmp_path, monkeypatch):
+    """KVzip loads the model's tokenizer at every pass (twice per item in the runner, per item and budget in the
+    replay); the job reads it from disk once and every pass gets the same scores (issue 39: the rehearsal's
+    LongBench jobs spent most of their time there)."""
+    import transformers
+    from capture.tiny_models import tiny_model
+
+    from trustmass.deploy.shipped import KVzipScores, press_prefill, reconstruction_pass
+
+    loads = []
+    real = transformers.AutoTokenizer.from_pretrained
+
+    def counted(name, *args, **kwargs):
+        loads.append(str(name))
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", counted)
+    model = tiny_model("llama", "sdpa")
+    model.config.name_or_path = char_tokenizer(tmp_path / "tok-once", model.config.vocab_size)
+    ids = random_ids(N, model.config.vocab_size, seed=26)
+    first, again, own = KVzipScores(), KVzipScores(), KVzipScores()
+    from test_kvpress_ledger import dense_prefill
+
+    dense = dense_prefill(model, ids)
+    reconstruction_pass(model, ids, first, dense)
+    reconstruction_pass(model, ids, again, dense)
+    press_prefill(model, ids, own)
+    assert loads == [str(tmp_path / "tok-once")]
+    assert all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(first.scores, again.scores, own.scores))

@@ -52,6 +52,7 @@ def small_config(**overrides) -> dict:
         "task_contexts": {"enabled": False},
         "diagnostics": {"enabled": False},
         "deploy": {"enabled": False},
+        "controls": {"arms": []},  # the arms' jobs: test_the_control_arms_jobs_are_counted
         "certification": {
             "certifier": "bnb",
             "per_stratum": 2,
@@ -238,7 +239,44 @@ def test_the_paper_config_prints_its_projection(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
-    assert "263 capture" in lines["capture"] and "263 ceiling" in lines["ceiling/enumeration"]
-    assert "96 certify_shard" in lines["certification"] and "960 instances" in lines["certification"]
-    assert "80 audit" in lines["audit"] and "96 loss_document" in lines["loss"]
+    # the ten arms' 263 documents and the 8 control twins' 320 (20 documents and 20 task contexts each)
+    assert "583 capture" in lines["capture"] and "583 ceiling" in lines["ceiling/enumeration"]
+    # the manifest and its 96 shards once per arm: the study's and each control arm's
+    assert "288 certify_shard" in lines["certification"] and "2,880 instances" in lines["certification"]
+    assert "240 audit" in lines["audit"] and "80 row_diagnostics" in lines["audit"]  # diagnostics: the study's only
+    assert "192 loss_document" in lines["loss"] and "96 loss_diagnostics" in lines["loss"]
     assert "GPU cost: not measured yet (make gpu-check)" in lines["capture"] and "stage off" in lines["deployment"]
+
+
+def test_every_basis_is_formatted(tmp_path, capsys):
+    """The rehearsal (issue 39) found the ceiling and audit bases printed as unformatted f-string fragments
+    (``x tokens / {c['at_doc_tokens']:,} ({c['measured']})``): no basis may hold a placeholder."""
+    for row in costs.projection(small_config(), UNITS, gpu=None):
+        assert "{" not in row["basis"] and "}" not in row["basis"], row
+    stages = by_stage(costs.projection(small_config(), UNITS, gpu=None))
+    assert (
+        stages["ceiling/enumeration"]["basis"] == "500.00 core-ms per instance at 1,000 keys, x tokens / 1,000 (today)"
+    )
+    assert stages["audit"]["basis"] == "2000.0 core-ms per headline instance at 1,000 keys, x tokens / 1,000 (today)"
+    main(["--configfile", str(REPO / "config" / "paper.yaml"), "--costs", "--gpu-json", str(tmp_path / "none.json")])
+    out = capsys.readouterr().out
+    assert "{" not in out and "}" not in out, out
+
+
+def test_the_control_arms_jobs_are_counted():
+    """The twins of each control arm are jobs like any model's, and each arm pools its own certification: the
+    projection counts them (it counted the study's alone -- issue 39); the arms run no fixed-contract diagnostics,
+    which no claim reads on them."""
+    from trustmass.plan.controls import control_entries
+
+    config = small_config(controls={"arms": ["randomised_weights", "shuffled_text"]}, diagnostics={"enabled": True})
+    config["models"].update(control_entries(config))
+    alone = small_config(diagnostics={"enabled": True})
+    jobs, one = costs.job_counts(config), costs.job_counts(alone)
+    # each arm: model a's twin on corpus x (the headline corpus), controls.documents' 2 documents
+    assert jobs["capture"]["capture"] == one["capture"]["capture"] + 2 * 2
+    assert jobs["certification"] == {k: 3 * v for k, v in one["certification"].items()}
+    assert jobs["audit"]["audit"] == one["audit"]["audit"] + 2 * 2
+    assert jobs["audit"]["row_diagnostics"] == one["audit"]["row_diagnostics"] > 0
+    # the twin's held-out documents on the control corpus x alone: 2 per arm (the study's: x and y)
+    assert jobs["loss"]["loss_document"] == one["loss"]["loss_document"] + 2 * 2

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -320,6 +321,19 @@ def test_the_certification_manifest_is_the_papers_960_at_120_s(paper_dry_run, pa
         "olmo-2-1b": ["group_size_1"],
         "qwen3-1.7b": ["qk_norm_family"],
     }
+
+
+def test_the_cost_projection_counts_the_dags_jobs(paper_dry_run, paper_config):
+    """`python -m trustmass.cli.plan --costs` counts every job the DAG plans, the control arms' included (it counted
+    the study's alone, 1,090 of the DAG's jobs: found by the rehearsal, issue 39)."""
+    from trustmass.cli.costs import job_counts
+
+    _, done = paper_dry_run
+    planned = Counter()
+    for rule, n in planned_jobs(done.output).items():
+        planned[re.sub(r"_(randomised_weights|shuffled_text)$", "", rule)] += n
+    counted = {rule: n for rules in job_counts(paper_config).values() for rule, n in rules.items()}
+    assert counted == {rule: planned.get(rule, 0) for rule in counted}
 
 
 def test_the_ceiling_jobs_match_the_capture_jobs(paper_dry_run):

@@ -29,7 +29,16 @@ GPU_JSON = REPO / "benchmarks" / "gpu" / "gpu-check.json"
 NOT_MEASURED = "GPU cost: not measured yet (make gpu-check)"
 GPU_STAGES = ("capture", "loss", "deployment")
 
-__all__ = ["GPU_JSON", "NOT_MEASURED", "UNIT_COSTS", "format_projection", "job_counts", "load_gpu", "projection"]
+__all__ = [
+    "GPU_JSON",
+    "NOT_MEASURED",
+    "UNIT_COSTS",
+    "format_projection",
+    "job_counts",
+    "load_gpu",
+    "plans",
+    "projection",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -64,8 +73,50 @@ def _per_doc_instances(config, model) -> int:
     )
 
 
+def plans(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The configuration and each of its control arms' (``controls.arms``, :mod:`trustmass.plan.controls`): every
+    plan the workflow runs.  The arms' twins are jobs like any model's -- in config/paper.yaml more than half of
+    the captures -- so a count or cost of the configuration alone falls short of its DAG.  An arm runs only what
+    its claims read (the headline frames): a switchable stage whose statistics have none (the fixed-contract
+    diagnostics) plans no job there, so it is switched off in the arm's plan here."""
+    import copy
+
+    from trustmass.plan import Study
+    from trustmass.report.catalog import STATISTICS
+
+    unread = [
+        r.when for r in STATISTICS if r.when and "/" in r.when and not any(f.startswith("headline_") for f in r.frames)
+    ]
+    out = [config]
+    for arm in Study(config).arms().values():
+        arm_config = copy.deepcopy(arm.config)
+        for switch in unread:
+            *path, key = switch.split("/")
+            node = arm_config
+            for part in path:
+                node = node[part]
+            node[key] = False
+        out.append(arm_config)
+    return out
+
+
+def _merged(counts: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for count in counts:
+        for stage, rules in count.items():
+            for rule, n in rules.items():
+                out.setdefault(stage, {}).setdefault(rule, 0)
+                out[stage][rule] += n
+    return out
+
+
 def captured_documents(config) -> list[dict]:
-    """One entry per capture job: the study's documents and the task contexts, each with its tokens and instances."""
+    """One entry per capture job: the documents and task contexts of the study and of each control arm, each with
+    its tokens and instances."""
+    return [d for plan in plans(config) for d in _captured_documents(plan)]
+
+
+def _captured_documents(config) -> list[dict]:
     from trustmass.plan import Study
 
     study = Study(config)
@@ -79,11 +130,16 @@ def captured_documents(config) -> list[dict]:
 
 
 def job_counts(config: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """Jobs per stage and rule (the rules whose outputs the study's targets need)."""
+    """Jobs per stage and rule (the rules whose outputs the study's targets need), the control arms' included (their
+    copies of a pooled rule, ``certify_shard_shuffled_text``, counted with it)."""
+    return _merged([_job_counts(plan) for plan in plans(config)])
+
+
+def _job_counts(config: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     from trustmass.plan import Study
 
     study = Study(config)
-    docs = captured_documents(config)
+    docs = _captured_documents(config)
     headline = study.headline_documents()
     diagnostics = study.switch("diagnostics/enabled")
     return {
@@ -157,13 +213,27 @@ def loss_document_seconds(
 
 def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Mapping | None = None) -> list[dict]:
     """One row per stage: jobs (per rule), the units costed, gpu_hours / cpu_hours (None: not costed
-    -- see ``basis``), and the basis of the number."""
+    -- see ``basis``), and the basis of the number; the control arms' jobs and units added to the study's."""
     units = load_units() if units is None else units
-    jobs = job_counts(config)
+    per_plan = [_projection(plan, units, gpu) for plan in plans(config)]
+    rows = []
+    for stage_rows in zip(*per_plan):
+        row = dict(stage_rows[0])
+        row["jobs"] = _merged([{"s": r["jobs"]} for r in stage_rows])["s"]
+        row["units"] = _merged([{"s": r["units"]} for r in stage_rows]).get("s", {})
+        for key in ("gpu_hours", "cpu_hours"):
+            values = [r[key] for r in stage_rows]
+            row[key] = None if any(v is None for v in values) else sum(values)
+        rows.append(row)
+    return rows
+
+
+def _projection(config: Mapping[str, Any], units: Mapping, gpu: Mapping | None) -> list[dict]:
+    jobs = _job_counts(config)
     from trustmass.plan import Study
 
     study = Study(config)
-    docs = captured_documents(config)
+    docs = _captured_documents(config)
     cpu = units["cpu"]
     rows = []
 
@@ -204,7 +274,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
             "gpu_hours": None,
             "cpu_hours": core_s / 3600,
             "basis": f"{c['core_seconds_per_unit'] * 1e3:.2f} core-ms per instance at {c['at_doc_tokens']:,} keys, "
-            "x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
+            f"x tokens / {c['at_doc_tokens']:,} ({c['measured']})",
         }
     )
 
@@ -243,7 +313,7 @@ def projection(config: Mapping[str, Any], units: Mapping | None = None, gpu: Map
             "gpu_hours": None,
             "cpu_hours": core_s / 3600,
             "basis": f"{a['core_seconds_per_unit'] * 1e3:.1f} core-ms per headline instance at "
-            "{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
+            f"{a['at_doc_tokens']:,} keys, x tokens / {a['at_doc_tokens']:,} ({a['measured']})",
         }
     )
 

@@ -42,7 +42,9 @@ class Method:
     wraps: str | None = None  # dotted name of a press that takes the scorer as its one argument (CriticalKV)
     status: str = "offline"  # "offline" or "needs_hub"
     mode: str | None = None  # contourkv: "enforced" or "unenforced"
-    score: str = "press"  # "press" (the factory's scorer) or "reconstruction" (KVzip's pass)
+    # "press" (the factory's scorer), "reconstruction" (KVzip's pass) or "masks" (the press's own allocation of its
+    # recorded score, read from the masks it ships: kept_sets(model, scores, cache) of the press)
+    score: str = "press"
     options: tuple = ()  # contourkv: (key, value) pairs of contour_kept options (a floor reading, a scope)
     default: bool = True  # in the config's default method list (deploy.methods: null)
 
@@ -122,18 +124,24 @@ ROSTER: tuple[Method, ...] = (
     _contour_recon("enforced", "contour_enforced"),
     _contour_recon("unenforced", "contour"),
     _hub("kvzap", "uniform", "kvpress.KVzapPress", _contract("kvzap_model", "none", "0")),
+    # DuoAttention's head scores on the fly (kvpress's recipe from BookSum on the hub, kmfoda/booksum): kvpress
+    # 0.5.5's published patterns cover none of the paper's deployed models (its table names Llama 3.1 8B Instruct
+    # by the repository's former id, and no Qwen model) and are read from GitHub, not the hub
     _hub(
         "duo_attention",
         "headwise",
-        "kvpress.DuoAttentionPress",
+        "trustmass.deploy.shipped.DuoAttentionMasks",
         _contract("duo_head_pattern", "none", "0", "duo_headwise"),
         ratio_keyword="head_compression_ratio",
+        press_options=(("on_the_fly_scoring", True),),
+        score="masks",
     ),
     _hub(
         "fastkvzip",
         "headwise",
-        "kvpress.FastKVzipPress",
+        "trustmass.deploy.shipped.FastKVzipScores",
         _contract("fastkvzip_gates", "none", "0", "fastkvzip_headwise"),
+        score="masks",
     ),
 )
 

@@ -223,6 +223,9 @@ def _kept(model, m: Method, scored: _Scored, budget: int, pad: int, alpha_safegu
     n = int(scored.prefix.size)
     if m.kind == "kvzip":
         return scored.recon.kept_sets(model, ratio_for(budget, n))
+    if m.score == "masks":  # the press's own allocation at this budget's ratio (shipped.FastKVzipScores, ...)
+        key = _key(m.name, budget)
+        return scored.presses[key].kept_sets(model, scored.pre.scores[key], scored.pre.cache)
     if m.kind == "dense":  # no scorer: any [Hkv, N] tensors per layer give kept_sets the shape
         scores = [layer.keys[0, :, :, 0] for layer in scored.pre.cache.layers]
     else:
@@ -283,7 +286,7 @@ def run_item(
             "deploy.query_aware: true or deploy.decomposition.methods: []",
             fields=("deploy.decomposition.methods", "deploy.query_aware"),
         )
-    if any(m.score == "reconstruction" or m.kind == "dense" for m in extra):
+    if any(m.score != "press" or m.kind == "dense" for m in extra):
         raise ConfigConflict(
             "deploy.decomposition.methods must rank with a press score (not dense, KVzip or its "
             "score); fix: use window-scored methods (snapkv, contourkv_enforced, ...)",

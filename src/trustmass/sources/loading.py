@@ -69,6 +69,11 @@ def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, 
     The weights load in the dtype the folder's ``trustmass_source.json`` records (the configured
     one).  ``attn_implementation`` names the transformers attention function the forward runs
     ("sdpa", "eager", or one the caller registered first, such as the capture's).
+
+    A hub model is named by its hub id (``config.name_or_path``), not by the folder it was loaded from:
+    kvpress's hub-only presses find their weights by that name (KVzap's ``nvidia/KVzap-mlp-<name>``,
+    FastKVzip's ``Jang-Hyun/Fast-KVzip`` ``<name>/...`` gates), and KVzip and DuoAttention load its tokenizer
+    by it.  The folder's name (``resources/models/qwen3-8b``) would send them to repositories that do not exist.
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -87,4 +92,6 @@ def load_prepared_model(model_dir: str | os.PathLike, attn_implementation: str, 
             attn_implementation=attn_implementation,
             dtype="auto" if dtype == "auto" else getattr(torch, dtype),
         )
+    if record.get("source") == "hub" and record.get("id"):
+        model.config.name_or_path = record["id"]
     return model.to(device).eval()
