@@ -49,7 +49,8 @@ def test_arm_config_swaps_the_models_and_keeps_the_trained_text():
     twin = twin_name("smollm2-135m", "randomised_weights")
     assert arm["study"]["models"] == [twin]
     assert arm["study"]["headline"] == {"models": [twin], "corpus": "austen"}
-    assert arm["study"]["corpora"] == ["austen"]
+    assert arm["study"]["corpora"] == config["study"]["corpora"]  # every study corpus: claim 41 compares them
+    assert arm_config(default(corpora=["austen"]), "randomised_weights")["study"]["corpora"] == ["austen"]
     trained, control = Study(config), Study(arm, arm="randomised_weights")
     # the held-out document and the task contexts are the trained study's chunks, though the controls capture one
     assert control.heldout_ids(twin) == trained.heldout_ids("smollm2-135m")
@@ -148,6 +149,7 @@ def test_a_stage_that_names_no_controlled_model_is_off_in_the_arms():
 def test_controls_too_short_for_the_probe_are_refused_early():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     config["controls"]["documents"] = {"n_docs": 1, "doc_tokens": None}
+    config["controls"]["corpora"] = ["austen"]  # one control corpus: its one document is all the probe has
     with pytest.raises(ConfigError, match=r"controls\.documents\.n_docs: 1 leaves the controls' probe"):
         start(config, SCHEMA)
     config["controls"]["skip"] = ["probe"]

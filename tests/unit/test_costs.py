@@ -273,10 +273,10 @@ def test_the_control_arms_jobs_are_counted():
     config["models"].update(control_entries(config))
     alone = small_config(diagnostics={"enabled": True})
     jobs, one = costs.job_counts(config), costs.job_counts(alone)
-    # each arm: model a's twin on corpus x (the headline corpus), controls.documents' 2 documents
-    assert jobs["capture"]["capture"] == one["capture"]["capture"] + 2 * 2
+    # each arm: model a's twin on the study corpora x and y, controls.documents' 2 documents each
+    assert jobs["capture"]["capture"] == one["capture"]["capture"] + 2 * 2 * 2
     assert jobs["certification"] == {k: 3 * v for k, v in one["certification"].items()}
-    assert jobs["audit"]["audit"] == one["audit"]["audit"] + 2 * 2
+    assert jobs["audit"]["audit"] == one["audit"]["audit"] + 2 * 2  # the headline corpus only
     assert jobs["audit"]["row_diagnostics"] == one["audit"]["row_diagnostics"] > 0
-    # the twin's held-out documents on the control corpus x alone: 2 per arm (the study's: x and y)
-    assert jobs["loss"]["loss_document"] == one["loss"]["loss_document"] + 2 * 2
+    # the twin's held-out documents on both control corpora, as the study's (2 per corpus): 4 per arm
+    assert jobs["loss"]["loss_document"] == one["loss"]["loss_document"] + 2 * 2 * 2

@@ -68,9 +68,9 @@ def controlled_models(config: Mapping[str, Any]) -> list[str]:
 
 
 def control_corpora(config: Mapping[str, Any]) -> list[str]:
-    """``controls.corpora``, or the headline corpus."""
-    corpus = _headline(config)[1]
-    return list((config.get("controls") or {}).get("corpora") or ([corpus] if corpus else []))
+    """``controls.corpora``, or every study corpus: a claim that compares corpora (41: Table 2's prose, code and
+    French) is read on the controls only where they read each of them."""
+    return list((config.get("controls") or {}).get("corpora") or ((config.get("study") or {}).get("corpora") or []))
 
 
 def control_problems(config: Mapping[str, Any]) -> list[str]:
