@@ -67,16 +67,20 @@ def test_panel_dry_run_plans_every_capture_offline(tmp_path, panel_config):
     run, done = offline_dry_run(tmp_path, "--configfile", str(PANEL))
     assert_planned_offline(run, done)  # packaged wheels and Debian packages: planned, not fetched
     jobs = planned_jobs(done.output)
-    # every model has a randomised-weights and a shuffled-text twin (the controls: the headline corpus, 2 documents)
+    # every model has a randomised-weights and a shuffled-text twin (the controls: every corpus, 2 documents each)
     twins, control_docs = 2 * len(MODELS), panel_config["controls"]["documents"]["n_docs"]
-    assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (3 + twins, 3, 9 + twins)
+    assert (jobs["prepare_model"], jobs["prepare_corpus"], jobs["tokenize_documents"]) == (
+        3 + twins,
+        3,
+        (3 + twins) * len(CORPORA),
+    )
     tasks = len(panel_config["task_contexts"]["types"]) * panel_config["task_contexts"]["per_type"]
     assert jobs["task_documents"] == 3 + twins  # the task contexts of each headline family and of its twins
     trained_captures = len(MODELS) * (len(CORPORA) * N_DOCS + tasks)
-    assert jobs["capture"] == jobs["ceiling"] == trained_captures + twins * (control_docs + tasks)
+    assert jobs["capture"] == jobs["ceiling"] == trained_captures + twins * (control_docs * len(CORPORA) + tasks)
     # the loss slice on every model and twin, the deployment slice on the two instruction-tuned readers (and both
     # their twins)
-    assert jobs["loss_document"] == len(MODELS) * len(CORPORA) + twins and jobs["probe_train"] == len(MODELS) + twins
+    assert jobs["loss_document"] == (len(MODELS) + twins) * len(CORPORA) and jobs["probe_train"] == len(MODELS) + twins
     assert jobs["deploy_condition"] == 2 + 2 * 2
     assert jobs["certify_manifest"] == 1 and jobs["certify_manifest_randomised_weights"] == 1
     captures = planned_captures(done.output).filter(pl.col("corpus") != "tasks", pl.col("model").is_in(MODELS))
