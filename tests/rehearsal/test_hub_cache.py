@@ -96,3 +96,15 @@ def test_a_written_dataset_loads_offline_with_its_config_or_data_dir(tmp_path):
     done = _offline(tmp_path, code)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "2 ' = A = \\n b .\\n'"
+
+
+def test_every_longbench_record_s_gold_answer_scores_full_marks_under_its_metric():
+    """Found by the rehearsal: passage_retrieval_zh's gold was written "段落 3", which LongBench's metric
+    (段落(\\d+)) cannot read, and every deployment job of the Chinese task failed."""
+    from trustmass.deploy.metrics import LONGBENCH, score_answer
+    from trustmass.rehearsal.data import longbench_rows
+
+    for task, metric in LONGBENCH.items():
+        (row,) = longbench_rows(0, task, sentences=4)
+        gold = row["answers"]
+        assert score_answer(gold[0], gold, metric, all_classes=row["all_classes"] or (), task=task) > 99.999, task

@@ -150,15 +150,18 @@ def longbench_rows(seed: int, task: str, sentences: int) -> list[dict]:
     context = _chinese(rng, 20 * sentences) if zh else _prose(rng, sentences)
     if metric in ("retrieval", "retrieval_zh"):
         paragraphs = [_chinese(rng, 60) if zh else _prose(rng, 3) for _ in range(5)]
-        context = "\n\n".join(f"{'段落' if zh else 'Paragraph'} {i + 1}: {p}" for i, p in enumerate(paragraphs))
-        answers = [f"{'段落' if zh else 'Paragraph'} 3"]
+        # LongBench writes "Paragraph 3" and "段落3" (no space: the zh metric reads 段落(\d+))
+        label = (lambda i: f"段落{i}") if zh else (lambda i: f"Paragraph {i}")
+        context = "\n\n".join(f"{label(i + 1)}: {p}" for i, p in enumerate(paragraphs))
+        answers = [label(3)]
     elif metric == "count":
         answers = ["4"]
     elif metric == "classification":
         answers = [_CLASSES[task][int(rng.integers(0, 4))]]
     elif metric == "code_sim":
-        context = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(sentences))
-        answers = [f"def f{sentences}(x):\n    return x + {sentences}"]
+        # LCC and RepoBench-P: code, and the next line as the gold (their metric compares one line)
+        context = "\n".join(f"x{i} = f(x{i - 1})" if i else "x0 = 0" for i in range(sentences))
+        answers = [f"x{sentences} = f(x{sentences - 1})"]
     elif zh:
         answers = [_chinese(rng, 12)]
     else:
