@@ -4,7 +4,7 @@
     # --work W/1e6` does), the seconds only a safety net (900 s per probe)
     PYTHONPATH=src python benchmarks/certify/run_bnb.py frontier40.pkl frontier.jsonl --work 1e11
 
-    # the code before work budgets (3a4c3b6, issue 15's certifier): seconds per probe, read as CPU seconds of
+    # the code before work budgets (3a4c3b6, main before them): seconds per probe, read as CPU seconds of
     # this process (time.perf_counter patched to time.process_time) so that a busy neighbour does not count
     PYTHONPATH=/path/to/3a4c3b6/src python benchmarks/certify/run_bnb.py frontier40.pkl old.jsonl --seconds 60
 
