@@ -3,7 +3,7 @@
 Layers, bottom up: core (shared math, no I/O); plumbing, contracts and plan (config, provenance, rule glue,
 the file formats stages hand over, the study's paths and target lists); sources; the stages
 (capture, ceiling, certification, audit, selfcheck, loss, deploy), which hand data over by files and never
-import each other; the reporting layer; the tools (bench, cli).  Found statically (ast): every
+import each other; the reporting layer; the tools (bench, cli, rehearsal).  Found statically (ast): every
 ``trustmass`` import of every module, at any depth.
 """
 
@@ -32,6 +32,7 @@ LAYERS = {
     "report": 4,
     "bench": 5,
     "cli": 5,
+    "rehearsal": 5,
 }
 STAGES = {name for name, layer in LAYERS.items() if layer == 3}
 #: the most lines a library module may have before it should be split
