@@ -21,6 +21,7 @@ ALLOWED = {
     "documents.doc_tokens", "documents.n_docs", "task_contexts.per_type", "statistics.bootstrap",
     "diagnostics.margin.permutations", "loss.continuation", "loss.heldout.n_docs", "loss.probe.train_docs",
     "loss.probe.steps", "certification.per_stratum", "certification.n_shards", "certification.time_limit_s",
+    "certification.scip_nodes", "certification.scip_lp_iterations",
     "certification.max_solves", "certification.memory_limit_mb", "deploy.lengths", "deploy.items",
     "deploy.max_new_tokens", "deploy.replay.items", "deploy.benchmarks", "models",
 }  # fmt: skip
