@@ -285,6 +285,17 @@ def test_imported_modules_resolve_relative_imports(tmp_path):
     assert "numpy" not in found
 
 
+def test_imported_modules_see_an_edit_in_the_same_process(tmp_path):
+    # the import scan is memoised (a Snakefile parse asks for the same modules once per rule): on the source text,
+    # so a module edited after a first scan is scanned again, as in a long-lived process
+    src = tmp_path / "m.py"
+    src.write_text("import trustmass.core.operator\n")
+    assert provenance._imported_modules("trustmass.bench.m", src) == ["trustmass.core.operator"]
+    src.write_text("import trustmass.core.simplex\n")
+    assert provenance._imported_modules("trustmass.bench.m", src) == ["trustmass.core.simplex"]
+    assert provenance._imported_modules("trustmass.other.m", src) == ["trustmass.core.simplex"]
+
+
 @pytest.mark.parametrize(
     "reader",
     [

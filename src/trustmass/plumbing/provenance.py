@@ -13,6 +13,7 @@ recorded only if the calling code already imported torch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -435,10 +436,18 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imported_modules(name: str, path: Path) -> list[str]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return list(_imports_in_source(package, path.read_text(encoding="utf-8"), str(path)))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in_source(package: str, text: str, filename: str) -> tuple[str, ...]:
+    """The ``trustmass`` modules ``text`` imports.  Memoised on the text itself (an edited file is parsed again):
+    the workflow calls :func:`library_sources` once per rule and the closures overlap, so without it one parse
+    of the Snakefile parsed the same modules thousands of times (most of a dry-run's time)."""
     import ast
 
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(text, filename=filename)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -452,4 +461,4 @@ def _imported_modules(name: str, path: Path) -> list[str]:
                 base = node.module or ""
             found.append(base)
             found.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return [m for m in found if m == "trustmass" or m.startswith("trustmass.")]
+    return tuple(m for m in found if m == "trustmass" or m.startswith("trustmass."))
