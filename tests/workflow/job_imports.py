@@ -31,7 +31,18 @@ from types import SimpleNamespace
 from trustmass.plumbing.rule_io import run_rule  # noqa: F401 -- what every job imports first
 
 #: third-party packages the jobs import, loaded once here so that each forked child only imports library code
-PRELOAD = ("numpy", "polars", "scipy", "torch", "transformers", "kvpress", "matplotlib.pyplot", "safetensors.torch")
+PRELOAD = (
+    "numpy",
+    "polars",
+    "scipy",
+    "torch",
+    "transformers",
+    "kvpress",
+    "matplotlib.pyplot",
+    "safetensors.torch",
+    "numba",
+    "jsonschema",
+)
 
 
 def _deploy_condition(job: dict) -> None:
