@@ -41,8 +41,9 @@ def planned_jobs(output: str) -> Counter:
 class Workflow:
     """Runs this repository's Snakefile with its outputs (and .snakemake/) in a scratch directory."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None):
         self.workdir = workdir
+        self.env = dict(env or {})  # over os.environ, for every call (a private copy of the library on PYTHONPATH)
 
     def write_config(self, name: str, text: str) -> Path:
         path = self.workdir / name
@@ -51,7 +52,7 @@ class Workflow:
 
     def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         cmd = [*snakemake_command(), "--snakefile", str(SNAKEFILE), "--directory", str(self.workdir), *args]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
         done = subprocess.run(
             cmd,
             cwd=self.workdir,

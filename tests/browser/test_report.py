@@ -18,8 +18,7 @@ from conftest import REPO, Workflow
 
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study of the end-to-end test
 from cdp import Browser  # noqa: E402
-from test_end_to_end import TINY  # noqa: E402
-from tiny_study import tiny_study_config  # noqa: E402
+from tiny_study import TINY, tiny_study_config  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 

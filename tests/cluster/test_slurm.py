@@ -31,8 +31,7 @@ from conftest import REPO, Workflow, planned_jobs
 from trustmass.report.reference import compare_file  # by column, timing columns left out (as make check-reference)
 
 sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study of the end-to-end test
-from test_end_to_end import TINY  # noqa: E402
-from tiny_study import tiny_study_config  # noqa: E402
+from tiny_study import TINY, tiny_study_config  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.workflow]
 

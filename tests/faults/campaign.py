@@ -18,8 +18,8 @@ import psutil
 
 from conftest import REPO, SNAKEFILE, Workflow, snakemake_command
 
-sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study (tiny_study.py, test_end_to_end.TINY)
-from test_end_to_end import TINY  # noqa: E402
+sys.path.insert(0, str(REPO / "tests" / "workflow"))  # the tiny study (tiny_study.py: TINY, tiny_study_config)
+from tiny_study import TINY  # noqa: E402
 
 from trustmass.certification.runner import CERTIFIED_SCHEMA, TIMING_COLUMNS  # noqa: E402
 

@@ -1,7 +1,5 @@
-"""Figures and tables from summary frames: files, panels, columns; and, in the workflow, that
-restyling a figure reruns only the plotting rules."""
-
-import os
+"""Figures and tables from summary frames: files, panels, columns.  That restyling a figure reruns only the
+plotting rules is a test of the tiny real run (tests/workflow/test_end_to_end.py)."""
 
 import numpy as np
 import polars as pl
@@ -210,84 +208,6 @@ def test_identical_populations_are_written_once(tmp_path):
 def test_missing_summary_columns_are_named():
     with pytest.raises(ValueError, match="lacks"):
         table_layouts.table8(pl.DataFrame({"population": ["all"], "model": ["m"]}))
-
-
-# ----------------------------------------------------------------------------- workflow
-
-REPORT_TARGETS = ["fig1", "fig2", "table1", "table2", "table6", "table8"]
-TINY = """\
-budgets:
-  enumerated: [4, 8]
-  native: [16]
-statistics:
-  bootstrap: 50
-certification:
-  sweep: {budget: 8}
-"""
-
-
-@pytest.mark.workflow
-def test_restyling_a_figure_reruns_only_the_plotting_rules(tmp_path, monkeypatch):
-    """A tiny real run, then an edit of each library module in a private copy of the package (put
-    first on PYTHONPATH, so the repository is never touched): the dry-run plans only the rules that
-    read that module.  (Snakemake compares checksums, so a bare touch would plan nothing.)"""
-    import shutil
-
-    from workflow.tiny_study import tiny_study_config
-
-    import trustmass
-    from conftest import SNAKEFILE, Workflow, planned_jobs
-
-    if "report.smk" not in SNAKEFILE.read_text(encoding="utf-8"):
-        pytest.skip("the Snakefile does not include workflow/rules/report.smk yet")
-    package = tmp_path / "src" / "trustmass"
-    shutil.copytree(
-        os.path.dirname(trustmass.__file__), package, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc")
-    )
-    shutil.copy(
-        SNAKEFILE.parent / "config.yaml", tmp_path / "config.yaml"
-    )  # the copy's checkout root holds its defaults
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "src"), os.environ.get("PYTHONPATH")]))
-    )
-    wf = Workflow(tmp_path)
-    config = wf.write_config("tiny.yaml", TINY + tiny_study_config(tmp_path))
-    done = wf.run(*REPORT_TARGETS, "--cores", "2", "--configfile", str(config), timeout=900)
-    assert done.returncode == 0, done.output
-    for name in [
-        "results/figures/fig1_ceiling.png",
-        "results/figures/fig2_map.png",
-        "results/tables/table8_profile.md",
-        "results/stats/headline_ceiling.parquet",
-    ]:
-        assert (tmp_path / name).is_file(), name
-        assert (tmp_path / f"{name}.prov.json").is_file(), name
-    prov = (tmp_path / "results/figures/fig1_ceiling.png.prov.json").read_text()
-    assert (
-        '"path": "src/trustmass/report/figures/ceiling.py"' in prov
-    )  # the run used the private copy (paths relative to the workdir)
-
-    def planned_after_editing(module, old, new):
-        path = package / module
-        text = path.read_text(encoding="utf-8")
-        assert old in text, f"{module}: {old!r} not found"
-        path.write_text(text.replace(old, new, 1), encoding="utf-8")
-        dry = wf.run(*REPORT_TARGETS, "--dry-run", "--configfile", str(config))
-        assert dry.returncode == 0, dry.output
-        return set(planned_jobs(dry.output))
-
-    figure_renders = {"render_fig1", "render_fig2", "fig1", "fig2"}
-    table_renders = {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
-    restyled = planned_after_editing("report/style.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
-    assert restyled == figure_renders
-    rerounded = planned_after_editing(
-        "report/layouts/ceiling.py",
-        'Column("median κ̂", "median_kappa_hat", 3)',
-        'Column("median κ̂", "median_kappa_hat", 4)',
-    )
-    assert rerounded == figure_renders | table_renders
-    recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
-    assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed
 
 
 def test_a_switched_off_panel_renders_as_an_empty_table_that_says_so(tmp_path):

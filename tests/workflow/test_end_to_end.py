@@ -1,33 +1,20 @@
-"""A tiny real run of the whole workflow: outputs, provenance sidecars, no leftovers, reruns."""
+"""A tiny real run of the whole workflow: outputs, provenance sidecars, no leftovers, reruns.
+
+One run, shared by every test here (the module's fixture; `make test` runs a module on one worker): a test that
+needs a changed study copies the finished one first."""
 
 import hashlib
 import json
+import shutil
 from importlib.metadata import version
 
 import pytest
+from tiny_study import TINY_RUN, private_package
 
-from conftest import planned_jobs
+from conftest import Workflow, planned_jobs
 
 pytestmark = pytest.mark.workflow
 
-TINY = """\
-budgets:
-  enumerated: [4, 8, 32]
-  native: [40]
-statistics:
-  bootstrap: 50
-certification:
-  bnb_work: 1000                 # 10^9 work units per probe: about a second (the fault campaign kills one in flight)
-  n_shards: 1
-benchmark:
-  n_keys: 64
-  head_dim: 4
-  instances: 1
-"""
-#: the run here: the same outcomes (statuses) from 20 x 10^6 work units per probe, in 2 s instead of 50 per shard
-#: (the tiny rows' bisections spend whatever they are given); the fault campaign keeps TINY's, to kill it mid-solve
-TINY_RUN = TINY.replace("bnb_work: 1000 ", "bnb_work: 20   ")
-assert TINY_RUN != TINY
 OUTPUTS = ["results/selfcheck/worked_examples.json", "results/bench/enumeration.json"]
 SHARDS = ["results/capture/tiny/words/0000.safetensors", "results/capture/tiny/words/0001.safetensors"]
 RECORDS = ["results/ceiling/tiny/words/0000.parquet", "results/ceiling/tiny/words/0001.parquet"]
@@ -60,11 +47,12 @@ STUDY = [
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
+    """The whole study, run on a private copy of the library in the run's folder (src/trustmass, first on
+    PYTHONPATH): the restyling test edits library code in a copy of it."""
     from tiny_study import tiny_study_config
 
-    from conftest import Workflow
-
-    wf = Workflow(tmp_path_factory.mktemp("tiny"))
+    workdir = tmp_path_factory.mktemp("tiny")
+    wf = Workflow(workdir, env=private_package(workdir))
     config = wf.write_config("tiny.yaml", TINY_RUN + tiny_study_config(wf.workdir))
     done = wf.run("--cores", "2", "--configfile", str(config), timeout=1500)  # every stage of the study: minutes
     return wf, config, done
@@ -108,7 +96,7 @@ def test_sidecars_describe_their_outputs(tiny_run):
         assert prov["versions"]["snakemake"] == version("snakemake")
         assert "snakemake" in (prov["command"]["workflow"] or "")
         for record in prov["inputs"]:
-            with open(record["path"], "rb") as fh:
+            with open(wf.workdir / record["path"], "rb") as fh:  # relative to the run's folder, or absolute
                 assert record["sha256"] == hashlib.sha256(fh.read()).hexdigest(), record["path"]
     bench = json.loads((wf.workdir / f"{OUTPUTS[1]}.prov.json").read_text())
     assert bench["config"]["benchmark"] == {"n_keys": 64, "head_dim": 4, "instances": 1}
@@ -287,3 +275,60 @@ def test_the_deploy_stage_wrote_tables_3_to_5_and_the_byte_ledger(tiny_run):
     assert set(t3["setting"]) == {"benchmark", "retrieval"}
     t4 = pl.read_parquet(wf.workdir / "results/stats/table4.parquet")
     assert set(t4["setting"]) == {"retrieval"}
+
+
+REPORT_TARGETS = ["fig1", "fig2", "table1", "table2", "table6", "table8"]
+
+
+def test_restyling_a_figure_reruns_only_the_plotting_rules(tiny_run, tmp_path):
+    """An edit of each library module in the run's private copy of the package (a copy of the whole finished run,
+    so the shared run stays as it is; the repository is never touched): the dry-run plans only the rules that read
+    that module.  (Snakemake compares checksums, so a bare touch would plan nothing.)"""
+    source, config, done = tiny_run
+    assert done.returncode == 0, done.output[-3000:]
+    root = tmp_path / "copy"
+    shutil.copytree(source.workdir, root, symlinks=True)  # copy2: the files keep their mtimes
+    wf = Workflow(
+        root, env={**source.env, "PYTHONPATH": source.env["PYTHONPATH"].replace(str(source.workdir), str(root))}
+    )
+    config = root / config.name  # names the model and corpus folders of the original run: unchanged, and still there
+    package = root / "src" / "trustmass"
+    for name in [
+        "results/figures/fig1_ceiling.png",
+        "results/figures/fig2_map.png",
+        "results/tables/table8_profile.md",
+        "results/stats/headline_ceiling.parquet",
+    ]:
+        assert (root / name).is_file(), name
+        assert (root / f"{name}.prov.json").is_file(), name
+    prov = (root / "results/figures/fig1_ceiling.png.prov.json").read_text()
+    assert (
+        '"path": "src/trustmass/report/figures/ceiling.py"' in prov
+    )  # the run used the private copy (paths relative to the workdir)
+
+    def planned(*args):
+        dry = wf.run(*REPORT_TARGETS, "--dry-run", "--configfile", str(config), *args)
+        assert dry.returncode == 0, dry.output
+        return set(planned_jobs(dry.output))
+
+    assert planned() == set(), "the copied run is not complete where it stands"
+
+    def planned_after_editing(module, old, new):
+        path = package / module
+        text = path.read_text(encoding="utf-8")
+        assert old in text, f"{module}: {old!r} not found"
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        return planned()
+
+    figure_renders = {"render_fig1", "render_fig2", "fig1", "fig2"}
+    table_renders = {f"render_table{i}" for i in (1, 2, 6, 8)} | {f"table{i}" for i in (1, 2, 6, 8)}
+    restyled = planned_after_editing("report/style.py", '"cap_color": "#e0892b"', '"cap_color": "#d62728"')
+    assert restyled == figure_renders
+    rerounded = planned_after_editing(
+        "report/layouts/ceiling.py",
+        'Column("median κ̂", "median_kappa_hat", 3)',
+        'Column("median κ̂", "median_kappa_hat", 4)',
+    )
+    assert rerounded == figure_renders | table_renders
+    recomputed = planned_after_editing("report/frames/ceiling.py", "SHARE_FACTOR = 0.9", "SHARE_FACTOR = 0.9  # edited")
+    assert "ceiling_statistics" in recomputed and "ceiling" not in recomputed

@@ -7,11 +7,50 @@ The model folder is a real Hugging Face folder (config, weights, a word-level to
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 WORDS = [f"w{i}" for i in range(60)]
+REPO = Path(__file__).resolve().parents[2]
+
+#: the settings of every tiny run (test_end_to_end, the fault campaign, the report in a browser, the SLURM cluster),
+#: merged over config.yaml together with :func:`tiny_study_config`
+TINY = """\
+budgets:
+  enumerated: [4, 8, 32]
+  native: [40]
+statistics:
+  bootstrap: 50
+certification:
+  bnb_work: 1000                 # 10^9 work units per probe: about a second (the fault campaign kills one in flight)
+  n_shards: 1
+benchmark:
+  n_keys: 64
+  head_dim: 4
+  instances: 1
+"""
+#: test_end_to_end's run: the same outcomes (statuses) from 20 x 10^6 work units per probe, in 2 s instead of 50 per
+#: shard (the tiny rows' bisections spend whatever they are given); the fault campaign keeps TINY's, to kill one
+TINY_RUN = TINY.replace("bnb_work: 1000 ", "bnb_work: 20   ")
+assert TINY_RUN != TINY
+
+
+def private_package(root: Path) -> dict[str, str]:
+    """A copy of the library in ``root/src/trustmass`` (and of the defaults it reads, ``root/config.yaml``), and the
+    environment that puts it first on PYTHONPATH: a run there declares and hashes the copy's files (paths relative
+    to ``root``), so a test can edit library code in the copy and never in the repository."""
+    import trustmass
+
+    shutil.copytree(
+        os.path.dirname(trustmass.__file__),
+        root / "src" / "trustmass",
+        ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"),
+    )
+    shutil.copy(REPO / "config.yaml", root / "config.yaml")  # the copy's checkout root holds its defaults
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(root / "src"), os.environ.get("PYTHONPATH")]))}
 
 
 def make_tiny_model(folder: Path, seed: int = 0) -> Path:
