@@ -1,7 +1,8 @@
 """Triton kernels against the PyTorch twins under ``TRITON_INTERPRET=1`` (CPU), and the dispatcher.
 
 The interpreter cases run in one subprocess (see `kernel_triton_cases.py`): the variable must be set
-before triton is first imported, which this pytest process cannot promise.
+before triton is first imported, which this pytest process cannot promise.  `make test` runs one case of each
+kernel path (:data:`QUICK`, about 10 s); the rest of the grid (about 40 s more) is marked slow (`make test-slow`).
 """
 
 import importlib.util
@@ -25,12 +26,38 @@ needs_triton = pytest.mark.skipif(
 )
 
 
+#: a case of each kernel (sampled rows, columns, the fused side statistics, restricted attention) and of each path
+#: through them (GQA, softcap, window, small tiles, key splits, a passed lse, bf16 roundings, the validation errors)
+QUICK = {
+    "rows-softcap-window-d24-gqa",
+    "rows-splits-window",
+    "rows-bf16-logits-emulated",
+    "columns-softcap-window-gqa",
+    "columns-tiles-odd-windows",
+    "side-window-softcap-gqa",
+    "side-tiles-window5-softcap",
+    "side-lse-window-softcap",
+    "side-bf16-logits-emulated",
+    "restricted-softcap-window",
+    "restricted-group3-window",
+    "restricted-invalid",
+    "capture-invalid",
+}
+assert QUICK <= set(CASES), sorted(QUICK - set(CASES))
+
+
 @pytest.fixture(scope="module")
-def interpreter_results():
+def interpreter_results(request):
+    """The cases of this session's selected tests, computed in one interpreter process."""
+    names = sorted(
+        item.callspec.params["name"]
+        for item in request.session.items
+        if item.module is request.module and item.originalname == "test_triton_kernel_matches_twin"
+    )
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     env.pop(kernels.BACKEND_ENV, None)
     proc = subprocess.run(
-        [sys.executable, str(HERE / "kernel_triton_cases.py")],
+        [sys.executable, str(HERE / "kernel_triton_cases.py"), *names],
         capture_output=True,
         text=True,
         check=False,
@@ -42,7 +69,7 @@ def interpreter_results():
 
 
 @needs_triton
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in sorted(CASES)])
 def test_triton_kernel_matches_twin(interpreter_results, name):
     result = interpreter_results[name]
     assert "error" not in result, result.get("error")
