@@ -7,6 +7,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 CORES  ?= all
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test`: one per core, at most 4 (the tiny real study bounds the run beyond that);
+# TEST_WORKERS=0 runs the tests in one process
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
 SNAKEMAKE_ARGS ?=
 # Where pip looks for torch.  Empty: pip's own configuration (here a local directory holds the CPU
 # wheel).  Elsewhere, TORCH_INDEX=https://download.pytorch.org/whl/cpu gets the CPU build.
@@ -55,8 +58,10 @@ run: $(STAMP)
 dry-run: $(STAMP)
 	$(BIN)/snakemake --dry-run --cores $(CORES) $(SNAKEMAKE_ARGS)
 
+# --dist loadfile: a module's tests run on one worker, so its module-scoped fixtures (the tiny real run, the
+# paper's dry-run, ...) are computed once
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m "slow and not cluster" $(PYTEST_ARGS)

@@ -69,3 +69,31 @@ class Workflow:
 @pytest.fixture
 def workflow(tmp_path) -> Workflow:
     return Workflow(tmp_path)
+
+
+#: the modules that take longest (a tiny real run of the study, or many snakemake calls), collected first: under
+#: pytest-xdist (`make test` runs it) a worker starts each of them at once instead of at the tail of the run
+#: while the other worker has finished; without xdist the order changes nothing
+LONGEST_FIRST = (
+    "tests/workflow/test_end_to_end.py",
+    "tests/workflow/test_paper_config.py",
+    "tests/workflow/test_job_code_inputs.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        path = item.path.relative_to(REPO).as_posix() if item.path.is_relative_to(REPO) else ""
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker's in-process torch gets its share of the cores (the workflow's jobs pin
+    their own threads to 1), so that the workers' thread pools do not oversubscribe the machine."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if os.environ.get("PYTEST_XDIST_WORKER") and workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, torch.get_num_threads() // workers))
