@@ -26,7 +26,7 @@ TORCH := $(shell sed -n 's/^[[:space:]]*"\(torch==[^"]*\)".*/\1/p' pyproject.tom
 
 help:
 	@echo "make run        regenerate results/ (snakemake --cores $(CORES)) and results/report.html"
-	@echo "make test       fast tests (pytest -m 'not slow')"
+	@echo "make test       fast tests (pytest -m 'not slow' on TEST_WORKERS xdist workers: one per core; 0: one process)"
 	@echo "make test-slow  long tests (pytest -m slow)"
 	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
