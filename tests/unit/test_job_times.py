@@ -77,3 +77,48 @@ def test_main_filters_by_rule_and_start(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| capture | 1 | 3,600 |" in out and "| ceiling |" not in out
     assert "over 1 cores 3,600 s" in out
+
+
+def _spin(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_cpu_seconds_count_the_process_and_its_children_and_not_sleep(tmp_path):
+    import multiprocessing
+
+    out = tmp_path / "x.parquet"
+    out.write_text("x")
+    before = json.loads(write_sidecar(out, started=time.time()).read_text())["cpu_time_s"]
+    time.sleep(0.3)  # waiting costs no CPU
+    slept = json.loads(write_sidecar(out, started=time.time()).read_text())["cpu_time_s"]
+    assert slept - before < 0.1
+    _spin(0.3)
+    child = multiprocessing.get_context("fork").Process(target=_spin, args=(0.3,))
+    child.start()
+    child.join()  # a child the job waited for counts too
+    after = json.loads(write_sidecar(out, started=time.time()).read_text())["cpu_time_s"]
+    assert after - slept >= 0.5
+
+
+def test_cpu_seconds_are_summed_per_rule_and_absent_in_old_sidecars(tmp_path, monkeypatch):
+    start = time.time() - 10.0
+    _job(tmp_path, monkeypatch, "capture", ["a/0.safetensors", "a/1.safetensors"], start, "tmp1.capture.py")
+    _job(tmp_path, monkeypatch, "capture", ["b/0.safetensors"], start, "tmp2.capture.py")
+    _job(tmp_path, monkeypatch, "ceiling", ["c.parquet"], start, "tmp3.ceiling.py")
+    for name, cpu in [("a/0.safetensors", 1.0), ("a/1.safetensors", 2.5), ("b/0.safetensors", 4.0)]:
+        sidecar = tmp_path / f"{name}.prov.json"
+        record = json.loads(sidecar.read_text())
+        record["cpu_time_s"] = cpu
+        sidecar.write_text(json.dumps(record))
+    old = tmp_path / "c.parquet.prov.json"  # written before sidecars recorded CPU seconds
+    record = json.loads(old.read_text())
+    del record["cpu_time_s"]
+    old.write_text(json.dumps(record))
+    jobs = read_jobs([tmp_path])
+    table = {row["rule"]: row for row in per_rule(jobs).iter_rows(named=True)}
+    assert table["capture"]["cpu_s"] == pytest.approx(6.5)  # a job's CPU is its last sidecar's: 2.5 + 4.0
+    assert table["ceiling"]["cpu_s"] is None
+    assert summary(jobs, cores=2)["cpu_s"] == pytest.approx(6.5)
+    assert main([str(tmp_path), "--rule", "ceiling"]) == 0

@@ -350,6 +350,7 @@ def write_sidecar(
         "started_utc": _utc(started) if started is not None else None,
         "finished_utc": _utc(now),
         "wall_time_s": round(now - started, 6) if started is not None else None,
+        "cpu_time_s": _cpu_seconds(),
         "hostname": socket.gethostname(),
         "command": {"argv": list(sys.argv), "workflow": os.environ.get(WORKFLOW_COMMAND_ENV)},
         "extra": dict(extra) if extra is not None else {},
@@ -359,6 +360,14 @@ def write_sidecar(
     with atomic_write(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return target
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system, every thread) this process and the children it has waited for have used so
+    far: the job's cost, which another job beside it on the same cores does not stretch as it does the wall
+    time (a rule's script runs in its own process, so this is the job's, imports included)."""
+    t = os.times()
+    return round(t.user + t.system + t.children_user + t.children_system, 3)
 
 
 def _utc(stamp: float) -> str:
