@@ -36,7 +36,11 @@ def _passes_per_finished_job(folder: Path, *, jobs: int, sleep: float, single: b
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "1", "--verbose", "--quiet", "rules", *extra],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-3000:]
@@ -64,7 +68,10 @@ def test_one_pending_wakeup_keeps_the_passes_per_job_constant(tmp_path):
 def test_the_rate_limit_still_holds_and_no_wakeup_is_lost(tmp_path):
     # 8 jobs at 2 per second: the limiter must hold back jobs and wake the scheduler to start them.
     counts, seconds = _passes_per_finished_job(
-        tmp_path / "limited", jobs=8, sleep=0.01, single=True,
+        tmp_path / "limited",
+        jobs=8,
+        sleep=0.01,
+        single=True,
         extra=("--max-jobs-per-timespan", "2/1s"),
     )
     assert seconds >= 3.0, f"8 jobs at 2/s finished in {seconds:.1f} s: the rate limit did not hold"
