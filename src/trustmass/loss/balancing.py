@@ -10,7 +10,8 @@ Each round evaluates every swap (out in A, in in C_s \\ A) directly,
     g' = (g_A - w_out) + w_in,   p' = (p(A) - p_out) + p_in,   es' = ||g'|| / p',
 
 takes the lexicographically first (out, in) pair (ascending positions) among the minimal es' and
-accepts it iff es' < es(A) (1 - REL_TOL); rows stop independently.  The kept set is padded with the
+accepts it iff es' < es(A) (1 - REL_TOL) less the rounding margin of ``core.selectors.balancing``
+(which keeps the descent finite where es is at the rounding level); rows stop independently.  The kept set is padded with the
 smallest zero-mass visible positions up to min(budget, i + 1), as ``SelectorInput.on_positions``.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from trustmass.core.operator import REL_TOL
+from trustmass.core.selectors.balancing import UNIT_ROUNDOFF
 from trustmass.loss.batched import compress, first_argmin, numpy_sum, sequential_sum, top_k_mask
 from trustmass.loss.evidence import LayerRows
 
@@ -135,7 +137,8 @@ def candidate_pools(rows: LayerRows, pn, mu, top, positive, budget: int, extra: 
 
 def _swap_slots(w, pm, kept_slot, valid, budget: int):
     """The pool split of one round: kept slots (out), the others (in), their w-vectors and masses,
-    g_A summed left to right (as numpy sums the kept rows, axis 0), p(A) and es(A)."""
+    g_A summed left to right (as numpy sums the kept rows, axis 0), p(A) and the acceptance threshold
+    es(A) (1 - REL_TOL) - margin (``core.selectors.balancing._swap_descent``, the same operations)."""
     key = torch.where(kept_slot, 0, torch.where(valid, 1, 2))
     order = key.sort(dim=1, stable=True).indices
     out_slots, in_slots = order[:, :budget], order[:, budget:]
@@ -148,12 +151,17 @@ def _swap_slots(w, pm, kept_slot, valid, budget: int):
         g = g + wk[:, j]
     mass = numpy_sum(pk)
     current = numpy_sum(g * g).sqrt() / mass
-    return out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current
+    norms = torch.where(valid, sequential_sum(w * w).sqrt(), 0.0)
+    noise = ((valid.sum(dim=1) + (w.shape[-1] + 4)).double() * UNIT_ROUNDOFF) * sequential_sum(norms)
+    p_in_min = pi.masked_fill(~in_valid, float("inf")).min(dim=1).values
+    mass_low = (mass - pk.max(dim=1).values) + p_in_min
+    threshold = current * (1.0 - REL_TOL) - (noise / mass + noise / mass_low)
+    return out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, threshold
 
 
-def _decision(es_best, best, current, out_slots, in_slots):
+def _decision(es_best, best, threshold, out_slots, in_slots):
     n_in = in_slots.shape[1]
-    accept = es_best < current * (1.0 - REL_TOL)
+    accept = es_best < threshold
     return accept, out_slots.gather(1, (best // n_in)[:, None])[:, 0], in_slots.gather(1, (best % n_in)[:, None])[:, 0]
 
 
@@ -162,13 +170,13 @@ def exact_best_swaps(w, pm, kept_slot, valid, budget: int):
     es' = ||g_A - w_out + w_in|| / p' summed over d in numpy's order (the registry's arithmetic).
 
     w [r, P, d] and pm [r, P] are the pool's w-vectors and masses by slot (positions ascending)."""
-    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current = _swap_slots(w, pm, kept_slot, valid, budget)
+    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, threshold = _swap_slots(w, pm, kept_slot, valid, budget)
     g_swap = (g[:, None, None, :] - wk[:, :, None, :]) + wi[:, None, :, :]
     es_swap = numpy_sum(g_swap * g_swap).sqrt() / ((mass[:, None, None] - pk[:, :, None]) + pi[:, None, :])
     es_swap = es_swap.masked_fill(~in_valid[:, None, :], float("inf"))
     best = first_argmin(es_swap)
     es_best = es_swap.reshape(es_swap.shape[0], -1).gather(1, best[:, None])[:, 0]
-    return _decision(es_best, best, current, out_slots, in_slots)
+    return _decision(es_best, best, threshold, out_slots, in_slots)
 
 
 def best_swaps(w, pm, kept_slot, valid, budget: int):
@@ -179,10 +187,10 @@ def best_swaps(w, pm, kept_slot, valid, budget: int):
     temporary) with the bound ``SCREEN_TOL (||h|| + ||w_in||)^2`` on its distance from the exact
     path's value (float64 rounding of either is below 1e-13 of that scale for d <= 256).  A row is
     decided by the screen when no swap can pass the acceptance threshold (every lower bound at or
-    above es(A)(1 - REL_TOL)), or when one swap's upper bound lies below every other lower bound
+    above it), or when one swap's upper bound lies below every other lower bound
     and below the threshold (it is then the exact minimum and accepted); every other row (near
     ties, swaps at the threshold) goes through the exact path.  The decisions are the exact path's."""
-    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, current = _swap_slots(w, pm, kept_slot, valid, budget)
+    out_slots, in_slots, in_valid, wk, wi, pk, pi, g, mass, threshold = _swap_slots(w, pm, kept_slot, valid, budget)
     h = g[:, None, :] - wk  # [r, s, d]: bitwise the exact path's g - w_out
     h2, i2 = (h * h).sum(-1), (wi * wi).sum(-1)  # [r, s], [r, n_in]
     n2 = h2[:, :, None] + i2[:, None, :] + 2.0 * torch.bmm(h, wi.transpose(1, 2))
@@ -191,13 +199,12 @@ def best_swaps(w, pm, kept_slot, valid, budget: int):
     lo = ((n2 - tol).clamp(min=0).sqrt() / den * (1 - ROUNDING_TOL)).masked_fill(~in_valid[:, None, :], float("inf"))
     hi = ((n2 + tol).sqrt() / den * (1 + ROUNDING_TOL)).masked_fill(~in_valid[:, None, :], float("inf"))
     lo, hi = lo.reshape(lo.shape[0], -1), hi.reshape(hi.shape[0], -1)
-    threshold = current * (1.0 - REL_TOL)
     candidate = hi.argmin(dim=1)
     hi_best = hi.gather(1, candidate[:, None])[:, 0]
     lo_others = lo.scatter(1, candidate[:, None], float("inf")).min(dim=1).values
     reject = lo.min(dim=1).values >= threshold
     accept = (hi_best < lo_others) & (hi_best < threshold)
-    _, out_slot, in_slot = _decision(hi_best, candidate, current, out_slots, in_slots)
+    _, out_slot, in_slot = _decision(hi_best, candidate, threshold, out_slots, in_slots)
     unsure = (~(accept | reject)).nonzero()[:, 0]
     if unsure.numel():
         exact = exact_best_swaps(w[unsure], pm[unsure], kept_slot[unsure], valid[unsure], budget)
