@@ -17,6 +17,7 @@ try:
     from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
     from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
+    from trustmass.plumbing.scheduler_wakeups import install as install_single_wakeup
 except ImportError as exc:
     raise WorkflowError(
         f"cannot import the trustmass library ({exc}). Run snakemake from the project environment: "
@@ -24,6 +25,10 @@ except ImportError as exc:
         "(or `pip install -e .` there into your own environment)."
     ) from None
 
+
+# snakemake 9 multiplies its scheduler's re-evaluation timers: the workflow process's work grows with the
+# square of the job count (trustmass.plumbing.scheduler_wakeups keeps one pending wake-up instead).
+install_single_wakeup()
 
 REPO = Path(workflow.basedir)  # the directory of the top-level Snakefile
 CONFIG_SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
