@@ -68,9 +68,15 @@ def controlled_models(config: Mapping[str, Any]) -> list[str]:
 
 
 def control_corpora(config: Mapping[str, Any]) -> list[str]:
-    """``controls.corpora``, or every study corpus: a claim that compares corpora (41: Table 2's prose, code and
+    """The corpora the controls read: ``controls.corpora`` as a list, ``headline`` for the headline corpus alone,
+    or ``all`` / ``[]`` for every study corpus.  A claim that compares corpora (41: Table 2's prose, code and
     French) is read on the controls only where they read each of them."""
-    return list((config.get("controls") or {}).get("corpora") or ((config.get("study") or {}).get("corpora") or []))
+    chosen = (config.get("controls") or {}).get("corpora")
+    if chosen == "headline":
+        return [_headline(config)[1]]
+    if chosen in (None, [], "all"):
+        return list((config.get("study") or {}).get("corpora") or [])
+    return list(chosen)
 
 
 def control_problems(config: Mapping[str, Any]) -> list[str]:
