@@ -170,3 +170,18 @@ def test_reasons_are_printed_whole():
     ]
     text = markdown(build(load_claims(), headline_frame(rows), ANALOGUE, {"RETR"}, ["m"]))
     assert reason in text
+
+
+def test_a_value_read_on_a_kind_of_text_the_run_does_not_read_says_so():
+    """Claim 41's median kappa is read on code: a run (or a control arm, controls.corpora: headline) whose corpora
+    hold no code says that, not that its stage emitted nothing."""
+    corpora = {"austen": {"content": "prose"}, "stdlib": {"content": "code"}}
+
+    def reason(study_corpora):
+        config = {"corpora": corpora, "study": {"corpora": study_corpora}}
+        report = build(load_claims(), headline_frame([]), ANALOGUE, {"CAP", "INST", "STAT"}, ["m"], config)
+        value = {v["name"]: v for v in _entry(report, 41)["values"]}["median_kappa_hat_code"]
+        return value["primary"]["size"]["reason"]
+
+    assert reason(["austen"]) == "this run reads no code corpus (study.corpora; in a control arm, controls.corpora)"
+    assert reason(["austen", "stdlib"]) == "CAP/INST/STAT ran but emitted no row for it"

@@ -146,15 +146,29 @@ def _axis(axis: Axis | None) -> dict | None:
     }
 
 
-def _missing_reason(claim: Claim, value: Value, produced_stages: set[str]) -> str:
-    """Why a value has no row: the stage that did not run, or what a run needs to produce it."""
+def _missing_reason(claim: Claim, value: Value, produced_stages: set[str], config: Mapping | None = None) -> str:
+    """Why a value has no row: the stage that did not run, a kind of text the run reads none of, or what a run
+    needs to produce it."""
     stage = "/".join(claim.stage)
     ran = bool(set(claim.stage) & produced_stages)
     if value.needs:
         return f"needs {value.needs}" + ("" if ran else f"; its stage ({stage}) did not run")
     if not ran:
         return f"its stage ({stage}) did not run: switched off in this run's configuration"
+    absent = _absent_content(value, config)
+    if absent:
+        return f"this run reads no {absent} corpus (study.corpora; in a control arm, controls.corpora)"
     return f"{stage} ran but emitted no row for it"
+
+
+def _absent_content(value: Value, config: Mapping | None) -> str | None:
+    """The kind of text (``where: {content: ...}``) a value is read on, when none of the run's corpora is of it."""
+    wanted = (value.where or {}).get("content")
+    if wanted is None or not config:
+        return None
+    corpora = config.get("corpora") or {}
+    read = {(corpora.get(name) or {}).get("content") for name in (config.get("study") or {}).get("corpora") or []}
+    return None if wanted in read else str(wanted)
 
 
 def _judge_population(
@@ -174,7 +188,7 @@ def _judge_population(
         models,
         others,
         implied(value.configured, config) if value.configured else None,
-        missing_reason=_missing_reason(claim, value, produced),
+        missing_reason=_missing_reason(claim, value, produced, config),
     )
 
 
