@@ -594,3 +594,24 @@ def test_a_list_column_is_compared_as_lists():
     assert reference.compare_frames(a.with_columns(seconds=pl.lit(5.0)), a, 0.0, 0.0) == []
     b = pl.DataFrame({"best": [[1, 2], [3, 5]], "seconds": [1.0, 2.0]})
     assert reference.compare_frames(b, a, 0.0, 0.0) == ["column 'best': 1 of 2 rows differ (row 1: [3, 5] vs [3, 4])"]
+
+
+def test_a_reference_made_on_another_cpu_model_is_named_beside_its_differences(run, tmp_path, capsys):
+    """float32 results differ between CPU models (an Intel Xeon's reference, an AMD EPYC's run: 1e-6 in the
+    capture, labels flipped downstream): the check says which CPUs made each side, from the sidecars."""
+
+    def on(root, cpu):
+        for sidecar in root.rglob("*.prov.json"):
+            record = json.loads(sidecar.read_text())
+            sidecar.write_text(json.dumps({**record, "device": {"cpu": cpu}}))
+
+    on(run, "Intel(R) Xeon(R) Processor")
+    ref = tmp_path / "ref"
+    assert reference.main(["save", "--run", str(run), "--reference", str(ref)]) == 0
+    assert reference.main(["check", "--run", str(run), "--reference", str(ref)]) == 0
+    assert "CPU:" not in capsys.readouterr().out
+    on(run, "AMD EPYC")
+    report = reference.check(run, ref)
+    assert report.cpus == (["AMD EPYC"], ["Intel(R) Xeon(R) Processor"])
+    reference.print_report(report, ref)
+    assert "this run's jobs ran on AMD EPYC, the reference's on Intel(R) Xeon(R) Processor" in capsys.readouterr().out
