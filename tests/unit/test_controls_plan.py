@@ -53,7 +53,10 @@ def test_arm_config_swaps_the_models_and_keeps_the_trained_text():
     for every in ("all", []):  # every study corpus: claim 41 compares them (the panel, the paper)
         corpora = arm_config(default(corpora=every), "randomised_weights")["study"]["corpora"]
         assert corpora == config["study"]["corpora"]
-    assert arm_config(default(corpora=["austen", "stdlib"]), "shuffled_text")["study"]["corpora"] == ["austen", "stdlib"]
+    assert arm_config(default(corpora=["austen", "stdlib"]), "shuffled_text")["study"]["corpora"] == [
+        "austen",
+        "stdlib",
+    ]
     trained, control = Study(config), Study(arm, arm="randomised_weights")
     # the held-out document and the task contexts are the trained study's chunks, though the controls capture one
     assert control.heldout_ids(twin) == trained.heldout_ids("smollm2-135m")

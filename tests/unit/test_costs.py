@@ -269,12 +269,18 @@ def test_the_control_arms_jobs_are_counted():
     which no claim reads on them."""
     from trustmass.plan.controls import control_entries
 
-    config = small_config(controls={"arms": ["randomised_weights", "shuffled_text"]}, diagnostics={"enabled": True})
-    config["models"].update(control_entries(config))
+    def with_arms(corpora):
+        arms = {"arms": ["randomised_weights", "shuffled_text"], "corpora": corpora}
+        config = small_config(controls=arms, diagnostics={"enabled": True})
+        config["models"].update(control_entries(config))
+        return costs.job_counts(config)
+
     alone = small_config(diagnostics={"enabled": True})
-    jobs, one = costs.job_counts(config), costs.job_counts(alone)
+    jobs, one = with_arms([]), costs.job_counts(alone)
     # each arm: model a's twin on the study corpora x and y, controls.documents' 2 documents each
     assert jobs["capture"]["capture"] == one["capture"]["capture"] + 2 * 2 * 2
+    # controls.corpora: headline (config.yaml's default): the headline corpus alone
+    assert with_arms("headline")["capture"]["capture"] == one["capture"]["capture"] + 2 * 2 * 1
     assert jobs["certification"] == {k: 3 * v for k, v in one["certification"].items()}
     assert jobs["audit"]["audit"] == one["audit"]["audit"] + 2 * 2  # the headline corpus only
     assert jobs["audit"]["row_diagnostics"] == one["audit"]["row_diagnostics"] > 0

@@ -42,13 +42,13 @@ import json
 import re
 import shutil
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
 from trustmass.report.readme_block import MANIFEST, write_readme_block
+from trustmass.report.run_cpus import cpu_note, sidecar_cpus
 from trustmass.report.text_numbers import numbers_close, texts_close
 
 #: columns (of a frame or table) and keys (of a JSON record) that hold seconds or a ratio of seconds, each
@@ -502,19 +502,6 @@ class Report:
     cpus: tuple[list[str], list[str]] = ((), ())  # the CPUs the run's and the reference's sidecars name
 
 
-def _sidecar_cpus(root: Path, rels: Iterable[str]) -> list[str]:
-    """The CPU models (``device.cpu``) the provenance sidecars under ``root`` name, sorted."""
-    cpus = set()
-    for rel in rels:
-        path = root / rel
-        if rel.endswith(".prov.json") and path.is_file():
-            try:
-                cpus.add(str((json.loads(path.read_text()).get("device") or {}).get("cpu")))
-            except ValueError:
-                continue  # an unreadable sidecar is reported as a difference by the comparison itself
-    return sorted(cpus)
-
-
 def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pixel_share: float = 0.005) -> Report:
     """Compare the run's outputs with the reference's (see the module docstring)."""
     manifest_path = reference / MANIFEST
@@ -543,7 +530,7 @@ def check(run: Path, reference: Path, rtol: float = 1e-6, atol: float = 1e-9, pi
         report.differences += [Difference(rel, what) for what in compared.differences]
         if not compared.differences:
             report.close += 1
-    report.cpus = (_sidecar_cpus(run, files), _sidecar_cpus(reference, files))
+    report.cpus = (sidecar_cpus(run, files), sidecar_cpus(reference, files))
     return report
 
 
@@ -556,14 +543,8 @@ def print_report(report: Report, reference: Path, out=None) -> None:
         f"{len(report.differences)} differences",
         file=out,
     )
-    mine, theirs = report.cpus
-    if mine and theirs and mine != theirs:
-        print(
-            f"  CPU: this run's jobs ran on {', '.join(mine)}, the reference's on {', '.join(theirs)}: float32 results "
-            "differ between some CPU models at 1e-6 (docs/reliability.md, 'Across CPU models'), so differences below "
-            "may be that and not a change",
-            file=out,
-        )
+    if note := cpu_note(*report.cpus):
+        print(f"  {note}", file=out)
     for name, (rtol, why) in TOLERANCES.items():
         print(f"  own tolerance: {name} within rtol {rtol:g} ({why})", file=out)
     for rel, columns in report.left_out.items():
