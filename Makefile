@@ -31,7 +31,7 @@ help:
 	@echo "make test-faults  the fault campaign: kills, damaged files, full/read-only disk (tests/faults; root for the disk cases)"
 	@echo "make test-cluster  the slurm profile on a real one-node SLURM cluster (root)"
 	@echo "make check-reference  compare results/ of 'make run' with the committed reference/default"
-	@echo "make rehearse   the dress rehearsal of the paper's run, offline, on small random-weight models (docs/rehearsal.md; about 20 min on 2 cores)"
+	@echo "make rehearse   the dress rehearsal of the paper's run, offline, on small random-weight models (docs/rehearsal.md; over an hour on 2 cores)"
 	@echo "make run-panel  the CPU panel (config/cpu-panel.yaml: three packaged models, 4,096-token documents, with its controls; about 2 h on 2 cores)"
 	@echo "make check-reference-panel  compare results/ of 'make run-panel' with the committed reference/cpu-panel"
 	@echo "make bench      enumeration benchmark, printed as JSON"
