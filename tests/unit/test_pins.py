@@ -61,17 +61,47 @@ def test_conda_env_python_matches_requires_python(project, conda_env):
     assert sys.version_info[:2] == (3, 11)
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_installs_pinned_torch_before_the_package(project, tmp_path):
-    torch = [r for r in project["dependencies"] if r.startswith("torch==")]
-    assert len(torch) == 1
-    plan = subprocess.run(
-        ["make", "-n", "-B", "venv", f"VENV={tmp_path / 'venv'}"],
+def make_venv_plan(tmp_path, *variables: str) -> list[str]:
+    """The commands `make venv` would run (make -n), one per line."""
+    return subprocess.run(
+        ["make", "-n", "-B", "venv", f"VENV={tmp_path / 'venv'}", *variables],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
-    install_torch = re.search(rf'pip install --no-input +"{re.escape(torch[0])}"', plan)
-    install_package = plan.find("pip install --no-input -e '.[test,slurm,kernels]'")
-    assert install_torch and 0 <= install_torch.start() < install_package, plan
+    ).stdout.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_make_installs_pinned_torch_before_the_package(project, tmp_path, installer):
+    [torch] = [r for r in project["dependencies"] if r.startswith("torch==")]
+    plan = make_venv_plan(tmp_path, f"INSTALLER={installer}")
+    install = "uv pip install" if installer == "uv" else "-m pip install --no-input"
+    installs = [i for i, line in enumerate(plan) if install in line]
+    assert len(installs) == 2, plan
+    torch_line, package_line = (plan[i] for i in installs)
+    assert f'"{torch}"' in torch_line and "-e '.[test,slurm,kernels]'" not in torch_line, plan
+    assert "-e '.[test,slurm,kernels]'" in package_line, plan
+    if installer == "uv":  # pip falls back for each step, with the same arguments
+        assert f'-m pip install --no-input "{torch}"' in torch_line, plan
+        assert "-m pip install --no-input -e '.[test,slurm,kernels]'" in package_line, plan
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_uv_is_an_exact_pin_installed_before_torch(tmp_path):
+    plan = make_venv_plan(tmp_path)
+    [bootstrap] = [i for i, line in enumerate(plan) if '-m pip install --no-input --quiet "uv==' in line]
+    assert PIN.match(re.search(r'"(uv==[^"]+)"', plan[bootstrap]).group(1))
+    assert bootstrap < min(i for i, line in enumerate(plan) if "uv pip install" in line)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_an_unknown_installer_is_refused_naming_the_choices(tmp_path):
+    result = subprocess.run(
+        ["make", "-n", "-B", "venv", f"VENV={tmp_path / 'venv'}", "INSTALLER=conda"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0 and "INSTALLER=conda: use uv or pip" in result.stderr
