@@ -53,8 +53,10 @@ __all__ = [
 DEFAULT_PATH = "data/claims.yaml"
 
 
-class _StatedLoader(yaml.SafeLoader):
-    """Safe YAML whose floats remember their literal (so ``1.00`` keeps its two decimals)."""
+class _StatedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """Safe YAML whose floats remember their literal (so ``1.00`` keeps its two decimals).  On libyaml's
+    parser where PyYAML has it (the same constructors; the 120 kB claims file in 0.1 s instead of 1 s, which
+    every snakemake start paid)."""
 
 
 def _stated_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
