@@ -402,7 +402,7 @@ def library_sources(*modules: str, relative_to: str | os.PathLike | None = ".") 
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
         todo.extend(_imported_modules(name, path))
-    files = sorted({p.resolve() for p in seen.values()})
+    files = sorted(set(seen.values()))  # resolved by _module_file
     base = Path(relative_to).resolve() if relative_to is not None else None
     out = []
     for p in files:
@@ -413,7 +413,11 @@ def library_sources(*modules: str, relative_to: str | os.PathLike | None = ".") 
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _module_file(name: str) -> Path | None:
+    """The source file of module ``name`` (resolved), or None for a name that is no module (``trustmass.x.f``
+    of ``from trustmass.x import f``).  Found once per process: a dry-run asks for the same names in every
+    rule's closure, each a few stats.  A module file created later in the same process is not seen."""
     import importlib.util
 
     parts = name.split(".")
@@ -421,7 +425,7 @@ def _module_file(name: str) -> Path | None:
         return None
     if len(parts) == 1:
         spec = importlib.util.find_spec("trustmass")
-        return Path(spec.origin) if spec and spec.origin else None
+        return Path(spec.origin).resolve() if spec and spec.origin else None
     # locate the direct child of trustmass through the import system (handles package-dir mappings
     # such as trustmass.kernels -> kernels/ in editable installs), then descend on disk
     try:
@@ -441,7 +445,7 @@ def _module_file(name: str) -> Path | None:
             path = package / f"{part}.py"
         else:
             return None
-    return path
+    return path.resolve()
 
 
 def _imported_modules(name: str, path: Path) -> list[str]:
