@@ -14,6 +14,7 @@ try:
     from trustmass.cli.startup import start
     from trustmass.plumbing.config import ConfigError, config_slice
     from trustmass.plumbing.determinism import pin as pin_environment
+    from trustmass.plumbing.preload import RUN_PID_ENV as PRELOAD_RUN_PID_ENV
     from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
     from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
@@ -57,6 +58,10 @@ os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1
 # says what was measured).
 # A value the user exported is kept.
 pin_environment(os.environ)
+
+# The run its jobs belong to: a local run's jobs share one preloaded fork server, which exits with this
+# process (trustmass.plumbing.preload; TRUSTMASS_PRELOAD=0 runs every job in its own process).
+os.environ[PRELOAD_RUN_PID_ENV] = str(os.getpid())
 
 
 # ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone

@@ -32,7 +32,9 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     """The one entry point of every rule script: ``run_rule(snakemake, main)``.
 
     Puts back the BLAS thread counts the workflow chose (snakemake replaced them by the job's
-    ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), opens the job's log
+    ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), hands the job to the run's
+    preloaded fork server where there is one (:func:`trustmass.plumbing.preload.delegate`: this process then
+    exits with the status of the child that ran the script from its start), opens the job's log
     (:func:`start_log`), checks every declared input that has a provenance sidecar against it
     (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job before it
     reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
@@ -43,8 +45,10 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     job, naming the module, the rule and the rules file to declare it in.
     """
     from trustmass.plumbing.determinism import restore_job_threads
+    from trustmass.plumbing.preload import delegate
 
     restore_job_threads()  # before numpy loads: snakemake exported the job's `threads` as BLAS threads
+    delegate()  # a preloaded child runs the job and this process exits with its status; or nothing happens
     from trustmass.plumbing.code_inputs import check_code_inputs
     from trustmass.plumbing.errors import CleanError
     from trustmass.plumbing.inputs import unreadable_input, verify_inputs
