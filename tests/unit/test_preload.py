@@ -41,29 +41,25 @@ sys.exit(int(mode))
 
 @pytest.fixture(scope="module")
 def server():
-    """A run's environment (its owner: a sleeping process we end), the job script, and the started server."""
-    short = Path(tempfile.mkdtemp(prefix="tm-", dir="/tmp"))  # a socket's path has at most 107 bytes
-    owner = subprocess.Popen(["sleep", "600"])
-    env = {**os.environ, "TMPDIR": str(short), preload.RUN_PID_ENV: str(owner.pid), "OMP_NUM_THREADS": "1"}
-    env.pop(preload.SWITCH_ENV, None)
-    env.pop("SLURM_JOB_ID", None)
+    """A run's environment with its server started (as the workflow's onstart does), and the job script."""
+    short = Path(tempfile.mkdtemp(prefix="tm-", dir="/tmp"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for name in (preload.SWITCH_ENV, preload.SOCKET_ENV, "SLURM_JOB_ID"):
+        env.pop(name, None)
     script = short / "job.py"
     script.write_text(JOB, encoding="utf-8")
-    first = run(env, script, "3")  # no server yet: runs here and starts one
-    sock = Path(str(socket_path_in(env)))
-    deadline = time.monotonic() + 120
-    while not sock.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert sock.exists(), sock.with_suffix(".state").read_text() if sock.with_suffix(".state").exists() else ""
-    yield env, script, first, sock, owner
-    owner.kill()
-    owner.wait()
+    process = preload.start_server(env)
+    sock = Path(env[preload.SOCKET_ENV])
+    wait_for(sock.exists, 120, lambda: sock.with_suffix(".log").read_text())
+    yield env, script, sock, process
+    preload.stop_server(process)
 
 
-def socket_path_in(env: dict) -> Path:
-    code = "from trustmass.plumbing.preload import socket_path; print(socket_path())"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return Path(out.stdout.strip())
+def wait_for(condition, seconds, explain=lambda: "") -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, explain()
+        time.sleep(0.1)
 
 
 def run(env, script, *args, cwd=None) -> subprocess.CompletedProcess:
@@ -81,46 +77,42 @@ def report_of(done: subprocess.CompletedProcess) -> dict:
     return json.loads(done.stdout.splitlines()[0])
 
 
-def server_pid(sock: Path) -> int:
-    return int(sock.with_suffix(".state").read_text().split("pid ")[1].rstrip(")\n"))
-
-
-def test_the_first_job_runs_in_its_own_process_and_starts_the_server(server):
-    _env, _script, first, sock, _owner = server
-    assert first.returncode == 3
-    assert report_of(first)["ppid"] == os.getpid()  # this test's child: not forked by a server
-    assert sock.with_suffix(".state").read_text().startswith("serving")
-
-
-def test_a_later_job_runs_in_a_forked_child_as_its_own_process_would(server, tmp_path):
-    env, script, first, sock, _owner = server
+def test_a_job_runs_in_a_forked_child_as_its_own_process_would(server, tmp_path):
+    env, script, _sock, process = server
     done = run(env, script, "4", "extra", cwd=tmp_path)
     assert done.returncode == 4, done.stderr
     report = report_of(done)
-    assert report["ppid"] == server_pid(sock)  # forked by the server
+    assert report["ppid"] == process.pid  # forked by the server
     assert (report["argv"], report["cwd"]) == (["4", "extra"], str(tmp_path))
     assert done.stderr.strip() == "to stderr"  # the client's own streams
-    # no library module the job did not import itself, and one BLAS/torch thread as in a fresh process
-    assert (
-        report["trustmass"]
-        == report_of(first)["trustmass"]
-        == ["trustmass", "trustmass.plumbing", "trustmass.plumbing.preload"]
-    )
-    assert report["threads"] == report_of(first)["threads"] == 1
+    # as a process of its own (no server) sees it: no library module the script did not import, one thread
+    own = report_of(run({k: v for k, v in env.items() if k != preload.SOCKET_ENV}, script, "0"))
+    assert own["ppid"] == os.getpid()
+    assert report["trustmass"] == own["trustmass"] == ["trustmass", "trustmass.plumbing", "trustmass.plumbing.preload"]
+    assert report["threads"] == own["threads"] == 1
     # fresh seeds per job, as per process
     again = report_of(run(env, script, "0"))
+    assert again["ppid"] == process.pid
     assert (again["random"], again["torch"]) != (report["random"], report["torch"])
 
 
+def test_a_job_whose_environment_differs_runs_in_its_own_process(server):
+    env, script, sock, _process = server
+    done = run({**env, "SOME_SETTING": "1", "TMPDIR": "/tmp"}, script, "0")
+    assert done.returncode == 0 and report_of(done)["ppid"] == os.getpid()
+    wait_for(lambda: "SOME_SETTING differ" in sock.with_suffix(".log").read_text(), 10)
+    assert "TMPDIR" not in sock.with_suffix(".log").read_text()  # set per job by snakemake: not a difference
+
+
 def test_an_uncaught_exception_prints_its_traceback_and_exits_1(server):
-    env, script, _first, _sock, _owner = server
+    env, script, _sock, _process = server
     done = run(env, script, "raise")
     assert done.returncode == 1
     assert "ValueError: the job failed" in done.stderr and "Traceback" in done.stderr
 
 
 def test_killing_the_client_kills_the_child(server, tmp_path):
-    env, script, _first, _sock, _owner = server
+    env, script, _sock, _process = server
     pid_file = tmp_path / "child.pid"
     client = subprocess.Popen([sys.executable, str(script), "sleep", str(pid_file)], env=env, cwd=tmp_path)
     deadline = time.monotonic() + 60
@@ -137,7 +129,7 @@ def test_killing_the_client_kills_the_child(server, tmp_path):
 
 
 def test_a_terminated_client_forwards_the_signal(server, tmp_path):
-    env, script, _first, _sock, _owner = server
+    env, script, _sock, _process = server
     pid_file = tmp_path / "child.pid"
     client = subprocess.Popen(
         [sys.executable, str(script), "sleep", str(pid_file)], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True
@@ -150,15 +142,28 @@ def test_a_terminated_client_forwards_the_signal(server, tmp_path):
     assert client.returncode == 1 and "ended without an exit status" in err
 
 
-def test_the_server_leaves_with_its_run(server):
-    _env, _script, _first, sock, owner = server
-    pid = server_pid(sock)
-    owner.kill()
-    owner.wait()
-    deadline = time.monotonic() + 15
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not sock.exists()
+def test_stopping_the_server_waits_for_it_and_removes_its_socket(server):
+    _env, _script, sock, process = server
+    preload.stop_server(process)
+    assert process.returncode == 0 and not sock.exists()
+    assert "jobs forked" in sock.with_suffix(".log").read_text()
+
+
+def test_the_server_leaves_with_its_run(tmp_path):
+    """Killed, the workflow's process runs no onerror: its server sees it gone and exits."""
+    code = (
+        "import os, sys, time; from trustmass.plumbing import preload; p = preload.start_server(dict(os.environ)); "
+        "print(p.pid, preload.socket_path(), flush=True); time.sleep(600)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (preload.SWITCH_ENV, preload.SOCKET_ENV)}
+    env["OMP_NUM_THREADS"] = "1"  # as the workflow pins it: OpenBLAS starts no threads (the server checks)
+    run_process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    pid, sock = run_process.stdout.readline().split()
+    wait_for(Path(sock).exists, 120, lambda: Path(sock).with_suffix(".log").read_text())
+    run_process.kill()
+    run_process.wait()
+    wait_for(lambda: not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text(), 15)
+    assert not Path(sock).exists()
 
 
 @pytest.mark.parametrize(
@@ -166,13 +171,13 @@ def test_the_server_leaves_with_its_run(server):
     [
         ({}, True),
         ({preload.SWITCH_ENV: "0"}, False),
-        ({preload.RUN_PID_ENV: None}, False),
+        ({preload.SOCKET_ENV: None}, False),
         ({"SLURM_JOB_ID": "7"}, False),
         ({preload._CHILD_ENV: "1"}, False),
     ],
 )
 def test_who_delegates(monkeypatch, change, wanted):
-    monkeypatch.setenv(preload.RUN_PID_ENV, "12")
+    monkeypatch.setenv(preload.SOCKET_ENV, "/tmp/x.sock")
     for name in (preload.SWITCH_ENV, "SLURM_JOB_ID", preload._CHILD_ENV):
         monkeypatch.delenv(name, raising=False)
     for name, value in change.items():
@@ -183,8 +188,15 @@ def test_who_delegates(monkeypatch, change, wanted):
     assert preload._wanted() is wanted
 
 
-def test_a_different_environment_is_a_different_server():
-    base = {"A": "1", preload.RUN_PID_ENV: "12"}
-    assert preload.socket_path(base) == preload.socket_path(dict(base))
-    assert preload.socket_path(base) != preload.socket_path({**base, "OPENBLAS_CORETYPE": "Haswell"})
-    assert preload.socket_path(base) == preload.socket_path({**base, preload._CHILD_ENV: "1"})
+def test_environment_differences_ignore_only_the_per_job_temporary_folder():
+    server = {"A": "1", "TMPDIR": "/tmp", "OPENBLAS_CORETYPE": "Haswell"}
+    assert preload.environment_differences(dict(server), server) == []
+    assert (
+        preload.environment_differences({**server, "TMPDIR": "/scratch", "TMP": "/scratch", "_": "/bin/x"}, server)
+        == []
+    )
+    assert preload.environment_differences({**server, "OPENBLAS_CORETYPE": "Zen", "B": "2"}, server) == [
+        "B",
+        "OPENBLAS_CORETYPE",
+    ]
+    assert preload.environment_differences({"A": "1"}, server) == ["OPENBLAS_CORETYPE"]

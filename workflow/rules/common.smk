@@ -14,7 +14,7 @@ try:
     from trustmass.cli.startup import start
     from trustmass.plumbing.config import ConfigError, config_slice
     from trustmass.plumbing.determinism import pin as pin_environment
-    from trustmass.plumbing.preload import RUN_PID_ENV as PRELOAD_RUN_PID_ENV
+    from trustmass.plumbing import preload
     from trustmass.plumbing.provenance import SIDECAR_SUFFIX, WORKFLOW_COMMAND_ENV, library_sources
     from trustmass.plumbing.provenance import remove_stale_temporaries
     from trustmass.plumbing.run_checks import runs_jobs, unwritable_folders
@@ -59,10 +59,6 @@ os.environ.setdefault(WORKFLOW_COMMAND_ENV, shlex.join(["snakemake", *sys.argv[1
 # A value the user exported is kept.
 pin_environment(os.environ)
 
-# The run its jobs belong to: a local run's jobs share one preloaded fork server, which exits with this
-# process (trustmass.plumbing.preload; TRUSTMASS_PRELOAD=0 runs every job in its own process).
-os.environ[PRELOAD_RUN_PID_ENV] = str(os.getpid())
-
 
 # ---- before a run (not a dry-run): output folders writable; at its start, a killed run's temporaries gone
 # here, not in onstart: snakemake refuses unwritable outputs while building the DAG, naming no fix, and
@@ -73,9 +69,25 @@ if workflow.is_main_process and runs_jobs(sys.argv[1:]):
         raise WorkflowError(_unwritable)
 
 
+# A local run's jobs share one preloaded fork server, this process's child from here to the run's end: the
+# libraries imported once per run, not once per job (trustmass.plumbing.preload; TRUSTMASS_PRELOAD=0: none).
+_preload_server = []
+
 onstart:
     for _path in remove_stale_temporaries(*layout.DATA_ROOTS):
         print(f"removed {_path}: a temporary of a writer that was killed", file=sys.stderr)
+    if workflow.local_exec:
+        _preload_server.append(preload.start_server(os.environ))
+
+
+onsuccess:
+    for _server in _preload_server:
+        preload.stop_server(_server)
+
+
+onerror:
+    for _server in _preload_server:
+        preload.stop_server(_server)
 
 
 # ---- helpers --------------------------------------------------------------------------------------

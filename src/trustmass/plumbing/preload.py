@@ -1,31 +1,32 @@
 """A preloaded fork server for a local run's jobs: the libraries imported once per run, not once per job.
 
-Every rule script starts a fresh Python, and a job that loads a model pays 5-7 s of imports (torch,
-transformers' ``torch._dynamo`` and ``torch.distributed.tensor``, kvpress) before its own work; a study's
-statistics and tables pay about a second each (docs/run-time.md).  Here the first job of a run starts a
-server that imports those libraries (:data:`PRELOAD`) and waits; each later job's process (the *client*,
-:func:`delegate`, first thing in :func:`trustmass.plumbing.rule_io.run_rule`) hands its script to the server,
-which forks a child that runs the script as the job's own process would: the client's working directory,
-environment, ``sys.argv``, ``sys.path`` and standard streams, and no ``trustmass`` module imported before
-the script's (so the job-end check of declared code sees what the job ran).  The child reports its pid and
-its exit status to the client over the socket; the client forwards the signals snakemake sends it and exits
-with the child's status.  A child whose client disappears kills itself.
+Every rule script starts a fresh Python, and a job that loads a model pays 4-6 CPU-s of imports (torch,
+transformers' ``torch._dynamo`` and ``torch.distributed.tensor``, scipy) before its own work; a study's
+statistics and tables pay about a second each (docs/run-time.md).  The workflow's process starts this server
+when a local run starts (:func:`start_server`, its ``onstart``) and stops it when the run ends
+(:func:`stop_server`, ``onsuccess``/``onerror``; killed, the server leaves with the run's process): it imports
+the libraries (:data:`PRELOAD`) and waits.  Each job's process (the *client*, :func:`delegate`, first thing in
+:func:`trustmass.plumbing.rule_io.run_rule`) hands its script to the server, which forks a child that runs the
+script as the job's own process would: the client's working directory, environment, ``sys.argv``,
+``sys.path`` and standard streams, fresh random seeds, and no ``trustmass`` module imported before the
+script's (the job-end check of declared code reads ``sys.modules``).  The child reports its pid and its exit
+status to the client over the socket; the client forwards the signals snakemake sends it and exits with the
+child's status.  A child whose client disappears kills itself.  Being the workflow's child, the server and
+the jobs it forked count in the run's CPU time (``/usr/bin/time make run``, the rehearsal's CPU minutes).
 
-What makes a fork equal to a fresh process here: the server has imported only third-party packages, run no
-parallel kernel (one thread, checked before it serves: a forked OpenMP pool would hang) and its environment is
-the job's, byte for byte (the socket's name is a hash of the environment after
-:func:`~trustmass.plumbing.determinism.restore_job_threads`, the interpreter and ``sys.path``): every variable
-a library reads when it loads (the pinned BLAS threads and kernels, ``HF_HUB_OFFLINE``, ...) had the job's
-value.  Anything else runs the job in its own process as before: ``TRUSTMASS_PRELOAD=0``, no run pid (a
-script run outside snakemake), a SLURM job, a server still importing, or one that refused (it says why in
-``<socket>.state``).  The server exits with the snakemake process that started its run
-(``TRUSTMASS_RUN_PID``, set by the workflow) or after :data:`IDLE_S` seconds without a job.
+What makes a fork equal to a fresh process here: the server has imported only third-party packages and run no
+parallel kernel (one thread, checked before it serves: a fork copies no other thread, and a copied OpenMP
+pool hangs), and it serves a job only if the job's environment is its own, but for the variables snakemake
+sets per job that no library reads when it loads (:data:`PER_JOB`; the BLAS thread counts are put back by
+:func:`~trustmass.plumbing.determinism.restore_job_threads` before this check): every variable read at
+load time (the pinned BLAS threads and kernels, ``HF_HUB_OFFLINE``, ...) had the job's value.  Any other job
+runs in its own process as before, and so does every job with ``TRUSTMASS_PRELOAD=0``, in a SLURM job, or
+while the server is still importing; the server's log (beside its socket) says which jobs it turned away.
 """
 
 from __future__ import annotations
 
 import array
-import hashlib
 import json
 import os
 import signal
@@ -36,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["PRELOAD", "RUN_PID_ENV", "delegate", "serve", "socket_path"]
+__all__ = ["PRELOAD", "SOCKET_ENV", "delegate", "serve", "socket_path", "start_server", "stop_server"]
 
 #: what the server imports: what the jobs import, heaviest first (a name that fails to import is skipped).  Not
 #: polars nor kvpress: polars starts its allocator's and its spill cleaner's threads on import, and kvpress
@@ -58,25 +59,23 @@ PRELOAD = (
     "yaml",
     "snakemake.script",
 )
-#: set by the workflow's process (workflow/rules/common.smk) for its jobs: the run the server belongs to
-RUN_PID_ENV = "TRUSTMASS_RUN_PID"
+#: set by the workflow's process for its jobs: where the run's server listens
+SOCKET_ENV = "TRUSTMASS_PRELOAD_SOCKET"
 #: ``0`` runs every job in its own process
 SWITCH_ENV = "TRUSTMASS_PRELOAD"
 #: set in a forked child, so that its run_rule runs the job instead of delegating again
 _CHILD_ENV = "TRUSTMASS_PRELOADED_CHILD"
+#: what differs per job and no library reads at import: the temporary folder snakemake sets (the child reads it
+#: again) and the shell's bookkeeping of the command that started the job (the child has the job's values)
+PER_JOB = frozenset({"TMPDIR", "TMP", "TEMP", "TEMPDIR", "PWD", "OLDPWD", "_", "SHLVL", _CHILD_ENV})
 #: a server with no job for this long exits
-IDLE_S = 300.0
-#: a server that refused to serve (it says why in its state file) is not started again for this long
-REFUSAL_S = 3600.0
+IDLE_S = 600.0
 
 
-def socket_path(environ: dict[str, str] | None = None) -> Path:
-    """Where the server for this interpreter, ``sys.path`` and environment listens."""
-    environ = dict(os.environ if environ is None else environ)
-    environ.pop(_CHILD_ENV, None)
-    key = json.dumps([sys.executable, sys.path[1:], sorted(environ.items())])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-    return Path(tempfile.gettempdir()) / f"trustmass-preload-{os.getuid()}" / f"{digest}.sock"
+def socket_path(run_pid: int | None = None) -> Path:
+    """Where the server of the run whose process is ``run_pid`` (default: this one) listens."""
+    folder = Path(tempfile.gettempdir()) / f"trustmass-preload-{os.getuid()}"
+    return folder / f"{os.getpid() if run_pid is None else run_pid}.sock"
 
 
 def _wanted() -> bool:
@@ -84,9 +83,15 @@ def _wanted() -> bool:
         sys.platform.startswith("linux")
         and os.environ.get(SWITCH_ENV, "1") != "0"
         and _CHILD_ENV not in os.environ
-        and os.environ.get(RUN_PID_ENV, "").isdigit()
+        and bool(os.environ.get(SOCKET_ENV))
         and "SLURM_JOB_ID" not in os.environ
     )
+
+
+def environment_differences(job: dict[str, str], server: dict[str, str]) -> list[str]:
+    """The variables (names only) whose values differ between a job's environment and the server's."""
+    names = (set(job) | set(server)) - PER_JOB
+    return sorted(name for name in names if job.get(name) != server.get(name))
 
 
 # ---------------------------------------------------------------------------------------------- the client
@@ -94,16 +99,14 @@ def _wanted() -> bool:
 
 def delegate() -> None:
     """Run this job's script in a preloaded child and exit with its status; return (having done nothing)
-    where no server can take it, so that the caller runs the job in this process."""
+    where no server takes it, so that the caller runs the job in this process."""
     if not _wanted():
         return
-    path = socket_path()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
-    except OSError:
+        conn.connect(os.environ[SOCKET_ENV])
+    except OSError:  # no server (yet): this job runs here
         conn.close()
-        _start_server(path)
         return
     with conn:
         request = {"argv": sys.argv, "cwd": os.getcwd(), "path": sys.path, "env": dict(os.environ)}
@@ -114,7 +117,7 @@ def delegate() -> None:
             first = reader.readline()
         except OSError:
             first = b""
-        if not first:  # the server went away before forking: nothing ran, the job runs here
+        if not first:  # turned away, or the server went before forking: nothing ran, the job runs here
             return
         child = json.loads(first)["pid"]
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
@@ -133,61 +136,58 @@ def _forward(pid: int, signum: int) -> None:
         pass
 
 
-def _start_server(path: Path) -> None:
-    """Start the server for ``path`` unless one holds its lock (starting or serving) or one refused lately."""
-    import fcntl
-
-    state = path.with_suffix(".state")
-    try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        with open(path.with_suffix(".lock"), "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return  # a server is importing (or serving, and the connection raced its start)
-        if _refused_lately(state):
-            return
-        owner = os.environ[RUN_PID_ENV]
-        with open(path.with_suffix(".log"), "ab") as log:
-            subprocess.Popen(  # noqa: S603 -- our own interpreter and module
-                [sys.executable, "-m", "trustmass.plumbing.preload", str(path), owner],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-                cwd=path.parent,
-            )
-    except OSError:
-        return  # no server: every job runs in its own process, as without one
-
-
-def _refused_lately(state: Path) -> bool:
-    try:
-        return (
-            state.read_text(encoding="utf-8").startswith("refused") and time.time() - state.stat().st_mtime < REFUSAL_S
-        )
-    except OSError:
-        return False
-
-
 # ---------------------------------------------------------------------------------------------- the server
 
 
+def start_server(environ: dict[str, str] | None = None) -> subprocess.Popen | None:
+    """In the workflow's process, when a local run starts: the server, a child of this process, listening at
+    :func:`socket_path` (also exported as ``TRUSTMASS_PRELOAD_SOCKET`` for the jobs); None where jobs
+    run in their own processes anyway (``TRUSTMASS_PRELOAD=0``, not Linux)."""
+    environ = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or environ.get(SWITCH_ENV, "1") == "0":
+        return None
+    path = socket_path()
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        path.unlink(missing_ok=True)
+        environ[SOCKET_ENV] = str(path)
+        with open(path.with_suffix(".log"), "wb") as log:
+            return subprocess.Popen(  # noqa: S603 -- our own interpreter and module
+                [sys.executable, "-m", "trustmass.plumbing.preload", str(path), str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                close_fds=True,
+                cwd=path.parent,
+                env=dict(environ),
+            )
+    except OSError as exc:
+        environ.pop(SOCKET_ENV, None)
+        print(f"preload: no server ({exc}); every job imports its libraries itself", file=sys.stderr)
+        return None
+
+
+def stop_server(server: subprocess.Popen | None) -> None:
+    """End the run's server (it finishes nothing: the jobs it forked are done) and wait for it, so that its
+    CPU time and its children's count in this process's."""
+    if server is None or server.poll() is not None:
+        return
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def serve(path: Path, owner: int) -> None:
-    """Import :data:`PRELOAD`, then fork a child per connection until ``owner`` exits or :data:`IDLE_S` pass idle."""
-    import fcntl
+    """Import :data:`PRELOAD`, then fork a child per job until ``owner`` exits, SIGTERM, or :data:`IDLE_S` idle."""
     import importlib
 
-    state = path.with_suffix(".state")
-    lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 -- held for the server's life
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return  # another server for this key
     signal.signal(signal.SIGTERM, lambda _s, _f: sys.exit(0))  # leave through the clean-up below
-    state.write_text(f"starting (pid {os.getpid()})\n", encoding="utf-8")
     sys.path[:] = [p for p in sys.path if p not in ("", str(path.parent))]
+    environ = dict(os.environ)  # the run's, as its jobs see it: what a job's is compared with
+    started = time.monotonic()
     for name in PRELOAD:
         try:
             importlib.import_module(name)
@@ -195,15 +195,18 @@ def serve(path: Path, owner: int) -> None:
             print(f"preload: {name} not imported ({type(exc).__name__}: {exc})", flush=True)
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
-        state.write_text(f"refused: {threads} threads after the imports; a fork would copy one of them\n")
+        print(f"preload: refused: {threads} threads after the imports; a fork would copy one of them", flush=True)
         return
-    path.unlink(missing_ok=True)
+    # what the imports set in the environment (torch sets TORCHINDUCTOR_CACHE_DIR): a job's own imports would
+    # have set it, the child's, already done, will not
+    imported = {name: value for name, value in os.environ.items() if environ.get(name) != value}
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(64)
     server.settimeout(1.0)
-    state.write_text(f"serving (pid {os.getpid()})\n", encoding="utf-8")
+    print(f"preload: serving after {time.monotonic() - started:.1f} s of imports (pid {os.getpid()})", flush=True)
     children: set[int] = set()
+    served = turned_away = 0
     idle_since = time.monotonic()
     try:
         while True:
@@ -215,16 +218,34 @@ def serve(path: Path, owner: int) -> None:
             except TimeoutError:
                 continue
             idle_since = time.monotonic()
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError) as exc:  # a client that left before its request was whole
+                print(f"preload: a request was lost ({exc})", flush=True)
+                conn.close()
+                continue
+            differences = environment_differences(request["env"], environ)
+            if differences:
+                turned_away += 1
+                print(f"preload: {request['argv'][0]} runs in its own process: its {', '.join(differences)} differ")
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+                continue
             pid = os.fork()
             if pid == 0:
                 server.close()
-                lock.close()
-                _child(conn)  # never returns
+                _child(conn, {**request, "env": {**request["env"], **imported}}, fds)  # never returns
+            for fd in fds:
+                os.close(fd)
             conn.close()
             children.add(pid)
+            served += 1
     finally:
         path.unlink(missing_ok=True)
-        state.unlink(missing_ok=True)
+        for pid in children:
+            os.waitpid(pid, 0)  # their CPU time counts in ours
+        print(f"preload: {served} jobs forked, {turned_away} turned away", flush=True)
 
 
 def _reaped(children: set[int]) -> set[int]:
@@ -251,32 +272,43 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------------------------------------- the child
 
 
-def _child(conn: socket.socket) -> None:
+def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    """A client's request and the three standard streams it passed."""
+    message, ancillary, _flags, _addr = conn.recvmsg(1 << 20, socket.CMSG_SPACE(3 * array.array("i").itemsize))
+    fds = array.array("i")
+    for _level, _type, data in ancillary:
+        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    while not message.endswith(b"\n"):
+        more = conn.recv(1 << 20)
+        if not more:
+            raise ConnectionError("the client closed before its request was complete")
+        message += more
+    return json.loads(message), list(fds)
+
+
+def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     """Become the job's process, run its script, report the status, exit."""
     import atexit
 
     status = 1
     try:
-        message, fds, _flags, _addr = conn.recvmsg(1 << 20, socket.CMSG_SPACE(3 * array.array("i").itemsize))
-        request = _request(conn, message)
-        received = array.array("i")
-        for _level, _type, data in fds:
-            received.frombytes(data[: len(data) - len(data) % received.itemsize])
-        for target, fd in zip((0, 1, 2), received, strict=True):
+        for target, fd in zip((0, 1, 2), fds, strict=True):
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ[_CHILD_ENV] = "1"
+        tempfile.tempdir = None  # read the job's TMPDIR again
         sys.argv[:] = request["argv"]
         sys.path[:] = request["path"]
         for name in [n for n in sys.modules if n == "trustmass" or n.startswith("trustmass.")]:
             del sys.modules[name]  # the job imports its own (the job-end check reads sys.modules)
         _reseed()
         atexit._clear()  # the server's exit handlers are not the job's
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL if signum != signal.SIGINT else signal.default_int_handler)
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         _die_with_client(conn)
         status = _run_script(request["argv"][0])
@@ -308,15 +340,6 @@ def _reseed() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.seed()
-
-
-def _request(conn: socket.socket, message: bytes) -> dict:
-    while not message.endswith(b"\n"):
-        more = conn.recv(1 << 20)
-        if not more:
-            raise ConnectionError("the client closed before its request was complete")
-        message += more
-    return json.loads(message)
 
 
 def _die_with_client(conn: socket.socket) -> None:
