@@ -27,7 +27,8 @@ import torch
 mode = sys.argv[1]
 report = {"pid": os.getpid(), "ppid": os.getppid(), "argv": sys.argv[1:], "cwd": os.getcwd(),
           "trustmass": sorted(m for m in sys.modules if m.startswith("trustmass")),
-          "random": random.random(), "torch": torch.rand(1).item(), "threads": torch.get_num_threads()}
+          "random": random.random(), "torch": torch.rand(1).item(), "threads": torch.get_num_threads(),
+          "comm": open("/proc/self/comm").read().strip()}
 print(json.dumps(report))
 print("to stderr", file=sys.stderr)
 if mode == "raise":
@@ -83,6 +84,7 @@ def test_a_job_runs_in_a_forked_child_as_its_own_process_would(server, tmp_path)
     assert done.returncode == 4, done.stderr
     report = report_of(done)
     assert report["ppid"] == process.pid  # forked by the server
+    assert report["comm"] == "tm:job"  # named after its script in ps
     assert (report["argv"], report["cwd"]) == (["4", "extra"], str(tmp_path))
     assert done.stderr.strip() == "to stderr"  # the client's own streams
     # as a process of its own (no server) sees it: no library module the script did not import, one thread

@@ -300,6 +300,7 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         os.environ.update(request["env"])
         os.environ[_CHILD_ENV] = "1"
         tempfile.tempdir = None  # read the job's TMPDIR again
+        _name_process(request["argv"][0])
         sys.argv[:] = request["argv"]
         sys.path[:] = request["path"]
         for name in [n for n in sys.modules if n == "trustmass" or n.startswith("trustmass.")]:
@@ -325,6 +326,16 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         conn.sendall(json.dumps({"status": status}).encode() + b"\n")
     finally:
         os._exit(status)
+
+
+def _name_process(script: str) -> None:
+    """Name the child after its script in ``ps -o comm`` and ``top`` (snakemake's ``tmpXXXX.capture.py``:
+    ``tm:capture``); its command line stays the server's."""
+    name = Path(script).name.removesuffix(".py").rpartition(".")[2]
+    try:
+        Path("/proc/self/comm").write_text(f"tm:{name}"[:15], encoding="utf-8")
+    except OSError:
+        pass
 
 
 def _reseed() -> None:
