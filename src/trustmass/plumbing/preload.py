@@ -158,6 +158,7 @@ def start_server(environ: dict[str, str] | None = None) -> subprocess.Popen | No
                 stdout=log,
                 stderr=log,
                 close_fds=True,
+                start_new_session=True,  # a terminal's Ctrl-C reaches each job once: through its client
                 cwd=path.parent,
                 env=dict(environ),
             )
