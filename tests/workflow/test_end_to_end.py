@@ -5,6 +5,7 @@ needs a changed study copies the finished one first."""
 
 import hashlib
 import json
+import re
 import shutil
 from importlib.metadata import version
 
@@ -64,6 +65,16 @@ def test_tiny_run_succeeds(tiny_run):
     for name in OUTPUTS + SHARDS + RECORDS + STUDY:
         assert (wf.workdir / name).is_file(), name
         assert (wf.workdir / f"{name}.prov.json").is_file(), name
+
+
+def test_the_jobs_ran_forked_from_the_preloaded_server(tiny_run):
+    """The run's server (trustmass.plumbing.preload) forked the jobs and turned none away: a job whose
+    environment differs from the run's (a variable set per job, say) would silently pay its imports again."""
+    wf, _, _ = tiny_run
+    log = min((wf.workdir / ".snakemake" / "preload").glob("*.log"), key=lambda p: p.stat().st_mtime)  # the first run's
+    text = log.read_text(encoding="utf-8")
+    forked, turned_away = (int(n) for n in re.search(r"(\d+) jobs forked, (\d+) turned away", text).groups())
+    assert turned_away == 0 and forked >= 100, text[-3000:]
 
 
 def test_nothing_half_written_is_left(tiny_run):

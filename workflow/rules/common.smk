@@ -77,7 +77,8 @@ onstart:
     for _path in remove_stale_temporaries(*layout.DATA_ROOTS):
         print(f"removed {_path}: a temporary of a writer that was killed", file=sys.stderr)
     if workflow.local_exec:
-        _preload_server.append(preload.start_server(os.environ))
+        _log = Path(".snakemake", "preload", f"{os.getpid()}.log")  # jobs forked, jobs turned away and why
+        _preload_server.append(preload.start_server(os.environ, log=_log))
 
 
 onsuccess:

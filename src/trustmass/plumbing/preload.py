@@ -21,7 +21,8 @@ sets per job that no library reads when it loads (:data:`PER_JOB`; the BLAS thre
 :func:`~trustmass.plumbing.determinism.restore_job_threads` before this check): every variable read at
 load time (the pinned BLAS threads and kernels, ``HF_HUB_OFFLINE``, ...) had the job's value.  Any other job
 runs in its own process as before, and so does every job with ``TRUSTMASS_PRELOAD=0``, in a SLURM job, or
-while the server is still importing; the server's log (beside its socket) says which jobs it turned away.
+while the server is still importing; the server's log (``.snakemake/preload/<pid>.log`` in the workflow's
+folder) says how many jobs it forked and which it turned away.
 """
 
 from __future__ import annotations
@@ -139,19 +140,22 @@ def _forward(pid: int, signum: int) -> None:
 # ---------------------------------------------------------------------------------------------- the server
 
 
-def start_server(environ: dict[str, str] | None = None) -> subprocess.Popen | None:
+def start_server(environ: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen | None:
     """In the workflow's process, when a local run starts: the server, a child of this process, listening at
-    :func:`socket_path` (also exported as ``TRUSTMASS_PRELOAD_SOCKET`` for the jobs); None where jobs
-    run in their own processes anyway (``TRUSTMASS_PRELOAD=0``, not Linux)."""
+    :func:`socket_path` (also exported as ``TRUSTMASS_PRELOAD_SOCKET`` for the jobs) and writing its log to
+    ``log`` (default: beside the socket); None where jobs run in their own processes anyway
+    (``TRUSTMASS_PRELOAD=0``, not Linux)."""
     environ = os.environ if environ is None else environ
     if not sys.platform.startswith("linux") or environ.get(SWITCH_ENV, "1") == "0":
         return None
     path = socket_path()
+    log = path.with_suffix(".log") if log is None else Path(log)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
+        log.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)
         environ[SOCKET_ENV] = str(path)
-        with open(path.with_suffix(".log"), "wb") as log:
+        with open(log, "wb") as log:
             return subprocess.Popen(  # noqa: S603 -- our own interpreter and module
                 [sys.executable, "-m", "trustmass.plumbing.preload", str(path), str(os.getpid())],
                 stdin=subprocess.DEVNULL,
