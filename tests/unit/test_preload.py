@@ -49,9 +49,9 @@ def server():
         env.pop(name, None)
     script = short / "job.py"
     script.write_text(JOB, encoding="utf-8")
-    process = preload.start_server(env)
+    process = preload.start_server(env, log=short / "server.log")
     sock = Path(env[preload.SOCKET_ENV])
-    wait_for(sock.exists, 120, lambda: sock.with_suffix(".log").read_text())
+    wait_for(sock.exists, 120, lambda: (short / "server.log").read_text())
     yield env, script, sock, process
     preload.stop_server(process)
 
@@ -102,8 +102,8 @@ def test_a_job_whose_environment_differs_runs_in_its_own_process(server):
     env, script, sock, _process = server
     done = run({**env, "SOME_SETTING": "1", "TMPDIR": "/tmp"}, script, "0")
     assert done.returncode == 0 and report_of(done)["ppid"] == os.getpid()
-    wait_for(lambda: "SOME_SETTING differ" in sock.with_suffix(".log").read_text(), 10)
-    assert "TMPDIR" not in sock.with_suffix(".log").read_text()  # set per job by snakemake: not a difference
+    wait_for(lambda: "SOME_SETTING differ" in (script.parent / "server.log").read_text(), 10)
+    assert "TMPDIR" not in (script.parent / "server.log").read_text()  # set per job by snakemake: not a difference
 
 
 def test_an_uncaught_exception_prints_its_traceback_and_exits_1(server):
@@ -145,23 +145,24 @@ def test_a_terminated_client_forwards_the_signal(server, tmp_path):
 
 
 def test_stopping_the_server_waits_for_it_and_removes_its_socket(server):
-    _env, _script, sock, process = server
+    _env, script, sock, process = server
     preload.stop_server(process)
     assert process.returncode == 0 and not sock.exists()
-    assert "jobs forked" in sock.with_suffix(".log").read_text()
+    assert "jobs forked" in (script.parent / "server.log").read_text()
 
 
 def test_the_server_leaves_with_its_run(tmp_path):
     """Killed, the workflow's process runs no onerror: its server sees it gone and exits."""
     code = (
-        "import os, sys, time; from trustmass.plumbing import preload; p = preload.start_server(dict(os.environ)); "
+        "import os, sys, time; from trustmass.plumbing import preload; "
+        f"p = preload.start_server(dict(os.environ), log={str(tmp_path / 'server.log')!r}); "
         "print(p.pid, preload.socket_path(), flush=True); time.sleep(600)"
     )
     env = {k: v for k, v in os.environ.items() if k not in (preload.SWITCH_ENV, preload.SOCKET_ENV)}
     env["OMP_NUM_THREADS"] = "1"  # as the workflow pins it: OpenBLAS starts no threads (the server checks)
     run_process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     pid, sock = run_process.stdout.readline().split()
-    wait_for(Path(sock).exists, 120, lambda: Path(sock).with_suffix(".log").read_text())
+    wait_for(Path(sock).exists, 120, lambda: (tmp_path / "server.log").read_text())
     run_process.kill()
     run_process.wait()
     wait_for(lambda: not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text(), 15)
