@@ -73,10 +73,9 @@ PER_JOB = frozenset({"TMPDIR", "TMP", "TEMP", "TEMPDIR", "PWD", "OLDPWD", "_", "
 IDLE_S = 600.0
 
 
-def socket_path(run_pid: int | None = None) -> Path:
-    """Where the server of the run whose process is ``run_pid`` (default: this one) listens."""
-    folder = Path(tempfile.gettempdir()) / f"trustmass-preload-{os.getuid()}"
-    return folder / f"{os.getpid() if run_pid is None else run_pid}.sock"
+def socket_path() -> Path:
+    """Where the server of the run whose process this is listens."""
+    return Path(tempfile.gettempdir()) / f"trustmass-preload-{os.getuid()}" / f"{os.getpid()}.sock"
 
 
 def _wanted() -> bool:
@@ -190,6 +189,7 @@ def serve(path: Path, owner: int) -> None:
     import importlib
 
     signal.signal(signal.SIGTERM, lambda _s, _f: sys.exit(0))  # leave through the clean-up below
+    sys.stdout.reconfigure(line_buffering=True)  # the log, line by line
     sys.path[:] = [p for p in sys.path if p not in ("", str(path.parent))]
     environ = dict(os.environ)  # the run's, as its jobs see it: what a job's is compared with
     started = time.monotonic()
@@ -197,10 +197,10 @@ def serve(path: Path, owner: int) -> None:
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 -- a job that needs it reports its own error
-            print(f"preload: {name} not imported ({type(exc).__name__}: {exc})", flush=True)
+            print(f"preload: {name} not imported ({type(exc).__name__}: {exc})")
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
-        print(f"preload: refused: {threads} threads after the imports; a fork would copy one of them", flush=True)
+        print(f"preload: refused: {threads} threads after the imports; a fork would copy one of them")
         return
     # what the imports set in the environment (torch sets TORCHINDUCTOR_CACHE_DIR): a job's own imports would
     # have set it, the child's, already done, will not
@@ -209,7 +209,7 @@ def serve(path: Path, owner: int) -> None:
     server.bind(str(path))
     server.listen(64)
     server.settimeout(1.0)
-    print(f"preload: serving after {time.monotonic() - started:.1f} s of imports (pid {os.getpid()})", flush=True)
+    print(f"preload: serving after {time.monotonic() - started:.1f} s of imports (pid {os.getpid()})")
     children: set[int] = set()
     served = turned_away = 0
     idle_since = time.monotonic()
@@ -226,31 +226,28 @@ def serve(path: Path, owner: int) -> None:
             try:
                 request, fds = _receive(conn)
             except (OSError, ValueError) as exc:  # a client that left before its request was whole
-                print(f"preload: a request was lost ({exc})", flush=True)
+                print(f"preload: a request was lost ({exc})")
                 conn.close()
                 continue
             differences = environment_differences(request["env"], environ)
             if differences:
                 turned_away += 1
                 print(f"preload: {request['argv'][0]} runs in its own process: its {', '.join(differences)} differ")
-                for fd in fds:
-                    os.close(fd)
-                conn.close()
-                continue
-            pid = os.fork()
-            if pid == 0:
-                server.close()
-                _child(conn, {**request, "env": {**request["env"], **imported}}, fds)  # never returns
-            for fd in fds:
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    server.close()
+                    _child(conn, {**request, "env": {**request["env"], **imported}}, fds)  # never returns
+                children.add(pid)
+                served += 1
+            for fd in fds:  # the child has its copies; a job turned away keeps its own streams
                 os.close(fd)
             conn.close()
-            children.add(pid)
-            served += 1
     finally:
         path.unlink(missing_ok=True)
         for pid in children:
             os.waitpid(pid, 0)  # their CPU time counts in ours
-        print(f"preload: {served} jobs forked, {turned_away} turned away", flush=True)
+        print(f"preload: {served} jobs forked, {turned_away} turned away")
 
 
 def _reaped(children: set[int]) -> set[int]:
