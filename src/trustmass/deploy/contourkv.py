@@ -32,6 +32,7 @@ from kvpress.presses.scorer_press import ScorerPress
 from transformers import DynamicCache
 
 from trustmass.deploy.rope import layer_typed_rope
+from trustmass.deploy.score_sharing import sharing_groups
 
 __all__ = ["ScoreRecorder", "contour_kept", "record_all", "record_scores", "window_scores"]
 
@@ -148,19 +149,28 @@ class ScoreRecorder(BasePress):
     ``compress`` stores ``scorer.score(...)[0]`` (``[Hkv, N]``, batch 1) per scorer name and layer in
     ``scores[name][layer]``, adds the time each ``score`` call took to ``seconds[name]``, and returns
     the keys and values unchanged.  Every scorer sees the same layer inputs: nothing is evicted, so
-    the next layer's input is the dense one, exactly as in a prefill of its own.
+    the next layer's input is the dense one, exactly as in a prefill of its own.  Scorers that compute the
+    same score (``score_sharing``: the same window score at every budget, ...) are called once, under the
+    first one's name; :meth:`per_layer` and :meth:`seconds_of` answer for every name (``share=False``: each
+    scorer called on its own).
     """
 
     scorers: dict = field(default_factory=dict)  # name -> ScorerPress
-    scores: dict = field(default_factory=dict)  # name -> {layer: [Hkv, N]}
-    seconds: dict = field(default_factory=dict)  # name -> seconds spent in its score calls
+    scores: dict = field(default_factory=dict)  # name of a called scorer -> {layer: [Hkv, N]}
+    seconds: dict = field(default_factory=dict)  # name of a called scorer -> seconds spent in its score calls
+    share: bool = True
+    owner: dict = field(default_factory=dict)  # name -> the name whose score call it shares
 
     def post_init_from_model(self, model):
-        for scorer in self.scorers.values():
-            scorer.post_init_from_model(model)
+        self.owner = sharing_groups(self.scorers) if self.share else {name: name for name in self.scorers}
+        for name, scorer in self.scorers.items():
+            if self.owner[name] == name:
+                scorer.post_init_from_model(model)
 
     def compress(self, module, hidden_states, keys, values, attentions, kwargs):
         for name, scorer in self.scorers.items():
+            if self.owner.get(name, name) != name:
+                continue
             start = time.perf_counter()
             score = scorer.score(module, hidden_states, keys, values, attentions, kwargs)[0]
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
@@ -168,14 +178,19 @@ class ScoreRecorder(BasePress):
         return keys, values
 
     def per_layer(self, name: str) -> list[torch.Tensor]:
-        layers = self.scores.get(name, {})
+        layers = self.scores.get(self.owner.get(name, name), {})
         return [layers[i] for i in range(len(layers))]
 
+    def seconds_of(self, name: str) -> float:
+        """The seconds of ``name``'s score calls: its own, or those of the call it shares (as it would alone)."""
+        return self.seconds.get(self.owner.get(name, name), 0.0)
 
-def record_all(model, input_ids: torch.Tensor, scorers: dict, cache=None) -> ScoreRecorder:
+
+def record_all(model, input_ids: torch.Tensor, scorers: dict, cache=None, share: bool = True) -> ScoreRecorder:
     """Run ONE dense prefill of ``input_ids`` [1, N] into ``cache`` (default a fresh ``DynamicCache()``),
-    recording every scorer's per-layer ``[Hkv, N]`` score; the recorder holds ``scores`` and ``seconds``."""
-    recorder = ScoreRecorder(scorers=dict(scorers))
+    recording every scorer's per-layer ``[Hkv, N]`` score (``recorder.per_layer(name)``); scorers of one
+    score identity share one call unless ``share`` is False (:class:`ScoreRecorder`)."""
+    recorder = ScoreRecorder(scorers=dict(scorers), share=share)
     with torch.inference_mode(), recorder(model), layer_typed_rope(model):
         model.model(input_ids=input_ids, past_key_values=DynamicCache() if cache is None else cache)
     return recorder

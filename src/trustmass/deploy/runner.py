@@ -49,11 +49,13 @@ def _ids(ids, device) -> torch.Tensor:
     return torch.from_numpy(np.array(ids, dtype=np.int64)).to(device).reshape(1, -1)
 
 
-def score_all(model, context_ids, presses: dict, seed: int = 0) -> Prefill:
+def score_all(model, context_ids, presses: dict, seed: int = 0, share: bool = True) -> Prefill:
     """One dense prefill of ``context_ids`` recording every ``ScorerPress`` in ``presses`` (name -> press).
 
     Compactor's leverage score draws a random sketch from torch's global generator; the prefill runs under
     ``torch.manual_seed(seed)`` in a forked RNG state, so scores are reproducible and the caller's RNG is untouched.
+    Presses that compute one score (``score_sharing``) share one call (``share=False``: each its own); each
+    name's ``score_s`` is that call's seconds, ``prefill_s`` the wall time less the calls made.
     """
     ids = _ids(context_ids, model.device)
     text = model.config.get_text_config(decoder=True)
@@ -62,10 +64,11 @@ def score_all(model, context_ids, presses: dict, seed: int = 0) -> Prefill:
     cache, start = DynamicCache(), time.perf_counter()  # no config: sliding layers keep every position too
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        recorder = record_all(model, ids, presses, cache=cache)
+        recorder = record_all(model, ids, presses, cache=cache, share=share)
     wall = time.perf_counter() - start
     scores = {name: recorder.per_layer(name) for name in presses}
-    return Prefill(scores, cache, dict(recorder.seconds), wall - sum(recorder.seconds.values()))
+    score_s = {name: recorder.seconds_of(name) for name in presses}
+    return Prefill(scores, cache, score_s, wall - sum(recorder.seconds.values()))
 
 
 def _top(score: torch.Tensor, k: int) -> torch.Tensor:
