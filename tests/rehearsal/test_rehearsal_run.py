@@ -1,6 +1,6 @@
 """The dress rehearsal itself (issue 39; `make rehearse`, docs/rehearsal.md): every rule of the paper's plans executed
 once, offline, over the rehearsal's local Hugging Face cache, and every rule planned among the rules executed.
-About 20 minutes on 2 cores: `make test-slow`."""
+About 23 minutes on 2 cores (docs/rehearsal.md, "Measured"): `make test-slow`."""
 
 from __future__ import annotations
 
