@@ -198,6 +198,8 @@ def test_environment_differences_ignore_only_the_per_job_temporary_folder():
         preload.environment_differences({**server, "TMPDIR": "/scratch", "TMP": "/scratch", "_": "/bin/x"}, server)
         == []
     )
+    # an activated virtual environment exports PS1 ("(.venv) "); the /bin/sh starting each job resets it ("# ")
+    assert preload.environment_differences({**server, "PS1": "# "}, {**server, "PS1": "(.venv) "}) == []
     assert preload.environment_differences({**server, "OPENBLAS_CORETYPE": "Zen", "B": "2"}, server) == [
         "B",
         "OPENBLAS_CORETYPE",

@@ -67,8 +67,12 @@ SWITCH_ENV = "TRUSTMASS_PRELOAD"
 #: set in a forked child, so that its run_rule runs the job instead of delegating again
 _CHILD_ENV = "TRUSTMASS_PRELOADED_CHILD"
 #: what differs per job and no library reads at import: the temporary folder snakemake sets (the child reads it
-#: again) and the shell's bookkeeping of the command that started the job (the child has the job's values)
-PER_JOB = frozenset({"TMPDIR", "TMP", "TEMP", "TEMPDIR", "PWD", "OLDPWD", "_", "SHLVL", _CHILD_ENV})
+#: again) and the shell's bookkeeping of the command that started the job (the child has the job's values),
+#: its prompts included: a virtual environment's `activate` exports PS1, and the /bin/sh (dash) that starts each
+#: job resets an exported PS1 to its own default, so every job of an activated shell differed in it (seen)
+PER_JOB = frozenset(
+    {"TMPDIR", "TMP", "TEMP", "TEMPDIR", "PWD", "OLDPWD", "_", "SHLVL", "PS1", "PS2", "PS4", _CHILD_ENV}
+)
 #: a server with no job for this long exits
 IDLE_S = 600.0
 
