@@ -202,6 +202,10 @@ def serve(path: Path, owner: int) -> None:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 -- a job that needs it reports its own error
             print(f"preload: {name} not imported ({type(exc).__name__}: {exc})")
+    from trustmass.plumbing.mkl_vendor import pin_mkl_vendor
+
+    # before any product: the children inherit the answered check (a copy of the environment: the job records it)
+    print(f"preload: oneMKL's vendor check: {pin_mkl_vendor(dict(os.environ))}")
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         print(f"preload: refused: {threads} threads after the imports; a fork would copy one of them")

@@ -34,6 +34,7 @@ from typing import Any
 
 from trustmass.plumbing.determinism import BLAS_THREAD_VARIABLES, KERNELS
 from trustmass.plumbing.errors import disk_error
+from trustmass.plumbing.mkl_vendor import STATUS_ENV as MKL_VENDOR_STATUS_ENV
 
 __all__ = [
     "SIDECAR_SUFFIX",
@@ -300,6 +301,7 @@ def device_info() -> dict:
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "blas_threads": {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES},
         "kernels": {name: os.environ.get(name) for name in KERNELS},
+        "mkl_vendor_check": os.environ.get(MKL_VENDOR_STATUS_ENV),
     }
     try:
         import psutil

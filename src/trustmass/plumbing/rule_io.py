@@ -34,7 +34,8 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     Puts back the BLAS thread counts the workflow chose (snakemake replaced them by the job's
     ``threads``: :func:`trustmass.plumbing.determinism.restore_job_threads`), hands the job to the run's
     preloaded fork server where there is one (:func:`trustmass.plumbing.preload.delegate`: this process then
-    exits with the status of the child that ran the script from its start), opens the job's log
+    exits with the status of the child that ran the script from its start), answers oneMKL's vendor check
+    where it would ignore ``MKL_CBWR`` (:func:`trustmass.plumbing.mkl_vendor.pin_mkl_vendor`), opens the job's log
     (:func:`start_log`), checks every declared input that has a provenance sidecar against it
     (:func:`trustmass.plumbing.inputs.verify_inputs`: a damaged or changed file stops the job before it
     reads anything), then runs ``main(smk, started)``.  If ``main`` fails with anything but a
@@ -45,10 +46,12 @@ def run_rule(smk, main: Callable[[Any, float], None]) -> None:
     job, naming the module, the rule and the rules file to declare it in.
     """
     from trustmass.plumbing.determinism import restore_job_threads
+    from trustmass.plumbing.mkl_vendor import pin_mkl_vendor
     from trustmass.plumbing.preload import delegate
 
     restore_job_threads()  # before numpy loads: snakemake exported the job's `threads` as BLAS threads
     delegate()  # a preloaded child runs the job and this process exits with its status; or nothing happens
+    pin_mkl_vendor()  # MKL_CBWR honoured on a non-Intel CPU too (imports torch there; a forked child has it done)
     from trustmass.plumbing.code_inputs import check_code_inputs
     from trustmass.plumbing.errors import CleanError
     from trustmass.plumbing.inputs import unreadable_input, verify_inputs
