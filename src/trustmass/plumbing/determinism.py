@@ -23,6 +23,8 @@ order.  Measured on the CPU panel's records (docs/reliability.md, "The reference
   tensors (1e-7 absolute), and MKL's path moved two more.  ``ATEN_CPU_CAPABILITY=avx2`` and
   ``MKL_CBWR=AVX2`` (MKL's conditional numerical reproducibility) fix both on every AVX2 machine
   (oneDNN's ISA cap changed nothing: not pinned).  Capture time: 11.4 s with AVX-512, 11.5-14 s pinned.
+  oneMKL honours ``MKL_CBWR`` only on an Intel CPU; every job answers its vendor check so that it holds on
+  the others too (:mod:`trustmass.plumbing.mkl_vendor`).
 
 Values the user exported are kept (``setdefault``), so a run can opt out; the sidecars record what
 each job ran with (:func:`recorded`).

@@ -1,8 +1,10 @@
 """Which CPU models a run's jobs ran on, read from its provenance sidecars (``device.cpu``).
 
-float32 results differ between some CPU models at about 1e-6 even with the kernel pins of
-:mod:`trustmass.plumbing.determinism` (docs/reliability.md, "Across CPU models"), so the reference check names
-both sides' CPUs when they differ: its differences may be that and not a change.
+float32 results differed between an Intel and an AMD CPU at about 1e-6 with the kernel pins of
+:mod:`trustmass.plumbing.determinism` until every job answered oneMKL's vendor check
+(:mod:`trustmass.plumbing.mkl_vendor`; docs/reliability.md, "Across CPU models"), and a CPU without AVX2 keeps its
+libraries' own kernels, so the reference check names both sides' CPUs when they differ: its differences may be
+that and not a change.
 """
 
 from __future__ import annotations
@@ -33,6 +35,6 @@ def cpu_note(mine: list[str], theirs: list[str]) -> str | None:
         return None
     return (
         f"CPU: this run's jobs ran on {', '.join(mine)}, the reference's on {', '.join(theirs)}: float32 results "
-        "differ between some CPU models at 1e-6 (docs/reliability.md, 'Across CPU models'), so differences below "
-        "may be that and not a change"
+        "differ between CPU models at 1e-6 where a side ran without the pins or the answered oneMKL vendor check "
+        "(docs/reliability.md, 'Across CPU models'), so differences below may be that and not a change"
     )
