@@ -49,8 +49,7 @@ def test_mkl_takes_the_pinned_branch_on_this_cpu():
     """MKL's own report of its branch (CNR:...) after pin_mkl_vendor: AVX2 on every x86-64 CPU, AMD's
     included (where it said CNR:AUTO before, ignoring the pin)."""
     done = _child(
-        "from trustmass.plumbing.mkl_vendor import pin_mkl_vendor, STATUS_ENV; import os; "
-        f"print('status', pin_mkl_vendor()); {_PRODUCT}",
+        f"from trustmass.plumbing.mkl_vendor import pin_mkl_vendor; print('status', pin_mkl_vendor()); {_PRODUCT}",
         MKL_CBWR="AVX2",
     )
     assert done.returncode == 0, done.stderr

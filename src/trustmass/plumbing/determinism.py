@@ -42,6 +42,7 @@ __all__ = [
     "KERNEL_VARIABLE",
     "PINNED_THREADS_ENV",
     "cpu_flags",
+    "cpuinfo_field",
     "pin",
     "pinned",
     "recorded",
@@ -66,16 +67,21 @@ KERNELS = {KERNEL_VARIABLE: "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR"
 _KERNEL_NEEDS = frozenset({"avx2", "fma"})
 
 
-def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The CPU's feature flags (empty where /proc/cpuinfo is missing or has none: not Linux x86)."""
+def cpuinfo_field(name: str, path: str = "/proc/cpuinfo") -> str:
+    """The first value of field ``name`` in /proc/cpuinfo (empty where the file or the field is missing)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+                if line.startswith(name):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return frozenset()
+    return ""
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's feature flags (empty where /proc/cpuinfo is missing or has none: not Linux x86)."""
+    return frozenset(cpuinfo_field("flags", path).split())
 
 
 def pinned(flags: frozenset[str] | None = None) -> dict[str, str]:

@@ -33,6 +33,8 @@ import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
+from trustmass.plumbing.determinism import cpuinfo_field
+
 __all__ = ["ANSWER_INTEL", "STATUS_ENV", "SYMBOL", "answer_intel", "cpu_vendor", "needed", "pin_mkl_vendor"]
 
 #: the function oneMKL asks whether the CPU is an Intel one
@@ -47,22 +49,15 @@ _PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4
 
 def cpu_vendor(path: str = "/proc/cpuinfo") -> str:
     """The CPU's ``vendor_id`` (``GenuineIntel``, ``AuthenticAMD``, ...; empty where there is none)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
+    return cpuinfo_field("vendor_id", path)
 
 
 def needed(
     environ: MutableMapping[str, str] = os.environ, vendor: str | None = None, machine: str | None = None
 ) -> str:
     """Why the vendor check needs no answer here (``""``: it does)."""
-    if (machine or platform.machine()) not in ("x86_64", "AMD64"):
-        return "not needed: not x86-64"
+    if (machine or platform.machine()) != "x86_64" or sys.platform != "linux":
+        return "not needed: not x86-64 Linux"
     if not environ.get("MKL_CBWR"):
         return "not needed: MKL_CBWR unset"
     if (cpu_vendor() if vendor is None else vendor) == "GenuineIntel":
@@ -94,9 +89,8 @@ def pin_mkl_vendor(environ: MutableMapping[str, str] = os.environ) -> str:
     """Answer MKL's vendor check where it matters (importing torch for it), record and return the status."""
     status = needed(environ)
     if not status:
-        torch = sys.modules.get("torch")
-        if torch is None:
-            import torch
+        import torch  # already loaded in the preload server and its children
+
         status = answer_intel(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so")
     environ[STATUS_ENV] = status
     return status
